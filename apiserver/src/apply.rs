@@ -1,0 +1,1209 @@
+//! Server-side apply and field ownership (`metadata.managedFields`), after the semantics of
+//! kubernetes-sigs/structured-merge-diff as kube-apiserver uses it.
+//!
+//! Pure functions over `serde_json::Value`, no I/O. Callers supply how each list merges through
+//! [`ListTypes`]. [`apply`] handles `PATCH` with `application/apply-patch+yaml`;
+//! [`record_update`] records every other write (create, update, patch) as an `Update` entry.
+//!
+//! Not tracked, as upstream: `apiVersion`, `kind`, and `metadata.{name, namespace,
+//! creationTimestamp, selfLink, uid, clusterName, generation, managedFields, resourceVersion}`.
+//! Fields reset by a subresource strategy (such as `status` on the main resource) are the
+//! caller's to drop from the configuration before applying.
+
+mod compare;
+mod fieldset;
+mod merge;
+
+use serde_json::{Map, Value};
+
+use self::fieldset::{FieldSet, PathElement, path_to_string};
+
+/// How a list at some path merges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListType {
+    /// Replaced as a whole and owned as one field (`x-kubernetes-list-type: atomic`, the CRD
+    /// default).
+    Atomic,
+    /// A set of scalars, merged and owned by value (`x-kubernetes-list-type: set`).
+    Set,
+    /// A list of objects merged and owned by the named key fields
+    /// (`x-kubernetes-list-type: map` with `x-kubernetes-list-map-keys`).
+    Map(Vec<String>),
+}
+
+/// The list semantics of one kind of object.
+pub trait ListTypes {
+    /// How the list at `path` merges. `path` holds the field names from the root, without list
+    /// indices or keys, e.g. `["spec", "template", "spec", "containers"]`.
+    fn list_type(&self, path: &[&str]) -> ListType;
+}
+
+/// List semantics where every list is atomic, the default of a CRD schema.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AtomicLists;
+
+impl ListTypes for AtomicLists {
+    fn list_type(&self, _path: &[&str]) -> ListType {
+        ListType::Atomic
+    }
+}
+
+/// Who writes, as recorded in a managed fields entry.
+#[derive(Debug, Clone, Copy)]
+pub struct Manager<'a> {
+    /// The field manager (the `fieldManager` query parameter, or one derived from the client).
+    pub name: &'a str,
+    /// The API version of the request, e.g. `apps/v1`.
+    pub api_version: &'a str,
+    /// The subresource written, e.g. `status`; `None` for the main resource.
+    pub subresource: Option<&'a str>,
+    /// The time of the write, RFC 3339 in UTC.
+    pub time: &'a str,
+}
+
+/// A field another manager owns that an apply would change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    /// The owner, printed as upstream does: `"mgr"`, or `"kubectl-edit" using v1` for an
+    /// `Update` entry, with ` with subresource "status"` when it wrote a subresource.
+    pub manager: String,
+    /// The field, e.g. `.spec.replicas` or `.spec.containers[name="nginx"].image`.
+    pub field: String,
+}
+
+impl Conflict {
+    /// The message of this conflict's `FieldManagerConflict` status cause.
+    pub fn message(&self) -> String {
+        format!("conflict with {}", self.manager)
+    }
+}
+
+/// Why an apply was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    /// Other managers own fields the configuration would change (409 Conflict, unless forced).
+    #[error("{}", conflicts_message(.0))]
+    Conflicts(Vec<Conflict>),
+    /// The configuration cannot be applied (422 Invalid): not an object, `managedFields` set,
+    /// or list elements without keys or with duplicate keys.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ApplyError {
+    /// The `Status` message, worded as kube-apiserver words it.
+    pub fn message(&self) -> String {
+        self.to_string()
+    }
+}
+
+fn conflicts_message(conflicts: &[Conflict]) -> String {
+    if let [only] = conflicts {
+        return format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            only.manager, only.field
+        );
+    }
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for conflict in conflicts {
+        match groups.iter_mut().find(|(m, _)| *m == conflict.manager) {
+            Some((_, fields)) => fields.push(&conflict.field),
+            None => groups.push((&conflict.manager, vec![&conflict.field])),
+        }
+    }
+    let mut lines = Vec::new();
+    for (manager, fields) in groups {
+        lines.push(format!("conflicts with {manager}:"));
+        lines.extend(fields.into_iter().map(|f| format!("- {f}")));
+    }
+    format!(
+        "Apply failed with {} conflicts: {}",
+        conflicts.len(),
+        lines.join("\n")
+    )
+}
+
+/// The manager upstream records the fields of an untracked object under, before its first apply.
+const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+
+/// Applies `config` for `manager` on top of `live` (`None` to create) and returns the new object,
+/// with `metadata.managedFields` updated.
+///
+/// The result is `live` merged with `config` per list semantics, minus the fields this manager
+/// applied before and omits now (unless another manager owns them). This manager's `Apply` entry
+/// then holds exactly the fields of `config`. Fields other managers own and `config` changes are
+/// conflicts; with `force` they are taken over instead. Equal values are shared, not conflicts.
+///
+/// When the object itself does not change, existing entries keep their `time`, so a repeated
+/// apply returns `managedFields` identical to the input.
+pub fn apply(
+    live: Option<&Value>,
+    config: &Value,
+    manager: &Manager<'_>,
+    force: bool,
+    lists: &dyn ListTypes,
+) -> Result<Value, ApplyError> {
+    if !config.is_object() {
+        return Err(ApplyError::Invalid(
+            "the applied configuration must be a JSON object".to_string(),
+        ));
+    }
+    if config
+        .pointer("/metadata/managedFields")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(ApplyError::Invalid(
+            "metadata.managedFields must be nil".to_string(),
+        ));
+    }
+    let live_object = live.map(without_managed_fields);
+    let live_object = live_object.unwrap_or_else(|| Value::Object(Map::new()));
+    let mut entries = live.map(read_entries).unwrap_or_default();
+    if entries.is_empty() && live.is_some() {
+        // Upstream gives the fields of an object nobody tracked yet to a stand-in manager.
+        let before = Manager {
+            name: BEFORE_FIRST_APPLY,
+            subresource: None,
+            ..*manager
+        };
+        record(
+            &mut entries,
+            &Value::Object(Map::new()),
+            &live_object,
+            &before,
+            lists,
+        );
+    }
+
+    let applied = stripped(compare::field_set(config, lists).map_err(ApplyError::Invalid)?);
+    let mut merged = merge::merge(&live_object, config, lists).map_err(ApplyError::Invalid)?;
+    let own = entries.iter().position(|e| e.is_apply_of(manager));
+
+    if let Some(previous) = own.map(|i| &entries[i].set) {
+        let mut owned = applied.clone();
+        for (i, entry) in entries.iter().enumerate() {
+            if Some(i) != own {
+                owned = owned.union(&entry.set);
+            }
+        }
+        let stale = stale_fields(previous, &owned);
+        if !stale.is_empty() {
+            merge::remove(&mut merged, &stale, lists);
+        }
+    }
+
+    let comparison = comparison(&live_object, &merged, lists);
+    let changed = comparison.added.union(&comparison.modified);
+    let mut clashes: Vec<(usize, FieldSet)> = entries
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| Some(*i) != own)
+        .map(|(i, entry)| (i, entry.set.intersection(&changed)))
+        .filter(|(_, clash)| !clash.is_empty())
+        .collect();
+    if !force && !clashes.is_empty() {
+        clashes.sort_by_key(|(i, _)| entries[*i].identifier());
+        let conflicts = clashes
+            .iter()
+            .flat_map(|(i, clash)| {
+                let manager = entries[*i].display();
+                clash.paths().into_iter().map(move |path| Conflict {
+                    manager: manager.clone(),
+                    field: path_to_string(&path),
+                })
+            })
+            .collect();
+        return Err(ApplyError::Conflicts(conflicts));
+    }
+    for (i, clash) in &clashes {
+        entries[*i].set = entries[*i].set.difference(clash);
+    }
+    for (i, entry) in entries.iter_mut().enumerate() {
+        if Some(i) != own {
+            entry.set = entry.set.difference(&comparison.removed);
+        }
+    }
+
+    let object_changed = live.is_none() || !comparison.is_same();
+    match own {
+        Some(i) => {
+            let entry = &mut entries[i];
+            entry.set = applied;
+            entry.api_version = manager.api_version.to_string();
+            if object_changed || entry.time.is_none() {
+                entry.time = Some(manager.time.to_string());
+            }
+        }
+        None => entries.push(Entry::new(manager, Operation::Apply, applied)),
+    }
+    write_entries(&mut merged, entries);
+    Ok(merged)
+}
+
+/// Records a write that is not an apply (create, update, patch) in `new`'s managed fields:
+/// the fields that differ between `old` (`None` on create) and `new` now belong to `manager`'s
+/// `Update` entry, and to no other entry.
+///
+/// Managed fields come from `new` when it carries a valid, non-empty list (clients may rewrite
+/// them on the main resource), otherwise from `old`. Entries left empty are dropped; `manager`'s
+/// entry gets `manager.time` only when the write changed some field.
+pub fn record_update(
+    old: Option<&Value>,
+    new: &mut Value,
+    manager: &Manager<'_>,
+    lists: &dyn ListTypes,
+) {
+    let supplied = if manager.subresource.is_none() {
+        Some(read_entries(new)).filter(|e| !e.is_empty())
+    } else {
+        None
+    };
+    let mut entries = supplied
+        .or_else(|| old.map(read_entries))
+        .unwrap_or_default();
+    let old_object = old
+        .map(without_managed_fields)
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    let new_object = without_managed_fields(new);
+    record(&mut entries, &old_object, &new_object, manager, lists);
+    write_entries(new, entries);
+}
+
+/// The update step shared by [`record_update`] and the first apply of an untracked object.
+fn record(
+    entries: &mut Vec<Entry>,
+    old: &Value,
+    new: &Value,
+    manager: &Manager<'_>,
+    lists: &dyn ListTypes,
+) {
+    let comparison = comparison(old, new, lists);
+    let changed = comparison.added.union(&comparison.modified);
+    for entry in entries.iter_mut() {
+        entry.set = entry
+            .set
+            .difference(&changed)
+            .difference(&comparison.removed);
+    }
+    if !changed.is_empty() {
+        match entries.iter_mut().find(|e| e.is_update_of(manager)) {
+            Some(entry) => {
+                entry.set = entry.set.union(&changed);
+                entry.time = Some(manager.time.to_string());
+            }
+            None => entries.push(Entry::new(manager, Operation::Update, changed)),
+        }
+    }
+}
+
+/// The fields of `previous` that nothing in `owned` claims, at or below them.
+fn stale_fields(previous: &FieldSet, owned: &FieldSet) -> FieldSet {
+    fn walk(
+        previous: &FieldSet,
+        owned: Option<&FieldSet>,
+        prefix: &mut Vec<PathElement>,
+        out: &mut FieldSet,
+    ) {
+        let mut dropped = Vec::new();
+        for member in previous.members() {
+            if !owned.is_some_and(|o| o.touches(member)) {
+                prefix.push(member.clone());
+                out.insert(prefix);
+                prefix.pop();
+                dropped.push(member);
+            }
+        }
+        for (element, child) in previous.children() {
+            if dropped.contains(&element) {
+                continue;
+            }
+            prefix.push(element.clone());
+            walk(child, owned.and_then(|o| o.child(element)), prefix, out);
+            prefix.pop();
+        }
+    }
+    let mut out = FieldSet::new();
+    walk(previous, Some(owned), &mut Vec::new(), &mut out);
+    out
+}
+
+/// The paths never recorded as owned.
+fn untracked() -> FieldSet {
+    let field = |name: &str| PathElement::Field(name.to_string());
+    let mut set = FieldSet::new();
+    for top in ["apiVersion", "kind", "metadata"] {
+        set.insert(&[field(top)]);
+    }
+    for meta in [
+        "name",
+        "namespace",
+        "creationTimestamp",
+        "selfLink",
+        "uid",
+        "clusterName",
+        "generation",
+        "managedFields",
+        "resourceVersion",
+    ] {
+        set.insert(&[field("metadata"), field(meta)]);
+    }
+    set
+}
+
+fn stripped(set: FieldSet) -> FieldSet {
+    set.difference(&untracked())
+}
+
+/// Compares two objects, leaving out the untracked paths.
+fn comparison(old: &Value, new: &Value, lists: &dyn ListTypes) -> compare::Comparison {
+    let c = compare::compare(old, new, lists);
+    compare::Comparison {
+        added: stripped(c.added),
+        modified: stripped(c.modified),
+        removed: stripped(c.removed),
+    }
+}
+
+fn without_managed_fields(object: &Value) -> Value {
+    let mut copy = object.clone();
+    if let Some(metadata) = copy.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+    }
+    copy
+}
+
+/// The operation of a managed fields entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    Apply,
+    Update,
+}
+
+impl Operation {
+    fn as_str(self) -> &'static str {
+        match self {
+            Operation::Apply => "Apply",
+            Operation::Update => "Update",
+        }
+    }
+}
+
+/// One `metadata.managedFields` entry, decoded.
+#[derive(Debug, Clone)]
+struct Entry {
+    manager: String,
+    operation: Operation,
+    api_version: String,
+    /// Empty for the main resource.
+    subresource: String,
+    time: Option<String>,
+    set: FieldSet,
+    /// The entry as read, returned verbatim when nothing in it changed.
+    original: Option<(Value, EntryState)>,
+}
+
+/// The parts of an entry that decide whether it changed.
+#[derive(Debug, Clone, PartialEq)]
+struct EntryState {
+    api_version: String,
+    time: Option<String>,
+    set: FieldSet,
+}
+
+impl Entry {
+    fn new(manager: &Manager<'_>, operation: Operation, set: FieldSet) -> Self {
+        Entry {
+            manager: manager.name.to_string(),
+            operation,
+            api_version: manager.api_version.to_string(),
+            subresource: manager.subresource.unwrap_or_default().to_string(),
+            time: Some(manager.time.to_string()),
+            set,
+            original: None,
+        }
+    }
+
+    fn read(value: &Value) -> Result<Self, String> {
+        let text = |key: &str| -> Result<Option<String>, String> {
+            match value.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(format!("managedFields {key} must be a string")),
+            }
+        };
+        let operation = match text("operation")?.as_deref() {
+            Some("Apply") => Operation::Apply,
+            Some("Update") => Operation::Update,
+            other => return Err(format!("unknown managedFields operation {other:?}")),
+        };
+        if let Some(kind) = text("fieldsType")?
+            && kind != "FieldsV1"
+        {
+            return Err(format!("unknown managedFields fieldsType {kind:?}"));
+        }
+        let set = match value.get("fieldsV1") {
+            None | Some(Value::Null) => FieldSet::new(),
+            Some(fields) => FieldSet::from_fields_v1(fields)?,
+        };
+        let entry = Entry {
+            manager: text("manager")?.unwrap_or_default(),
+            operation,
+            api_version: text("apiVersion")?.unwrap_or_default(),
+            subresource: text("subresource")?.unwrap_or_default(),
+            time: text("time")?,
+            set,
+            original: None,
+        };
+        Ok(Entry {
+            original: Some((value.clone(), entry.state())),
+            ..entry
+        })
+    }
+
+    fn state(&self) -> EntryState {
+        EntryState {
+            api_version: self.api_version.clone(),
+            time: self.time.clone(),
+            set: self.set.clone(),
+        }
+    }
+
+    fn same_writer(&self, manager: &Manager<'_>) -> bool {
+        self.manager == manager.name && self.subresource == manager.subresource.unwrap_or_default()
+    }
+
+    /// Whether this is `manager`'s `Apply` entry (any API version).
+    fn is_apply_of(&self, manager: &Manager<'_>) -> bool {
+        self.operation == Operation::Apply && self.same_writer(manager)
+    }
+
+    /// Whether this is `manager`'s `Update` entry at its API version.
+    fn is_update_of(&self, manager: &Manager<'_>) -> bool {
+        self.operation == Operation::Update
+            && self.same_writer(manager)
+            && self.api_version == manager.api_version
+    }
+
+    /// Upstream's manager identifier (the entry without fields and time, as JSON), which orders
+    /// conflicts.
+    fn identifier(&self) -> String {
+        let quote = |s: &str| Value::String(s.to_string()).to_string();
+        let mut out = format!(
+            "{{\"manager\":{},\"operation\":{}",
+            quote(&self.manager),
+            quote(self.operation.as_str())
+        );
+        if self.operation == Operation::Update && !self.api_version.is_empty() {
+            out.push_str(&format!(",\"apiVersion\":{}", quote(&self.api_version)));
+        }
+        if !self.subresource.is_empty() {
+            out.push_str(&format!(",\"subresource\":{}", quote(&self.subresource)));
+        }
+        out.push('}');
+        out
+    }
+
+    /// How a conflict names this entry's manager.
+    fn display(&self) -> String {
+        let quote = |s: &str| Value::String(s.to_string()).to_string();
+        let mut out = quote(&self.manager);
+        if !self.subresource.is_empty() {
+            out.push_str(&format!(" with subresource {}", quote(&self.subresource)));
+        }
+        if self.operation == Operation::Update {
+            out.push_str(&format!(" using {}", self.api_version));
+        }
+        out
+    }
+
+    fn to_value(&self) -> Value {
+        if let Some((value, state)) = &self.original
+            && *state == self.state()
+        {
+            return value.clone();
+        }
+        let mut out = Map::new();
+        out.insert("manager".into(), Value::String(self.manager.clone()));
+        out.insert(
+            "operation".into(),
+            Value::String(self.operation.as_str().to_string()),
+        );
+        out.insert("apiVersion".into(), Value::String(self.api_version.clone()));
+        if let Some(time) = &self.time {
+            out.insert("time".into(), Value::String(time.clone()));
+        }
+        out.insert("fieldsType".into(), Value::String("FieldsV1".to_string()));
+        out.insert("fieldsV1".into(), self.set.to_fields_v1());
+        if !self.subresource.is_empty() {
+            out.insert(
+                "subresource".into(),
+                Value::String(self.subresource.clone()),
+            );
+        }
+        Value::Object(out)
+    }
+}
+
+/// Reads an object's managed fields; an unreadable list counts as none, as upstream resets it.
+fn read_entries(object: &Value) -> Vec<Entry> {
+    let Some(Value::Array(items)) = object.pointer("/metadata/managedFields") else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .map(Entry::read)
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap_or_default()
+}
+
+/// Stores `entries` in `object`, without empty ones, in upstream's order: `Apply` before
+/// `Update`, then by time (to the second), manager, API version and subresource.
+fn write_entries(object: &mut Value, mut entries: Vec<Entry>) {
+    entries.retain(|e| !e.set.is_empty());
+    entries.sort_by(|a, b| {
+        let seconds = |e: &Entry| {
+            e.time
+                .as_deref()
+                .map(|t| t.get(..19).unwrap_or(t).to_string())
+                .unwrap_or_default()
+        };
+        a.operation
+            .as_str()
+            .cmp(b.operation.as_str())
+            .then_with(|| seconds(a).cmp(&seconds(b)))
+            .then_with(|| a.manager.cmp(&b.manager))
+            .then_with(|| a.api_version.cmp(&b.api_version))
+            .then_with(|| a.subresource.cmp(&b.subresource))
+    });
+    let Value::Object(fields) = object else {
+        return;
+    };
+    if entries.is_empty() {
+        if let Some(Value::Object(metadata)) = fields.get_mut("metadata") {
+            metadata.remove("managedFields");
+        }
+        return;
+    }
+    let metadata = fields
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !metadata.is_object() {
+        *metadata = Value::Object(Map::new());
+    }
+    if let Value::Object(metadata) = metadata {
+        metadata.insert(
+            "managedFields".to_string(),
+            Value::Array(entries.iter().map(Entry::to_value).collect()),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const T1: &str = "2026-01-01T00:00:00Z";
+    const T2: &str = "2026-01-01T00:01:00Z";
+    const T3: &str = "2026-01-01T00:02:00Z";
+
+    struct PodLists;
+    impl ListTypes for PodLists {
+        fn list_type(&self, path: &[&str]) -> ListType {
+            match path {
+                ["spec", "containers"] => ListType::Map(vec!["name".to_string()]),
+                ["metadata", "finalizers"] => ListType::Set,
+                _ => ListType::Atomic,
+            }
+        }
+    }
+
+    fn applier<'a>(name: &'a str, time: &'a str) -> Manager<'a> {
+        Manager {
+            name,
+            api_version: "example.com/v1",
+            subresource: None,
+            time,
+        }
+    }
+
+    fn updater<'a>(name: &'a str, time: &'a str) -> Manager<'a> {
+        Manager {
+            name,
+            api_version: "v1",
+            subresource: None,
+            time,
+        }
+    }
+
+    fn widget(spec: Value) -> Value {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget",
+               "metadata": {"name": "w", "namespace": "default"}, "spec": spec})
+    }
+
+    fn entries(object: &Value) -> &Vec<Value> {
+        object["metadata"]["managedFields"].as_array().unwrap()
+    }
+
+    fn entry<'o>(object: &'o Value, manager: &str) -> &'o Value {
+        entries(object)
+            .iter()
+            .find(|e| e["manager"] == manager)
+            .unwrap_or_else(|| panic!("no entry for {manager} in {object}"))
+    }
+
+    fn conflict_message(result: Result<Value, ApplyError>) -> String {
+        match result {
+            Err(err @ ApplyError::Conflicts(_)) => err.message(),
+            other => panic!("expected conflicts, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn apply_creates_an_object_owning_exactly_the_applied_fields() {
+        let config = widget(json!({"size": 1, "color": "red"}));
+        let out = apply(None, &config, &applier("mgr-a", T1), false, &PodLists).unwrap();
+        assert_eq!(out["spec"], json!({"size": 1, "color": "red"}));
+        assert_eq!(
+            entries(&out),
+            &vec![json!({
+                "manager": "mgr-a", "operation": "Apply", "apiVersion": "example.com/v1",
+                "time": T1, "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:spec": {"f:color": {}, "f:size": {}}}
+            })]
+        );
+    }
+
+    #[test]
+    fn second_apply_changes_a_value_and_the_time() {
+        let first = apply(
+            None,
+            &widget(json!({"size": 1})),
+            &applier("m", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let second = apply(
+            Some(&first),
+            &widget(json!({"size": 2})),
+            &applier("m", T2),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        assert_eq!(second["spec"]["size"], 2);
+        assert_eq!(entries(&second).len(), 1);
+        assert_eq!(entry(&second, "m")["time"], T2);
+    }
+
+    #[test]
+    fn apply_removes_fields_the_manager_stops_applying() {
+        let first = apply(
+            None,
+            &widget(json!({"size": 1, "color": "red"})),
+            &applier("m", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let second = apply(
+            Some(&first),
+            &widget(json!({"size": 1})),
+            &applier("m", T2),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        assert_eq!(second["spec"], json!({"size": 1}));
+        assert_eq!(
+            entry(&second, "m")["fieldsV1"],
+            json!({"f:spec": {"f:size": {}}})
+        );
+    }
+
+    #[test]
+    fn omitted_field_another_manager_owns_stays() {
+        let a = apply(
+            None,
+            &widget(json!({"size": 1, "color": "red"})),
+            &applier("a", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let b = apply(
+            Some(&a),
+            &widget(json!({"color": "red"})),
+            &applier("b", T2),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let a2 = apply(
+            Some(&b),
+            &widget(json!({"size": 1})),
+            &applier("a", T3),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        assert_eq!(a2["spec"], json!({"size": 1, "color": "red"}));
+        assert_eq!(
+            entry(&a2, "a")["fieldsV1"],
+            json!({"f:spec": {"f:size": {}}})
+        );
+        assert_eq!(
+            entry(&a2, "b")["fieldsV1"],
+            json!({"f:spec": {"f:color": {}}})
+        );
+    }
+
+    #[test]
+    fn conflicting_value_with_another_applier_is_refused() {
+        let a = apply(
+            None,
+            &widget(json!({"size": 1})),
+            &applier("mgr-a", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let result = apply(
+            Some(&a),
+            &widget(json!({"size": 2})),
+            &applier("mgr-b", T2),
+            false,
+            &PodLists,
+        );
+        assert_eq!(
+            conflict_message(result),
+            "Apply failed with 1 conflict: conflict with \"mgr-a\": .spec.size"
+        );
+    }
+
+    #[test]
+    fn conflict_with_an_updater_names_its_api_version() {
+        let created = apply(
+            None,
+            &widget(json!({"size": 1})),
+            &applier("helm", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let mut edited = created.clone();
+        edited["spec"]["size"] = json!(3);
+        record_update(
+            Some(&created),
+            &mut edited,
+            &updater("kubectl-edit", T2),
+            &PodLists,
+        );
+        let result = apply(
+            Some(&edited),
+            &widget(json!({"size": 1})),
+            &applier("helm", T3),
+            false,
+            &PodLists,
+        );
+        let Err(ApplyError::Conflicts(conflicts)) = &result else {
+            panic!("expected a conflict, got {result:?}");
+        };
+        assert_eq!(
+            conflicts,
+            &vec![Conflict {
+                manager: "\"kubectl-edit\" using v1".to_string(),
+                field: ".spec.size".to_string(),
+            }]
+        );
+        assert_eq!(
+            conflicts[0].message(),
+            "conflict with \"kubectl-edit\" using v1"
+        );
+        assert_eq!(
+            conflict_message(result),
+            "Apply failed with 1 conflict: conflict with \"kubectl-edit\" using v1: .spec.size"
+        );
+    }
+
+    #[test]
+    fn several_conflicts_are_listed_by_manager() {
+        let a = apply(
+            None,
+            &widget(json!({"a": 1, "b": 1})),
+            &applier("m", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let result = apply(
+            Some(&a),
+            &widget(json!({"a": 2, "b": 2})),
+            &applier("n", T2),
+            false,
+            &PodLists,
+        );
+        assert_eq!(
+            conflict_message(result),
+            "Apply failed with 2 conflicts: conflicts with \"m\":\n- .spec.a\n- .spec.b"
+        );
+    }
+
+    #[test]
+    fn force_takes_ownership_of_conflicting_fields() {
+        let a = apply(
+            None,
+            &widget(json!({"size": 1, "color": "red"})),
+            &applier("mgr-a", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let b = apply(
+            Some(&a),
+            &widget(json!({"size": 2})),
+            &applier("mgr-b", T2),
+            true,
+            &PodLists,
+        )
+        .unwrap();
+        assert_eq!(b["spec"], json!({"size": 2, "color": "red"}));
+        assert_eq!(
+            entry(&b, "mgr-a")["fieldsV1"],
+            json!({"f:spec": {"f:color": {}}})
+        );
+        assert_eq!(
+            entry(&b, "mgr-b")["fieldsV1"],
+            json!({"f:spec": {"f:size": {}}})
+        );
+    }
+
+    #[test]
+    fn equal_values_are_shared_without_conflict() {
+        let a = apply(
+            None,
+            &widget(json!({"size": 1})),
+            &applier("mgr-a", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let b = apply(
+            Some(&a),
+            &widget(json!({"size": 1})),
+            &applier("mgr-b", T2),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        assert_eq!(
+            entry(&b, "mgr-a")["fieldsV1"],
+            json!({"f:spec": {"f:size": {}}})
+        );
+        assert_eq!(
+            entry(&b, "mgr-b")["fieldsV1"],
+            json!({"f:spec": {"f:size": {}}})
+        );
+        // Nothing changed, so the entry already there keeps its time.
+        assert_eq!(entry(&b, "mgr-a")["time"], T1);
+    }
+
+    #[test]
+    fn label_added_by_an_updater_does_not_conflict_with_a_later_apply() {
+        let config = widget(json!({"size": 1}));
+        let created = apply(None, &config, &applier("helm", T1), false, &PodLists).unwrap();
+        let mut labelled = created.clone();
+        crate::patch::merge_patch(
+            &mut labelled,
+            &json!({"metadata": {"labels": {"extra": "yes"}}}),
+        );
+        record_update(
+            Some(&created),
+            &mut labelled,
+            &updater("kubectl-label", T2),
+            &PodLists,
+        );
+        assert_eq!(
+            entry(&labelled, "kubectl-label")["fieldsV1"],
+            json!({"f:metadata": {"f:labels": {".": {}, "f:extra": {}}}})
+        );
+        let upgraded = apply(
+            Some(&labelled),
+            &config,
+            &applier("helm", T3),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        assert_eq!(upgraded, labelled);
+    }
+
+    #[test]
+    fn containers_merge_by_name_across_managers() {
+        let pod = |containers: Value| {
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                   "spec": {"containers": containers}})
+        };
+        let a = apply(
+            None,
+            &pod(json!([{"name": "app", "image": "app:1"}])),
+            &applier("a", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let b = apply(
+            Some(&a),
+            &pod(json!([{"name": "sidecar", "image": "proxy:1"}])),
+            &applier("b", T2),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        assert_eq!(
+            b["spec"]["containers"],
+            json!([{"name": "app", "image": "app:1"}, {"name": "sidecar", "image": "proxy:1"}])
+        );
+        assert_eq!(
+            entry(&b, "b")["fieldsV1"],
+            json!({"f:spec": {"f:containers": {"k:{\"name\":\"sidecar\"}":
+                {".": {}, "f:image": {}, "f:name": {}}}}})
+        );
+        let result = apply(
+            Some(&b),
+            &pod(json!([{"name": "sidecar", "image": "proxy:2"}])),
+            &applier("a", T3),
+            false,
+            &PodLists,
+        );
+        assert_eq!(
+            conflict_message(result),
+            "Apply failed with 1 conflict: conflict with \"b\": .spec.containers[name=\"sidecar\"].image"
+        );
+        // a stops applying its container: only a's container goes.
+        let a2 = apply(
+            Some(&b),
+            &pod(json!([])),
+            &applier("a", T3),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        assert_eq!(
+            a2["spec"]["containers"],
+            json!([{"name": "sidecar", "image": "proxy:1"}])
+        );
+    }
+
+    #[test]
+    fn set_lists_merge_by_value() {
+        let with = |finalizers: Value| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "c", "finalizers": finalizers}})
+        };
+        let a = apply(
+            None,
+            &with(json!(["a.io/x"])),
+            &applier("a", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let b = apply(
+            Some(&a),
+            &with(json!(["b.io/y"])),
+            &applier("b", T2),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        assert_eq!(b["metadata"]["finalizers"], json!(["a.io/x", "b.io/y"]));
+        assert_eq!(
+            entry(&b, "b")["fieldsV1"],
+            json!({"f:metadata": {"f:finalizers": {"v:\"b.io/y\"": {}}}})
+        );
+        let a2 = apply(
+            Some(&b),
+            &with(json!([])),
+            &applier("a", T3),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        assert_eq!(a2["metadata"]["finalizers"], json!(["b.io/y"]));
+    }
+
+    #[test]
+    fn repeated_apply_returns_identical_managed_fields() {
+        let config = widget(json!({"size": 1, "color": "red"}));
+        let first = apply(None, &config, &applier("m", T1), false, &PodLists).unwrap();
+        let mut labelled = first.clone();
+        labelled["metadata"]["labels"] = json!({"l": "1"});
+        record_update(
+            Some(&first),
+            &mut labelled,
+            &updater("other", T2),
+            &PodLists,
+        );
+        let again = apply(
+            Some(&labelled),
+            &config,
+            &applier("m", T3),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_string(&again["metadata"]["managedFields"]).unwrap(),
+            serde_json::to_string(&labelled["metadata"]["managedFields"]).unwrap()
+        );
+        assert_eq!(again, labelled);
+    }
+
+    #[test]
+    fn record_update_transfers_ownership_of_changed_fields() {
+        let created = apply(
+            None,
+            &widget(json!({"size": 1, "color": "red"})),
+            &applier("a", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let mut updated = created.clone();
+        updated["spec"]["size"] = json!(5);
+        record_update(
+            Some(&created),
+            &mut updated,
+            &updater("editor", T2),
+            &PodLists,
+        );
+        assert_eq!(
+            entry(&updated, "a")["fieldsV1"],
+            json!({"f:spec": {"f:color": {}}})
+        );
+        assert_eq!(entry(&updated, "a")["time"], T1);
+        let editor = entry(&updated, "editor");
+        assert_eq!(editor["operation"], "Update");
+        assert_eq!(editor["apiVersion"], "v1");
+        assert_eq!(editor["time"], T2);
+        assert_eq!(editor["fieldsV1"], json!({"f:spec": {"f:size": {}}}));
+        // Apply entries sort before Update entries.
+        assert_eq!(entries(&updated)[0]["manager"], "a");
+
+        // An unchanged write leaves the managed fields as they were.
+        let mut same = updated.clone();
+        record_update(Some(&updated), &mut same, &updater("editor", T3), &PodLists);
+        assert_eq!(same, updated);
+    }
+
+    #[test]
+    fn record_update_on_create_owns_every_field() {
+        let mut object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "uid": "u", "labels": {"app": "x"}},
+            "data": {"k": "v"}});
+        record_update(None, &mut object, &updater("kubectl-create", T1), &PodLists);
+        assert_eq!(
+            entries(&object),
+            &vec![json!({
+                "manager": "kubectl-create", "operation": "Update", "apiVersion": "v1",
+                "time": T1, "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:data": {".": {}, "f:k": {}},
+                             "f:metadata": {"f:labels": {".": {}, "f:app": {}}}}
+            })]
+        );
+    }
+
+    #[test]
+    fn removed_fields_leave_their_owners() {
+        let created = apply(
+            None,
+            &widget(json!({"size": 1, "color": "red"})),
+            &applier("a", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let mut updated = created.clone();
+        updated["spec"] = json!({"size": 1});
+        record_update(
+            Some(&created),
+            &mut updated,
+            &updater("editor", T2),
+            &PodLists,
+        );
+        assert_eq!(
+            entry(&updated, "a")["fieldsV1"],
+            json!({"f:spec": {"f:size": {}}})
+        );
+        assert_eq!(entries(&updated).len(), 1);
+    }
+
+    #[test]
+    fn status_subresource_entry_is_kept_apart() {
+        let created = apply(
+            None,
+            &widget(json!({"size": 1})),
+            &applier("a", T1),
+            false,
+            &PodLists,
+        )
+        .unwrap();
+        let status_writer = Manager {
+            subresource: Some("status"),
+            ..applier("ctrl", T2)
+        };
+        let mut config = widget(json!(null));
+        config.as_object_mut().unwrap().remove("spec");
+        config["status"] = json!({"ready": true});
+        let out = apply(Some(&created), &config, &status_writer, true, &PodLists).unwrap();
+        assert_eq!(out["status"], json!({"ready": true}));
+        assert_eq!(entry(&out, "ctrl")["subresource"], "status");
+        assert_eq!(
+            entry(&out, "a")["fieldsV1"],
+            json!({"f:spec": {"f:size": {}}})
+        );
+    }
+
+    #[test]
+    fn untracked_object_gets_a_before_first_apply_owner() {
+        let live = widget(json!({"size": 1}));
+        let result = apply(
+            Some(&live),
+            &widget(json!({"size": 2})),
+            &applier("m", T2),
+            false,
+            &PodLists,
+        );
+        assert_eq!(
+            conflict_message(result),
+            "Apply failed with 1 conflict: conflict with \"before-first-apply\" using example.com/v1: .spec.size"
+        );
+    }
+
+    #[test]
+    fn invalid_configurations_are_rejected() {
+        let lists = &PodLists;
+        let m = applier("m", T1);
+        assert!(matches!(
+            apply(None, &json!([1]), &m, false, lists),
+            Err(ApplyError::Invalid(_))
+        ));
+        let mut with_fields = widget(json!({}));
+        with_fields["metadata"]["managedFields"] = json!([]);
+        assert_eq!(
+            apply(None, &with_fields, &m, false, lists),
+            Err(ApplyError::Invalid(
+                "metadata.managedFields must be nil".to_string()
+            ))
+        );
+        let pod = json!({"spec": {"containers": [{"image": "x"}]}});
+        let err = apply(None, &pod, &m, false, lists).unwrap_err();
+        assert!(
+            err.message()
+                .starts_with(".spec.containers: element 0: associative list with keys"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,250 @@
+//! The errors the server answers with, each mapped once (in `http`) to a Kubernetes `Status`
+//! with the code, reason and message that kube-apiserver gives for the same failure.
+
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::validation::FieldError;
+
+/// The resource an error is about, as upstream names it in `Status.details`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Target {
+    pub group: String,
+    /// The resource (plural) name, as upstream puts it in `details.kind` for most errors.
+    pub resource: String,
+    pub name: String,
+}
+
+impl Target {
+    pub fn new(group: &str, resource: &str, name: &str) -> Self {
+        Target {
+            group: group.to_owned(),
+            resource: resource.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// `configmaps` or `widgets.example.com`, as in `widgets.example.com "w1" not found`.
+    pub fn qualified_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.clone()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{} {:?} not found", .0.qualified_resource(), .0.name)]
+    NotFound(Target),
+    #[error("the server could not find the requested resource")]
+    UnknownPath,
+    #[error("{} {:?} already exists", .0.qualified_resource(), .0.name)]
+    AlreadyExists(Target),
+    #[error(
+        "Operation cannot be fulfilled on {} {:?}: {reason}",
+        target.qualified_resource(),
+        target.name
+    )]
+    Conflict { target: Target, reason: String },
+    /// A server-side apply conflict with other field managers.
+    #[error("{message}")]
+    ApplyConflict {
+        target: Target,
+        message: String,
+        /// (manager, field) of each conflict.
+        conflicts: Vec<(String, String)>,
+    },
+    #[error("{message}")]
+    Invalid {
+        /// `ConfigMap` or `Widget.example.com`: the kind as upstream names it in the message.
+        kind: String,
+        target: Target,
+        message: String,
+        causes: Vec<FieldError>,
+    },
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    Expired(String),
+    #[error("the body of the request was in an unknown format - accepted media types include: {0}")]
+    UnsupportedMediaType(String),
+    #[error("the server does not allow this method on the requested resource")]
+    MethodNotAllowed,
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("Unauthorized")]
+    Unauthorized,
+    #[error("Request entity too large: limit is {0}")]
+    TooLarge(usize),
+    #[error("{0}")]
+    Timeout(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A 422 Invalid for `kind`/`target` with the given field errors.
+    pub fn invalid(kind: &str, target: Target, causes: Vec<FieldError>) -> Self {
+        let message = crate::validation::invalid_message(kind, &target.name, &causes);
+        Error::Invalid {
+            kind: kind.to_owned(),
+            target,
+            message,
+            causes,
+        }
+    }
+
+    pub fn code(&self) -> StatusCode {
+        match self {
+            Error::NotFound(_) | Error::UnknownPath => StatusCode::NOT_FOUND,
+            Error::AlreadyExists(_) | Error::Conflict { .. } | Error::ApplyConflict { .. } => {
+                StatusCode::CONFLICT
+            }
+            Error::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Error::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Error::Expired(_) => StatusCode::GONE,
+            Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Error::Forbidden(_) => StatusCode::FORBIDDEN,
+            Error::Unauthorized => StatusCode::UNAUTHORIZED,
+            Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Error::NotFound(_) | Error::UnknownPath => "NotFound",
+            Error::AlreadyExists(_) => "AlreadyExists",
+            Error::Conflict { .. } | Error::ApplyConflict { .. } => "Conflict",
+            Error::Invalid { .. } => "Invalid",
+            Error::BadRequest(_) => "BadRequest",
+            Error::Expired(_) => "Expired",
+            Error::UnsupportedMediaType(_) => "UnsupportedMediaType",
+            Error::MethodNotAllowed => "MethodNotAllowed",
+            Error::Forbidden(_) => "Forbidden",
+            Error::Unauthorized => "Unauthorized",
+            Error::TooLarge(_) => "RequestEntityTooLarge",
+            Error::Timeout(_) => "Timeout",
+            Error::Internal(_) => "InternalError",
+        }
+    }
+
+    /// The `kind: Status` body of this error.
+    pub fn to_status(&self) -> Value {
+        let details = match self {
+            Error::NotFound(t) | Error::AlreadyExists(t) | Error::Conflict { target: t, .. } => {
+                Some(target_details(t, &t.resource))
+            }
+            Error::ApplyConflict {
+                target, conflicts, ..
+            } => {
+                let mut details = target_details(target, &target.resource);
+                details["causes"] = conflicts
+                    .iter()
+                    .map(|(manager, field)| {
+                        json!({"reason": "FieldManagerConflict", "message": format!("conflict with {manager}"), "field": field})
+                    })
+                    .collect();
+                Some(details)
+            }
+            Error::Invalid {
+                kind,
+                target,
+                causes,
+                ..
+            } => {
+                let short_kind = kind.split('.').next().unwrap_or(kind);
+                let mut details = target_details(target, short_kind);
+                details["causes"] = causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason(), "message": c.cause_message(), "field": c.field}))
+                    .collect();
+                Some(details)
+            }
+            Error::UnknownPath => Some(json!({})),
+            _ => None,
+        };
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.to_string(),
+            "reason": self.reason(),
+            "code": self.code().as_u16(),
+        });
+        if let Some(details) = details {
+            status["details"] = details;
+        }
+        status
+    }
+}
+
+fn target_details(target: &Target, kind: &str) -> Value {
+    let mut details = json!({ "name": target.name, "kind": kind });
+    if !target.group.is_empty() {
+        details["group"] = json!(target.group);
+    }
+    details
+}
+
+impl From<crate::storage::Error> for Error {
+    fn from(err: crate::storage::Error) -> Self {
+        use crate::storage::Error as S;
+        match err {
+            S::Compacted {
+                requested,
+                compacted,
+            } => Error::Expired(format!(
+                "too old resource version: {requested} ({compacted})"
+            )),
+            S::FutureRevision { requested, current } => Error::Timeout(format!(
+                "Too large resource version: {requested}, current: {current}"
+            )),
+            other => {
+                tracing::error!(error = %other, source = ?std::error::Error::source(&other), "storage failed");
+                Error::Internal(format!("storage failed: {other}"))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_reads_like_kube_apiserver() {
+        let err = Error::NotFound(Target::new("", "configmaps", "x"));
+        let status = err.to_status();
+        assert_eq!(status["message"], "configmaps \"x\" not found");
+        assert_eq!(status["reason"], "NotFound");
+        assert_eq!(status["code"], 404);
+        assert_eq!(
+            status["details"],
+            json!({"name": "x", "kind": "configmaps"})
+        );
+        let err = Error::NotFound(Target::new("example.com", "widgets", "w1"));
+        assert_eq!(err.to_string(), "widgets.example.com \"w1\" not found");
+        assert_eq!(err.to_status()["details"]["group"], "example.com");
+    }
+
+    #[test]
+    fn conflict_names_the_object() {
+        let err = Error::Conflict {
+            target: Target::new("", "configmaps", "demo-cm"),
+            reason: "the object has been modified; please apply your changes to the latest version and try again".into(),
+        };
+        assert_eq!(
+            err.to_string(),
+            "Operation cannot be fulfilled on configmaps \"demo-cm\": the object has been modified; please apply your changes to the latest version and try again"
+        );
+        assert_eq!(err.code(), StatusCode::CONFLICT);
+    }
+}

@@ -1,0 +1,522 @@
+//! The HTTP layer: authentication, routing of Kubernetes URLs, content negotiation, and the one
+//! place where errors become `kind: Status` responses.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::auth::Authenticator;
+use crate::discovery;
+use crate::error::{Error, Result};
+use crate::registry::ResourceType;
+use crate::registry::selector::{FieldSelector, LabelSelector, supported_fields};
+use crate::registry::store::{
+    DeleteOptions, Deleted, FieldValidation, ListOptions, PatchType, Store, WriteOptions,
+};
+use crate::watch::WatchCache;
+
+mod path;
+mod representation;
+mod scale;
+mod watch_stream;
+
+use path::{ApiPath, ResourcePath};
+use representation::Representation;
+
+/// The largest request body the server reads, as kube-apiserver's limit.
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+const AGGREGATED_DISCOVERY: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// What every request handler shares.
+pub struct ApiState {
+    pub store: Arc<Store>,
+    pub cache: Arc<WatchCache>,
+    pub auth: Authenticator,
+    pub shutdown: watch::Receiver<bool>,
+    /// `host:port` clients reach the server at (for legacy `/api`).
+    pub server_address: String,
+}
+
+/// The router of the whole API.
+pub fn router(state: Arc<ApiState>) -> Router {
+    Router::new().fallback(handle).with_state(state)
+}
+
+async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    match serve(&state, request).await {
+        Ok(response) => response,
+        Err(err) => {
+            if err.code().is_server_error() {
+                tracing::error!(%method, %path, error = %err, "request failed");
+            } else {
+                tracing::debug!(%method, %path, error = %err, "request refused");
+            }
+            error_response(&err)
+        }
+    }
+}
+
+/// The `Status` response of an error.
+pub fn error_response(err: &Error) -> Response {
+    json_response(err.code(), &err.to_status())
+}
+
+fn json_response(code: StatusCode, body: &Value) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    (
+        code,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        bytes,
+    )
+        .into_response()
+}
+
+fn is_public(path: &str) -> bool {
+    matches!(
+        path,
+        "/version" | "/version/" | "/healthz" | "/livez" | "/readyz"
+    )
+}
+
+async fn serve(state: &ApiState, request: Request) -> Result<Response> {
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path().to_owned();
+    if !is_public(&path) {
+        let authorization = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if state.auth.authenticate(authorization).is_none() {
+            return Err(Error::Unauthorized);
+        }
+    }
+    let query = Query::parse(parts.uri.query().unwrap_or_default());
+    let accept = parts
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    let catalog = state.store.registry().catalog();
+    let api_path = path::parse(&path).ok_or(Error::UnknownPath)?;
+    let resource = match api_path {
+        ApiPath::Version => return Ok(json_response(StatusCode::OK, &discovery::version())),
+        ApiPath::Health => {
+            return Ok(
+                (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], "ok").into_response(),
+            );
+        }
+        ApiPath::CoreRoot | ApiPath::GroupsRoot => {
+            let core = matches!(api_path, ApiPath::CoreRoot);
+            if wants_aggregated(&accept) {
+                let body =
+                    serde_json::to_vec(&discovery::aggregated(&catalog, core)).unwrap_or_default();
+                return Ok((
+                    StatusCode::OK,
+                    [
+                        (header::CONTENT_TYPE, AGGREGATED_DISCOVERY),
+                        (header::VARY, "Accept"),
+                    ],
+                    body,
+                )
+                    .into_response());
+            }
+            let doc = if core {
+                discovery::core_versions(&state.server_address)
+            } else {
+                discovery::group_list(&catalog)
+            };
+            return Ok(json_response(StatusCode::OK, &doc));
+        }
+        ApiPath::Group(group) => {
+            let doc = discovery::group(&catalog, &group).ok_or(Error::UnknownPath)?;
+            return Ok(json_response(StatusCode::OK, &doc));
+        }
+        ApiPath::GroupVersion(group, version) => {
+            let doc =
+                discovery::resource_list(&catalog, &group, &version).ok_or(Error::UnknownPath)?;
+            return Ok(json_response(StatusCode::OK, &doc));
+        }
+        ApiPath::Resource(resource) => resource,
+    };
+    let rt = catalog
+        .lookup(&resource.group, &resource.version, &resource.resource)
+        .ok_or(Error::UnknownPath)?;
+    if resource.namespace.is_some() && !rt.namespaced {
+        return Err(Error::UnknownPath);
+    }
+    let representation = Representation::from_accept(&accept);
+    let body = read_body(body).await?;
+    let response = serve_resource(
+        state,
+        &rt,
+        &resource,
+        &parts.method,
+        &parts.headers,
+        &query,
+        representation,
+        body,
+    )
+    .await?;
+    Ok(response)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn serve_resource(
+    state: &ApiState,
+    rt: &Arc<ResourceType>,
+    at: &ResourcePath,
+    method: &Method,
+    headers: &HeaderMap,
+    query: &Query,
+    representation: Representation,
+    body: Bytes,
+) -> Result<Response> {
+    let store = &state.store;
+    let ns = at.namespace.as_deref();
+    let sub = at.subresource.as_deref();
+    if let Some(sub) = sub {
+        let allowed = match sub {
+            "status" => rt.status,
+            "scale" => rt.scale.is_some(),
+            "finalize" => rt.group.is_empty() && rt.plural == "namespaces",
+            _ => false,
+        };
+        if !allowed {
+            return Err(Error::UnknownPath);
+        }
+    }
+    match (method, at.name.as_deref()) {
+        (&Method::GET, None) => {
+            let list = list_options(rt, query)?;
+            if query.flag("watch") {
+                return watch_stream::serve(state, rt.clone(), ns, query, list, representation)
+                    .await;
+            }
+            if query.flag("sendInitialEvents") {
+                return Err(Error::invalid(
+                    "ListOptions.meta.k8s.io",
+                    Default::default(),
+                    vec![crate::validation::FieldError {
+                        cause: crate::validation::CauseType::Forbidden,
+                        field: "sendInitialEvents".into(),
+                        message: "sendInitialEvents is forbidden for list".into(),
+                        value: None,
+                    }],
+                ));
+            }
+            let page = store.list(rt, ns, &list).await?;
+            let body = representation.list(rt, page);
+            Ok(representation.response(StatusCode::OK, &body))
+        }
+        (&Method::GET, Some(name)) => {
+            let object = store.get(rt, ns, name).await?;
+            if sub == Some("scale") {
+                let scale = scale::from_object(rt, &object)?;
+                return Ok(json_response(StatusCode::OK, &scale));
+            }
+            Ok(representation.response(StatusCode::OK, &representation.object(rt, object)))
+        }
+        (&Method::POST, None) => {
+            let object = decode_object(headers, &body)?;
+            let options = write_options(headers, query)?;
+            let written = store.create(rt, ns, object, &options).await?;
+            Ok(written_response(
+                StatusCode::CREATED,
+                &representation,
+                rt,
+                written.object,
+                &written.warnings,
+            ))
+        }
+        (&Method::PUT, Some(name)) => {
+            let object = decode_object(headers, &body)?;
+            let options = write_options(headers, query)?;
+            if sub == Some("scale") {
+                let written = scale::update(store, rt, ns, name, object, &options).await?;
+                return Ok(written_response(
+                    StatusCode::OK,
+                    &Representation::Object,
+                    rt,
+                    written,
+                    &[],
+                ));
+            }
+            let written = store.update(rt, ns, name, sub, object, &options).await?;
+            Ok(written_response(
+                StatusCode::OK,
+                &representation,
+                rt,
+                written.object,
+                &written.warnings,
+            ))
+        }
+        (&Method::PATCH, Some(name)) => {
+            let patch_type = patch_type(headers)?;
+            let options = write_options(headers, query)?;
+            if sub == Some("scale") {
+                let written =
+                    scale::patch(store, rt, ns, name, patch_type, &body, &options).await?;
+                return Ok(written_response(
+                    StatusCode::OK,
+                    &Representation::Object,
+                    rt,
+                    written,
+                    &[],
+                ));
+            }
+            let written = store
+                .patch(rt, ns, name, sub, patch_type, &body, &options)
+                .await?;
+            let code = if written.created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            Ok(written_response(
+                code,
+                &representation,
+                rt,
+                written.object,
+                &written.warnings,
+            ))
+        }
+        (&Method::DELETE, Some(name)) => {
+            let options = delete_options(headers, query, &body)?;
+            match store.delete(rt, ns, name, &options).await? {
+                Deleted::Pending(object) => {
+                    Ok(representation.response(StatusCode::OK, &representation.object(rt, object)))
+                }
+                Deleted::Gone(object) if !rt.builtin => {
+                    Ok(representation.response(StatusCode::OK, &representation.object(rt, object)))
+                }
+                Deleted::Gone(object) => {
+                    let mut details =
+                        json!({"name": name, "kind": rt.plural, "uid": object["metadata"]["uid"]});
+                    if !rt.group.is_empty() {
+                        details["group"] = json!(rt.group);
+                    }
+                    Ok(json_response(
+                        StatusCode::OK,
+                        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
+                    ))
+                }
+            }
+        }
+        (&Method::DELETE, None) => {
+            let list = list_options(rt, query)?;
+            let options = delete_options(headers, query, &body)?;
+            let page = store.delete_collection(rt, ns, &list, &options).await?;
+            Ok(representation.response(StatusCode::OK, &representation.list(rt, page)))
+        }
+        _ => Err(Error::MethodNotAllowed),
+    }
+}
+
+fn written_response(
+    code: StatusCode,
+    representation: &Representation,
+    rt: &ResourceType,
+    object: Value,
+    warnings: &[String],
+) -> Response {
+    let mut response = representation.response(code, &representation.object(rt, object));
+    for warning in warnings {
+        let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(value) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            response.headers_mut().append(header::WARNING, value);
+        }
+    }
+    response
+}
+
+fn wants_aggregated(accept: &str) -> bool {
+    accept.split(',').any(|media| {
+        let params: Vec<&str> = media.split(';').map(str::trim).collect();
+        params.contains(&"g=apidiscovery.k8s.io")
+            && params.contains(&"v=v2")
+            && params.contains(&"as=APIGroupDiscoveryList")
+    })
+}
+
+async fn read_body(body: Body) -> Result<Bytes> {
+    axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| Error::TooLarge(MAX_BODY_BYTES))
+}
+
+fn content_type(headers: &HeaderMap) -> String {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// Decodes a create or replace body (JSON or YAML).
+fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value> {
+    let value: Value = match content_type(headers).as_str() {
+        "" | "application/json" | "*/*" => serde_json::from_slice(body).map_err(|e| {
+            Error::BadRequest(format!("couldn't get version/kind; json parse error: {e}"))
+        })?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml_ng::from_slice(body)
+            .map_err(|e| Error::BadRequest(format!("error converting YAML to JSON: {e}")))?,
+        _ => {
+            return Err(Error::UnsupportedMediaType(
+                "application/json, application/yaml".into(),
+            ));
+        }
+    };
+    if !value.is_object() {
+        return Err(Error::BadRequest(
+            "couldn't get version/kind; json parse error: the body is not a JSON object".into(),
+        ));
+    }
+    Ok(value)
+}
+
+fn patch_type(headers: &HeaderMap) -> Result<PatchType> {
+    match content_type(headers).as_str() {
+        "application/merge-patch+json" => Ok(PatchType::Merge),
+        "application/json-patch+json" => Ok(PatchType::Json),
+        "application/strategic-merge-patch+json" => Ok(PatchType::Strategic),
+        "application/apply-patch+yaml" | "application/apply-patch+cbor" => Ok(PatchType::Apply),
+        _ => Err(Error::UnsupportedMediaType(
+            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json".into(),
+        )),
+    }
+}
+
+fn write_options(headers: &HeaderMap, query: &Query) -> Result<WriteOptions> {
+    let dry_run = match query.get("dryRun") {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(Error::BadRequest(format!(
+                "dryRun: Unsupported value: {other:?}: supported values: \"All\""
+            )));
+        }
+    };
+    let field_manager = match query.get("fieldManager") {
+        Some(m) if !m.is_empty() => {
+            if m.len() > 128 {
+                return Err(Error::BadRequest(format!(
+                    "fieldManager: Too long: may not be more than 128 bytes"
+                )));
+            }
+            m.to_owned()
+        }
+        _ => headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(|ua| ua.split('/').next().unwrap_or(ua).to_owned())
+            .filter(|ua| !ua.is_empty())
+            .unwrap_or_else(|| "unknown".into()),
+    };
+    let apply_without_manager = query.get("fieldManager").is_none_or(str::is_empty)
+        && content_type(headers) == "application/apply-patch+yaml";
+    Ok(WriteOptions {
+        dry_run,
+        field_manager: if apply_without_manager {
+            String::new()
+        } else {
+            field_manager
+        },
+        field_validation: FieldValidation::parse(query.get("fieldValidation"))?,
+        force: query.flag("force"),
+    })
+}
+
+fn list_options(rt: &ResourceType, query: &Query) -> Result<ListOptions> {
+    let limit = match query.get("limit") {
+        None | Some("") => None,
+        Some(l) => Some(l.parse::<i64>().map_err(|_| {
+            Error::BadRequest(format!("limit: Invalid value: {l:?}: must be an integer"))
+        })?)
+        .filter(|l| *l > 0)
+        .map(|l| l as usize),
+    };
+    Ok(ListOptions {
+        labels: LabelSelector::parse(query.get("labelSelector").unwrap_or_default())?,
+        fields: FieldSelector::parse(
+            query.get("fieldSelector").unwrap_or_default(),
+            supported_fields(&rt.group, &rt.plural),
+        )?,
+        limit,
+        continue_token: query
+            .get("continue")
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned),
+        resource_version: query.get("resourceVersion").map(str::to_owned),
+        resource_version_match: query.get("resourceVersionMatch").map(str::to_owned),
+    })
+}
+
+fn delete_options(headers: &HeaderMap, query: &Query, body: &[u8]) -> Result<DeleteOptions> {
+    let mut options = DeleteOptions {
+        dry_run: query.get("dryRun") == Some("All"),
+        ..Default::default()
+    };
+    let trimmed = body.iter().any(|b| !b.is_ascii_whitespace());
+    if trimmed {
+        let ct = content_type(headers);
+        if ct != "application/json" && ct != "*/*" && !ct.is_empty() {
+            return Err(Error::UnsupportedMediaType("application/json".into()));
+        }
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|e| Error::BadRequest(format!("error decoding DeleteOptions: {e}")))?;
+        if value["dryRun"]
+            .as_array()
+            .is_some_and(|d| d.iter().any(|v| v == "All"))
+        {
+            options.dry_run = true;
+        }
+        options.precondition_uid = value["preconditions"]["uid"].as_str().map(str::to_owned);
+        options.precondition_resource_version = value["preconditions"]["resourceVersion"]
+            .as_str()
+            .map(str::to_owned);
+    }
+    Ok(options)
+}
+
+/// Query parameters (last value wins, like Go's `url.Values.Get` with one value).
+pub(crate) struct Query(Vec<(String, String)>);
+
+impl Query {
+    fn parse(raw: &str) -> Self {
+        Query(
+            form_urlencoded::parse(raw.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub(crate) fn flag(&self, key: &str) -> bool {
+        matches!(self.get(key), Some("true" | "1" | "True"))
+    }
+}

@@ -1,0 +1,1515 @@
+//! The object semantics every resource shares, over the storage backend: what kube-apiserver's
+//! generic registry store does. Server-assigned metadata (`uid`, `creationTimestamp`,
+//! `generation`, `resourceVersion`, `managedFields`), optimistic concurrency, `generateName`,
+//! finalizers and `deletionTimestamp`, the status and scale subresources, schema validation of
+//! custom resources, patches and server-side apply, and no write at all when nothing changed.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
+
+use super::selector::{FieldSelector, LabelSelector};
+use super::{Registry, ResourceType, crd};
+use crate::apply::{self, ListType, ListTypes};
+use crate::error::{Error, Result, Target};
+use crate::storage::{self, Backend, KeyValue, Revision};
+use crate::{patch, validation};
+
+/// How many times a patch or an unconditional update is retried when another writer got in
+/// between its read and its write.
+const MAX_RETRIES: usize = 16;
+
+const MODIFIED: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
+
+/// What to do with fields a schema does not know (`fieldValidation`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    Strict,
+    #[default]
+    Warn,
+    Ignore,
+}
+
+impl FieldValidation {
+    pub fn parse(value: Option<&str>) -> Result<Self> {
+        match value {
+            None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+            Some("Strict") => Ok(FieldValidation::Strict),
+            Some("Ignore") => Ok(FieldValidation::Ignore),
+            Some(other) => Err(Error::BadRequest(format!(
+                "fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
+            ))),
+        }
+    }
+}
+
+/// Options of create, update and patch.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+    /// The field manager; when absent, derived from the client's User-Agent.
+    pub field_manager: String,
+    pub field_validation: FieldValidation,
+    /// For server-side apply: take ownership of conflicting fields.
+    pub force: bool,
+}
+
+/// The result of a write.
+#[derive(Debug)]
+pub struct Written {
+    pub object: Value,
+    /// True when the write created the object (server-side apply answers 201 then).
+    pub created: bool,
+    /// Warnings for the `Warning` header (unknown fields under `fieldValidation=Warn`).
+    pub warnings: Vec<String>,
+}
+
+/// The patch formats the server understands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchType {
+    Merge,
+    Json,
+    Strategic,
+    Apply,
+}
+
+/// Parameters of a list.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+    pub limit: Option<usize>,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+}
+
+/// One page of a list.
+#[derive(Debug)]
+pub struct ObjectList {
+    pub items: Vec<Value>,
+    pub revision: Revision,
+    pub continue_token: Option<String>,
+    pub remaining: Option<usize>,
+}
+
+/// Options of a delete.
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    pub dry_run: bool,
+    pub precondition_uid: Option<String>,
+    pub precondition_resource_version: Option<String>,
+}
+
+/// What a delete did.
+#[derive(Debug)]
+pub enum Deleted {
+    /// The object is gone; this was its last state.
+    Gone(Value),
+    /// The object has finalizers (or is a namespace being emptied) and is now terminating.
+    Pending(Value),
+}
+
+/// The generic store.
+pub struct Store {
+    backend: Arc<dyn Backend>,
+    registry: Arc<Registry>,
+    /// Woken when a namespace starts terminating.
+    namespace_deleted: Notify,
+}
+
+impl Store {
+    pub fn new(backend: Arc<dyn Backend>, registry: Arc<Registry>) -> Self {
+        Store {
+            backend,
+            registry,
+            namespace_deleted: Notify::new(),
+        }
+    }
+
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Waits until a namespace starts terminating.
+    pub async fn namespace_deleted(&self) {
+        self.namespace_deleted.notified().await
+    }
+
+    /// Reads every stored CRD and rebuilds the catalog from them.
+    pub async fn reload_crds(&self) -> Result<()> {
+        let catalog = self.registry.catalog();
+        let Some(rt) = catalog.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        else {
+            return Ok(());
+        };
+        let page = self
+            .backend
+            .list(storage::ListOptions {
+                prefix: &rt.key_prefix(),
+                ..Default::default()
+            })
+            .await?;
+        let crds: Vec<Value> = page.items.iter().filter_map(|kv| decode(kv).ok()).collect();
+        self.registry.set_crds(&crds);
+        Ok(())
+    }
+
+    /// Seeds the namespaces every cluster has.
+    pub async fn seed(&self) -> Result<()> {
+        let rt = self.namespaces();
+        for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            if self.backend.get(&rt.key(None, name)).await?.is_some() {
+                continue;
+            }
+            let object =
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            let options = WriteOptions {
+                field_manager: "atoll-apiserver".into(),
+                ..Default::default()
+            };
+            match self.create(&rt, None, object, &options).await {
+                Ok(_) | Err(Error::AlreadyExists(_)) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    fn namespaces(&self) -> Arc<ResourceType> {
+        self.registry
+            .catalog()
+            .lookup("", "v1", "namespaces")
+            .expect("the namespaces resource is built in")
+    }
+
+    // ---- reads -------------------------------------------------------------------------------
+
+    /// One object, at the version of `rt`.
+    pub async fn get(&self, rt: &ResourceType, ns: Option<&str>, name: &str) -> Result<Value> {
+        let (object, _) = self.read(rt, ns, name).await?;
+        Ok(object)
+    }
+
+    async fn read(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Result<(Value, KeyValue)> {
+        let kv = self
+            .backend
+            .get(&rt.key(ns, name))
+            .await?
+            .ok_or_else(|| Error::NotFound(rt.target(name)))?;
+        let mut object = decode(&kv)?;
+        convert(&mut object, rt);
+        Ok((object, kv))
+    }
+
+    /// A page of objects matching the selectors.
+    pub async fn list(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        options: &ListOptions,
+    ) -> Result<ObjectList> {
+        let prefix = rt.namespace_prefix(ns);
+        let (mut revision, mut start_after) = match &options.continue_token {
+            Some(token) => {
+                let (rev, key) = decode_continue(token, &prefix)?;
+                (Some(rev), Some(key))
+            }
+            None => (
+                self.list_revision(
+                    options.resource_version.as_deref(),
+                    options.resource_version_match.as_deref(),
+                )?,
+                None,
+            ),
+        };
+        let limit = options.limit.filter(|l| *l > 0);
+        let filtered = !options.labels.is_empty() || !options.fields.is_empty();
+        let mut items = Vec::new();
+        let mut remaining;
+        let mut last_key;
+        loop {
+            let want = limit.map(|l| l - items.len());
+            let page = self
+                .backend
+                .list(storage::ListOptions {
+                    prefix: &prefix,
+                    revision,
+                    start_after: start_after.as_deref(),
+                    limit: want.map(|w| if filtered { w.max(64) } else { w }),
+                })
+                .await
+                .map_err(|err| match (err, &options.continue_token) {
+                    (storage::Error::Compacted { .. }, Some(_)) => {
+                        Error::Expired(EXPIRED_CONTINUE.into())
+                    }
+                    (err, _) => err.into(),
+                })?;
+            revision = Some(page.revision);
+            remaining = page.remaining;
+            last_key = page.items.last().map(|kv| kv.key.clone());
+            let mut taken_all = true;
+            for (index, kv) in page.items.iter().enumerate() {
+                if limit.is_some_and(|l| items.len() >= l) {
+                    remaining += page.items.len() - index;
+                    last_key = Some(page.items[index - 1].key.clone());
+                    taken_all = false;
+                    break;
+                }
+                let mut object = decode(kv)?;
+                if matches(&object, &options.labels, &options.fields) {
+                    convert(&mut object, rt);
+                    items.push(object);
+                }
+            }
+            let full = limit.is_some_and(|l| items.len() >= l);
+            if remaining == 0 || full || !taken_all || last_key.is_none() {
+                break;
+            }
+            start_after = last_key.clone();
+        }
+        let revision = revision.unwrap_or_else(|| self.backend.current_revision());
+        let continue_token = (remaining > 0)
+            .then(|| last_key.map(|k| encode_continue(revision, &k)))
+            .flatten();
+        Ok(ObjectList {
+            items,
+            revision,
+            continue_token,
+            remaining: (!filtered && remaining > 0).then_some(remaining),
+        })
+    }
+
+    /// The revision a list reads at, from `resourceVersion` and `resourceVersionMatch`.
+    fn list_revision(&self, rv: Option<&str>, rv_match: Option<&str>) -> Result<Option<Revision>> {
+        let parsed = match rv {
+            None | Some("") => None,
+            Some(v) => Some(parse_resource_version(v)?),
+        };
+        match (parsed, rv_match) {
+            (None, Some(m)) if !m.is_empty() => Err(list_invalid(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            )),
+            (Some(rv), Some("Exact")) if rv > 0 => Ok(Some(rv)),
+            (Some(0), Some("Exact")) => Err(list_invalid(
+                "resourceVersionMatch",
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            )),
+            (Some(rv), _) if rv > self.backend.current_revision() => Err(Error::Timeout(format!(
+                "Too large resource version: {rv}, current: {}",
+                self.backend.current_revision()
+            ))),
+            (_, None | Some("") | Some("NotOlderThan")) => Ok(None),
+            (_, Some(other)) => Err(list_invalid(
+                "resourceVersionMatch",
+                &format!(
+                    "Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""
+                ),
+            )),
+        }
+    }
+
+    // ---- create ------------------------------------------------------------------------------
+
+    /// Creates an object from a request body.
+    pub async fn create(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        mut object: Value,
+        options: &WriteOptions,
+    ) -> Result<Written> {
+        check_type_meta(&mut object, rt)?;
+        set_namespace(&mut object, rt, ns)?;
+        if let Some(rv) = object["metadata"].get("resourceVersion")
+            && !rv.is_null()
+            && rv != ""
+        {
+            return Err(Error::BadRequest(
+                "resourceVersion should not be set on objects to be created".into(),
+            ));
+        }
+        generate_name(&mut object);
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let meta = meta_mut(&mut object);
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "managedFields",
+            "selfLink",
+        ] {
+            meta.remove(field);
+        }
+        if rt.status
+            && let Some(o) = object.as_object_mut()
+        {
+            o.remove("status");
+        }
+        self.create_prepared(rt, ns, &name, object, options, None)
+            .await
+    }
+
+    /// Creates an object whose type meta, namespace and name are settled. `applied` carries the
+    /// managed fields computed by server-side apply, if this create comes from an apply.
+    async fn create_prepared(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        mut object: Value,
+        options: &WriteOptions,
+        applied: Option<()>,
+    ) -> Result<Written> {
+        let now = now();
+        let mut warnings = Vec::new();
+        let meta = meta_mut(&mut object);
+        meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        meta.insert("creationTimestamp".into(), json!(now));
+        meta.insert("generation".into(), json!(1));
+        self.validate(rt, &mut object, None, options, &mut warnings)?;
+        self.prepare_kind(rt, &mut object, None, &now)?;
+        if let Some(ns) = ns.filter(|_| rt.namespaced) {
+            self.check_namespace_accepts(ns).await?;
+        }
+        if applied.is_none() {
+            let api_version = rt.api_version();
+            apply::record_update(
+                None,
+                &mut object,
+                &manager(&api_version, options, None, &now),
+                &lists(rt),
+            );
+        }
+        if options.dry_run {
+            convert(&mut object, rt);
+            return Ok(Written {
+                object,
+                created: true,
+                warnings,
+            });
+        }
+        let stored = to_storage(&object, rt)?;
+        let revision = match self.backend.create(&rt.key(ns, name), stored).await {
+            Ok(rev) => rev,
+            Err(storage::Error::AlreadyExists(_)) => {
+                return Err(Error::AlreadyExists(rt.target(name)));
+            }
+            Err(err) => return Err(err.into()),
+        };
+        set_resource_version(&mut object, revision);
+        convert(&mut object, rt);
+        self.after_write(rt).await?;
+        Ok(Written {
+            object,
+            created: true,
+            warnings,
+        })
+    }
+
+    // ---- update ------------------------------------------------------------------------------
+
+    /// Replaces an object (PUT), on the main resource or a subresource.
+    pub async fn update(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        mut object: Value,
+        options: &WriteOptions,
+    ) -> Result<Written> {
+        check_type_meta(&mut object, rt)?;
+        set_namespace(&mut object, rt, ns)?;
+        match object["metadata"]["name"].as_str() {
+            Some(n) if n == name => {}
+            Some("") | None => {
+                meta_mut(&mut object).insert("name".into(), json!(name));
+            }
+            Some(other) => {
+                return Err(Error::BadRequest(format!(
+                    "the name of the object ({other}) does not match the name on the URL ({name})"
+                )));
+            }
+        }
+        let precondition = match object["metadata"].get("resourceVersion") {
+            Some(Value::String(rv)) if !rv.is_empty() => Some(parse_resource_version(rv)?),
+            _ => None,
+        };
+        if precondition.is_none() && !rt.builtin && subresource.is_none() {
+            return Err(Error::invalid(
+                &rt.qualified_kind(),
+                rt.target(name),
+                vec![validation::FieldError {
+                    cause: validation::CauseType::Invalid,
+                    field: "metadata.resourceVersion".into(),
+                    message: "must be specified for an update".into(),
+                    value: Some(json!("0x0")),
+                }],
+            ));
+        }
+        for _ in 0..MAX_RETRIES {
+            let (current, kv) = self.read(rt, ns, name).await?;
+            if let Some(rv) = precondition
+                && rv != kv.mod_revision
+            {
+                return Err(conflict(rt, name));
+            }
+            match self
+                .commit_update(
+                    rt,
+                    ns,
+                    name,
+                    subresource,
+                    &current,
+                    &kv,
+                    object.clone(),
+                    options,
+                    false,
+                )
+                .await
+            {
+                Err(Error::Conflict { .. }) if precondition.is_none() => continue,
+                other => return other,
+            }
+        }
+        Err(conflict(rt, name))
+    }
+
+    /// Patches an object; server-side apply creates it when it is missing.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn patch(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        patch_type: PatchType,
+        body: &[u8],
+        options: &WriteOptions,
+    ) -> Result<Written> {
+        if patch_type == PatchType::Strategic && !rt.builtin {
+            return Err(Error::UnsupportedMediaType(
+                "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml".into(),
+            ));
+        }
+        let patch_doc: Value = match patch_type {
+            PatchType::Apply => serde_yaml_ng::from_slice(body)
+                .map_err(|e| Error::BadRequest(format!("error decoding YAML: {e}")))?,
+            _ => serde_json::from_slice(body)
+                .map_err(|e| Error::BadRequest(format!("error decoding patch: {e}")))?,
+        };
+        if patch_type == PatchType::Apply {
+            if options.field_manager.is_empty() {
+                return Err(Error::invalid(
+                    "PatchOptions.meta.k8s.io",
+                    Target::default(),
+                    vec![validation::FieldError {
+                        cause: validation::CauseType::Required,
+                        field: "fieldManager".into(),
+                        message: "is required for apply patch".into(),
+                        value: None,
+                    }],
+                ));
+            }
+            return self
+                .apply(rt, ns, name, subresource, patch_doc, options)
+                .await;
+        }
+        for _ in 0..MAX_RETRIES {
+            let (current, kv) = self.read(rt, ns, name).await?;
+            let mut patched = current.clone();
+            match patch_type {
+                PatchType::Merge => patch::merge_patch(&mut patched, &patch_doc),
+                PatchType::Strategic => patch::merge_patch(&mut patched, &patch_doc),
+                PatchType::Json => patch::json_patch(&mut patched, &patch_doc).map_err(|err| {
+                    if err.is_malformed() {
+                        Error::BadRequest(err.to_string())
+                    } else {
+                        Error::invalid(
+                            &rt.qualified_kind(),
+                            rt.target(name),
+                            vec![validation::FieldError {
+                                cause: validation::CauseType::Invalid,
+                                field: String::new(),
+                                message: err.to_string(),
+                                value: None,
+                            }],
+                        )
+                    }
+                })?,
+                PatchType::Apply => unreachable!("apply is handled above"),
+            }
+            if !patched.is_object() {
+                return Err(Error::BadRequest(
+                    "the patch did not produce an object".into(),
+                ));
+            }
+            let precondition = match patched["metadata"].get("resourceVersion") {
+                Some(Value::String(rv)) if !rv.is_empty() => Some(parse_resource_version(rv)?),
+                _ => None,
+            };
+            if let Some(rv) = precondition
+                && rv != kv.mod_revision
+            {
+                return Err(conflict(rt, name));
+            }
+            if patched["metadata"]["name"].as_str() != Some(name) {
+                return Err(Error::BadRequest(format!(
+                    "the name of the object ({}) does not match the name on the URL ({name})",
+                    patched["metadata"]["name"].as_str().unwrap_or_default()
+                )));
+            }
+            match self
+                .commit_update(
+                    rt,
+                    ns,
+                    name,
+                    subresource,
+                    &current,
+                    &kv,
+                    patched,
+                    options,
+                    false,
+                )
+                .await
+            {
+                Err(Error::Conflict { .. }) => continue,
+                other => return other,
+            }
+        }
+        Err(conflict(rt, name))
+    }
+
+    async fn apply(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        mut config: Value,
+        options: &WriteOptions,
+    ) -> Result<Written> {
+        if !config.is_object() {
+            return Err(Error::BadRequest(
+                "the applied configuration must be an object".into(),
+            ));
+        }
+        check_type_meta(&mut config, rt)?;
+        set_namespace(&mut config, rt, ns)?;
+        match config["metadata"]["name"].as_str() {
+            Some(n) if n == name => {}
+            Some(other) => {
+                return Err(Error::BadRequest(format!(
+                    "the name of the object ({other}) does not match the name on the URL ({name})"
+                )));
+            }
+            None => {
+                meta_mut(&mut config).insert("name".into(), json!(name));
+            }
+        }
+        if let Some(o) = config.as_object_mut() {
+            match subresource {
+                Some("status") => o.retain(|k, _| {
+                    matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status")
+                }),
+                _ if rt.status => {
+                    o.remove("status");
+                }
+                _ => {}
+            }
+        }
+        let precondition = match config["metadata"].get("resourceVersion") {
+            Some(Value::String(rv)) if !rv.is_empty() => Some(parse_resource_version(rv)?),
+            _ => None,
+        };
+        if let Some(m) = config["metadata"].as_object_mut() {
+            m.remove("resourceVersion");
+        }
+        let lists = lists(rt);
+        for _ in 0..MAX_RETRIES {
+            let now = now();
+            let api_version = rt.api_version();
+            let manager = manager(&api_version, options, subresource, &now);
+            let current = match self.read(rt, ns, name).await {
+                Ok(found) => Some(found),
+                Err(Error::NotFound(_)) if subresource.is_none() => None,
+                Err(err) => return Err(err),
+            };
+            let Some((current, kv)) = current else {
+                if precondition.is_some() {
+                    return Err(Error::NotFound(rt.target(name)));
+                }
+                let object = apply::apply(None, &config, &manager, options.force, &lists)
+                    .map_err(|err| apply_error(rt, name, err))?;
+                match self
+                    .create_prepared(rt, ns, name, object, options, Some(()))
+                    .await
+                {
+                    Err(Error::AlreadyExists(_)) => continue,
+                    other => return other,
+                }
+            };
+            if let Some(rv) = precondition
+                && rv != kv.mod_revision
+            {
+                return Err(conflict(rt, name));
+            }
+            let merged = apply::apply(Some(&current), &config, &manager, options.force, &lists)
+                .map_err(|err| apply_error(rt, name, err))?;
+            match self
+                .commit_update(
+                    rt,
+                    ns,
+                    name,
+                    subresource,
+                    &current,
+                    &kv,
+                    merged,
+                    options,
+                    true,
+                )
+                .await
+            {
+                Err(Error::Conflict { .. }) => continue,
+                other => return other,
+            }
+        }
+        Err(conflict(rt, name))
+    }
+
+    /// Writes `new` over `current` (read at `kv`), with every rule of an update.
+    #[allow(clippy::too_many_arguments)]
+    async fn commit_update(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        current: &Value,
+        kv: &KeyValue,
+        mut new: Value,
+        options: &WriteOptions,
+        applied: bool,
+    ) -> Result<Written> {
+        let now = now();
+        let mut warnings = Vec::new();
+        check_type_meta(&mut new, rt)?;
+        // What a subresource write may change.
+        match subresource {
+            Some("status") => {
+                let mut merged = current.clone();
+                match new.get("status") {
+                    Some(status) => merged["status"] = status.clone(),
+                    None => {
+                        if let Some(o) = merged.as_object_mut() {
+                            o.remove("status");
+                        }
+                    }
+                }
+                if applied {
+                    merged["metadata"]["managedFields"] = new["metadata"]["managedFields"].clone();
+                }
+                new = merged;
+            }
+            Some("finalize") if rt.group.is_empty() && rt.plural == "namespaces" => {
+                let mut merged = current.clone();
+                merged["spec"]["finalizers"] = new["spec"]["finalizers"].clone();
+                new = merged;
+            }
+            Some(other) => {
+                return Err(Error::NotFound(Target::new(
+                    &rt.group,
+                    &format!("{}/{other}", rt.plural),
+                    name,
+                )));
+            }
+            None if rt.status => match current.get("status") {
+                Some(status) => new["status"] = status.clone(),
+                None => {
+                    if let Some(o) = new.as_object_mut() {
+                        o.remove("status");
+                    }
+                }
+            },
+            None => {}
+        }
+        // Metadata the server owns.
+        {
+            let old_meta = &current["metadata"];
+            let meta = meta_mut(&mut new);
+            for field in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "name",
+                "namespace",
+                "selfLink",
+            ] {
+                match old_meta.get(field) {
+                    Some(v) => {
+                        meta.insert(field.into(), v.clone());
+                    }
+                    None => {
+                        meta.remove(field);
+                    }
+                }
+            }
+            meta.remove("resourceVersion");
+        }
+        if current["metadata"].get("deletionTimestamp").is_some() {
+            let old: Vec<&Value> = finalizers(current).collect();
+            let added: Vec<String> = finalizers(&new)
+                .filter(|f| !old.contains(f))
+                .filter_map(|f| f.as_str().map(|s| format!("{s:?}")))
+                .collect();
+            if !added.is_empty() {
+                return Err(Error::invalid(
+                    &rt.qualified_kind(),
+                    rt.target(name),
+                    vec![validation::FieldError {
+                        cause: validation::CauseType::Forbidden,
+                        field: "metadata.finalizers".into(),
+                        message: format!(
+                            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                            added.join(", ")
+                        ),
+                        value: None,
+                    }],
+                ));
+            }
+        }
+        self.validate(rt, &mut new, Some(current), options, &mut warnings)?;
+        self.prepare_kind(rt, &mut new, Some(current), &now)?;
+        if spec_changed(current, &new, rt.status) {
+            let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+            new["metadata"]["generation"] = json!(generation);
+        }
+        if !applied {
+            let api_version = rt.api_version();
+            apply::record_update(
+                Some(current),
+                &mut new,
+                &manager(&api_version, options, subresource, &now),
+                &lists(rt),
+            );
+        }
+        let mut unchanged = current.clone();
+        if let Some(m) = unchanged["metadata"].as_object_mut() {
+            m.remove("resourceVersion");
+        }
+        if new == unchanged {
+            return Ok(Written {
+                object: current.clone(),
+                created: false,
+                warnings,
+            });
+        }
+        let terminating = new["metadata"].get("deletionTimestamp").is_some();
+        if terminating && finalizers(&new).next().is_none() && !self.is_waiting_namespace(rt, &new)
+        {
+            if options.dry_run {
+                return Ok(Written {
+                    object: new,
+                    created: false,
+                    warnings,
+                });
+            }
+            let key = rt.key(ns, name);
+            return match self.backend.delete(&key, Some(kv.mod_revision)).await {
+                Ok((revision, _)) => {
+                    set_resource_version(&mut new, revision);
+                    convert(&mut new, rt);
+                    self.after_delete(rt, &new).await?;
+                    Ok(Written {
+                        object: new,
+                        created: false,
+                        warnings,
+                    })
+                }
+                Err(storage::Error::Conflict { .. }) => Err(conflict(rt, name)),
+                Err(storage::Error::NotFound(_)) => Err(Error::NotFound(rt.target(name))),
+                Err(err) => Err(err.into()),
+            };
+        }
+        if options.dry_run {
+            set_resource_version(&mut new, kv.mod_revision);
+            convert(&mut new, rt);
+            return Ok(Written {
+                object: new,
+                created: false,
+                warnings,
+            });
+        }
+        let stored = to_storage(&new, rt)?;
+        match self
+            .backend
+            .update(&rt.key(ns, name), stored, kv.mod_revision)
+            .await
+        {
+            Ok(revision) => {
+                set_resource_version(&mut new, revision);
+                convert(&mut new, rt);
+                self.after_write(rt).await?;
+                Ok(Written {
+                    object: new,
+                    created: false,
+                    warnings,
+                })
+            }
+            Err(storage::Error::Conflict { .. }) => Err(conflict(rt, name)),
+            Err(storage::Error::NotFound(_)) => Err(Error::NotFound(rt.target(name))),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    // ---- delete ------------------------------------------------------------------------------
+
+    /// Deletes an object, or marks it terminating while finalizers remain.
+    pub async fn delete(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<Deleted> {
+        for _ in 0..MAX_RETRIES {
+            let (current, kv) = self.read(rt, ns, name).await?;
+            if let Some(uid) = &options.precondition_uid
+                && current["metadata"]["uid"].as_str() != Some(uid.as_str())
+            {
+                return Err(Error::Conflict {
+                    target: rt.target(name),
+                    reason: format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        current["metadata"]["uid"].as_str().unwrap_or_default()
+                    ),
+                });
+            }
+            if let Some(rv) = &options.precondition_resource_version
+                && parse_resource_version(rv)? != kv.mod_revision
+            {
+                return Err(Error::Conflict {
+                    target: rt.target(name),
+                    reason: format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        kv.mod_revision
+                    ),
+                });
+            }
+            let graceful = finalizers(&current).next().is_some()
+                || (rt.group.is_empty() && rt.plural == "namespaces");
+            if graceful {
+                if current["metadata"].get("deletionTimestamp").is_some() {
+                    return Ok(Deleted::Pending(current));
+                }
+                let mut marked = current.clone();
+                marked["metadata"]["deletionTimestamp"] = json!(now());
+                marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+                if let Some(g) = marked["metadata"]["generation"].as_i64()
+                    && g > 0
+                {
+                    marked["metadata"]["generation"] = json!(g + 1);
+                }
+                if rt.group.is_empty() && rt.plural == "namespaces" {
+                    marked["status"] = json!({"phase": "Terminating"});
+                }
+                if let Some(m) = marked["metadata"].as_object_mut() {
+                    m.remove("resourceVersion");
+                }
+                if options.dry_run {
+                    return Ok(Deleted::Pending(marked));
+                }
+                let stored = to_storage(&marked, rt)?;
+                match self
+                    .backend
+                    .update(&rt.key(ns, name), stored, kv.mod_revision)
+                    .await
+                {
+                    Ok(revision) => {
+                        set_resource_version(&mut marked, revision);
+                        convert(&mut marked, rt);
+                        if rt.group.is_empty() && rt.plural == "namespaces" {
+                            self.namespace_deleted.notify_waiters();
+                            self.namespace_deleted.notify_one();
+                        }
+                        return Ok(Deleted::Pending(marked));
+                    }
+                    Err(storage::Error::Conflict { .. }) => continue,
+                    Err(err) => return Err(err.into()),
+                }
+            }
+            if options.dry_run {
+                return Ok(Deleted::Gone(current));
+            }
+            if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
+                self.delete_custom_objects(&current).await?;
+            }
+            match self
+                .backend
+                .delete(&rt.key(ns, name), Some(kv.mod_revision))
+                .await
+            {
+                Ok((revision, _)) => {
+                    let mut gone = current;
+                    set_resource_version(&mut gone, revision);
+                    self.after_delete(rt, &gone).await?;
+                    return Ok(Deleted::Gone(gone));
+                }
+                Err(storage::Error::Conflict { .. }) => continue,
+                Err(storage::Error::NotFound(_)) => return Err(Error::NotFound(rt.target(name))),
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Err(conflict(rt, name))
+    }
+
+    /// Deletes every object a list selects; answers the objects deleted or marked terminating.
+    pub async fn delete_collection(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        list: &ListOptions,
+        options: &DeleteOptions,
+    ) -> Result<ObjectList> {
+        let mut page = self.list(rt, ns, list).await?;
+        let mut deleted = Vec::with_capacity(page.items.len());
+        for item in &page.items {
+            let name = item["metadata"]["name"].as_str().unwrap_or_default();
+            let item_ns = item["metadata"]["namespace"].as_str();
+            match self.delete(rt, item_ns.or(ns), name, options).await {
+                Ok(Deleted::Gone(o) | Deleted::Pending(o)) => deleted.push(o),
+                Err(Error::NotFound(_)) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        page.items = deleted;
+        page.revision = self.backend.current_revision();
+        Ok(page)
+    }
+
+    async fn delete_custom_objects(&self, crd: &Value) -> Result<()> {
+        let group = crd["spec"]["group"].as_str().unwrap_or_default();
+        let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or_default();
+        if group.is_empty() || plural.is_empty() {
+            return Ok(());
+        }
+        let prefix = format!("/registry/{group}/{plural}/");
+        loop {
+            let page = self
+                .backend
+                .list(storage::ListOptions {
+                    prefix: &prefix,
+                    limit: Some(500),
+                    ..Default::default()
+                })
+                .await?;
+            if page.items.is_empty() {
+                return Ok(());
+            }
+            for kv in page.items {
+                match self.backend.delete(&kv.key, None).await {
+                    Ok(_) | Err(storage::Error::NotFound(_)) => {}
+                    Err(err) => return Err(err.into()),
+                }
+            }
+        }
+    }
+
+    async fn after_write(&self, rt: &ResourceType) -> Result<()> {
+        if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
+            self.reload_crds().await?;
+        }
+        Ok(())
+    }
+
+    async fn after_delete(&self, rt: &ResourceType, object: &Value) -> Result<()> {
+        if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
+            self.delete_custom_objects(object).await?;
+        }
+        self.after_write(rt).await
+    }
+
+    /// A namespace keeps existing while its `spec.finalizers` still holds `kubernetes`.
+    fn is_waiting_namespace(&self, rt: &ResourceType, object: &Value) -> bool {
+        rt.group.is_empty()
+            && rt.plural == "namespaces"
+            && object["spec"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| !f.is_empty())
+    }
+
+    async fn check_namespace_accepts(&self, ns: &str) -> Result<()> {
+        let rt = self.namespaces();
+        let Some(kv) = self.backend.get(&rt.key(None, ns)).await? else {
+            return Err(Error::NotFound(Target::new("", "namespaces", ns)));
+        };
+        let object = decode(&kv)?;
+        if object["metadata"].get("deletionTimestamp").is_some() {
+            return Err(Error::Forbidden(format!(
+                "unable to create new content in namespace {ns} because it is being terminated"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Metadata validation, and for custom resources pruning, defaulting and schema validation.
+    fn validate(
+        &self,
+        rt: &ResourceType,
+        object: &mut Value,
+        old: Option<&Value>,
+        options: &WriteOptions,
+        warnings: &mut Vec<String>,
+    ) -> Result<()> {
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let mut errors = Vec::new();
+        if let Some(schema) = &rt.schema {
+            let unknown = validation::prune(object, schema);
+            if !unknown.is_empty() {
+                match options.field_validation {
+                    FieldValidation::Strict => {
+                        let list = unknown
+                            .iter()
+                            .map(|f| format!("unknown field {:?}", f.trim_start_matches('.')))
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        return Err(Error::BadRequest(format!("strict decoding error: {list}")));
+                    }
+                    FieldValidation::Warn => warnings.extend(
+                        unknown
+                            .iter()
+                            .map(|f| format!("unknown field {:?}", f.trim_start_matches('.'))),
+                    ),
+                    FieldValidation::Ignore => {}
+                }
+            }
+            validation::apply_defaults(object, schema);
+            errors.extend(validation::validate(object, schema));
+        }
+        let name_rule = if rt.group.is_empty() && rt.plural == "namespaces" {
+            validation::NameRule::Dns1123Label
+        } else {
+            validation::NameRule::Dns1123Subdomain
+        };
+        if let Some(meta) = object.get("metadata") {
+            let mut meta_errors = validation::validate_object_meta(meta, rt.namespaced, name_rule);
+            if old.is_some() {
+                // generateName no longer matters once the object exists.
+                meta_errors.retain(|e| e.field != "metadata.generateName");
+            }
+            errors.splice(0..0, meta_errors);
+        } else {
+            errors.push(validation::FieldError {
+                cause: validation::CauseType::Required,
+                field: "metadata".into(),
+                message: String::new(),
+                value: None,
+            });
+        }
+        if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
+            validation::crd_defaults(object);
+            errors.extend(validation::validate_crd(object));
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                &rt.qualified_kind(),
+                rt.target(&name),
+                errors,
+            ))
+        }
+    }
+
+    /// What the server fills in for particular kinds.
+    fn prepare_kind(
+        &self,
+        rt: &ResourceType,
+        object: &mut Value,
+        old: Option<&Value>,
+        now: &str,
+    ) -> Result<()> {
+        match (rt.group.as_str(), rt.plural.as_str()) {
+            ("", "namespaces") => {
+                let name = object["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                meta_mut(object)
+                    .entry("labels")
+                    .or_insert_with(|| json!({}))
+                    .as_object_mut()
+                    .map(|l| l.insert("kubernetes.io/metadata.name".into(), json!(name)));
+                if old.is_none() {
+                    object["spec"] = json!({"finalizers": ["kubernetes"]});
+                    object["status"] = json!({"phase": "Active"});
+                }
+            }
+            ("", "secrets") => {
+                if let Some(string_data) =
+                    object.as_object_mut().and_then(|o| o.remove("stringData"))
+                    && let Some(entries) = string_data.as_object()
+                {
+                    let data = object
+                        .as_object_mut()
+                        .map(|o| o.entry("data").or_insert_with(|| json!({})));
+                    if let Some(Value::Object(data)) = data {
+                        for (k, v) in entries {
+                            let text = v.as_str().unwrap_or_default();
+                            data.insert(
+                                k.clone(),
+                                json!(base64::engine::general_purpose::STANDARD.encode(text)),
+                            );
+                        }
+                    }
+                }
+                if object.get("type").is_none_or(Value::is_null) {
+                    object["type"] = json!("Opaque");
+                }
+            }
+            ("apiextensions.k8s.io", "customresourcedefinitions") => {
+                if let Some(old) = old
+                    && let Some(status) = old.get("status")
+                {
+                    object["status"] = status.clone();
+                }
+                let catalog = self.registry.catalog();
+                crd::set_status(object, &catalog, now);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+fn conflict(rt: &ResourceType, name: &str) -> Error {
+    Error::Conflict {
+        target: rt.target(name),
+        reason: MODIFIED.into(),
+    }
+}
+
+fn apply_error(rt: &ResourceType, name: &str, err: apply::ApplyError) -> Error {
+    match err {
+        apply::ApplyError::Conflicts(conflicts) => {
+            let message = apply::ApplyError::Conflicts(conflicts.clone()).message();
+            Error::ApplyConflict {
+                target: rt.target(name),
+                message,
+                conflicts: conflicts
+                    .into_iter()
+                    .map(|c| (c.manager, c.field))
+                    .collect(),
+            }
+        }
+        apply::ApplyError::Invalid(message) => Error::BadRequest(message),
+    }
+}
+
+fn list_invalid(field: &str, message: &str) -> Error {
+    Error::invalid(
+        "ListOptions.meta.k8s.io",
+        Target::default(),
+        vec![validation::FieldError {
+            cause: validation::CauseType::Forbidden,
+            field: field.into(),
+            message: message.into(),
+            value: None,
+        }],
+    )
+}
+
+/// The field manager of a write, and the operation time.
+fn manager<'a>(
+    api_version: &'a str,
+    options: &'a WriteOptions,
+    subresource: Option<&'a str>,
+    now: &'a str,
+) -> apply::Manager<'a> {
+    apply::Manager {
+        name: &options.field_manager,
+        api_version,
+        subresource,
+        time: now,
+    }
+}
+
+/// List semantics for server-side apply: built-in kinds use the Kubernetes types' merge keys,
+/// custom resources their schema's `x-kubernetes-list-type`.
+fn lists(rt: &ResourceType) -> SchemaLists<'_> {
+    SchemaLists {
+        schema: rt.schema.as_deref(),
+    }
+}
+
+struct SchemaLists<'a> {
+    schema: Option<&'a Value>,
+}
+
+impl ListTypes for SchemaLists<'_> {
+    fn list_type(&self, path: &[&str]) -> ListType {
+        if let Some(schema) = self.schema {
+            return match validation::list_type(schema, path) {
+                Some(validation::ListKind::Set) => ListType::Set,
+                Some(validation::ListKind::Map(keys)) => ListType::Map(keys),
+                _ => ListType::Atomic,
+            };
+        }
+        builtin_list_type(path)
+    }
+}
+
+/// The merge keys of the built-in Kubernetes types (`x-kubernetes-list-map-keys`).
+fn builtin_list_type(path: &[&str]) -> ListType {
+    let last = path.last().copied().unwrap_or_default();
+    let parent = path
+        .len()
+        .checked_sub(2)
+        .map(|i| path[i])
+        .unwrap_or_default();
+    let map = |keys: &[&str]| ListType::Map(keys.iter().map(|k| k.to_string()).collect());
+    match (parent, last) {
+        ("metadata", "finalizers") => ListType::Set,
+        ("metadata", "ownerReferences") => map(&["uid"]),
+        (_, "containers" | "initContainers" | "ephemeralContainers") => map(&["name"]),
+        (_, "volumes" | "imagePullSecrets" | "env" | "hostAliases") if last != "hostAliases" => {
+            map(&["name"])
+        }
+        (_, "hostAliases") => map(&["ip"]),
+        (_, "volumeMounts") => map(&["mountPath"]),
+        (_, "volumeDevices") => map(&["devicePath"]),
+        ("spec", "ports") if path.len() == 2 => map(&["port", "protocol"]),
+        (_, "ports") => map(&["containerPort", "protocol"]),
+        (_, "conditions") => map(&["type"]),
+        (_, "tolerations" | "args" | "command") => ListType::Atomic,
+        _ => ListType::Atomic,
+    }
+}
+
+// ---- object helpers ------------------------------------------------------------------------
+
+/// The current time as Kubernetes writes timestamps (RFC 3339, seconds, UTC).
+pub fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// Decodes a stored value and fills in its `resourceVersion`.
+pub fn decode(kv: &KeyValue) -> Result<Value> {
+    let mut object: Value = serde_json::from_slice(&kv.value)
+        .map_err(|e| Error::Internal(format!("stored object {} is corrupt: {e}", kv.key)))?;
+    set_resource_version(&mut object, kv.mod_revision);
+    Ok(object)
+}
+
+fn to_storage(object: &Value, rt: &ResourceType) -> Result<Bytes> {
+    let mut stored = object.clone();
+    if let Some(m) = stored["metadata"].as_object_mut() {
+        m.remove("resourceVersion");
+    }
+    stored["apiVersion"] = json!(super::api_version(&rt.group, &rt.storage_version));
+    serde_json::to_vec(&stored)
+        .map(Bytes::from)
+        .map_err(|e| Error::Internal(format!("cannot encode object: {e}")))
+}
+
+/// Presents a stored object at the version of `rt` (CRD versions share one schema shape here:
+/// conversion strategy `None` rewrites only `apiVersion`, as upstream does).
+pub fn convert(object: &mut Value, rt: &ResourceType) {
+    if let Some(o) = object.as_object_mut() {
+        o.insert("apiVersion".into(), json!(rt.api_version()));
+        o.insert("kind".into(), json!(rt.kind));
+    }
+}
+
+pub fn set_resource_version(object: &mut Value, revision: Revision) {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), json!(revision.to_string()));
+    }
+}
+
+fn meta_mut(object: &mut Value) -> &mut Map<String, Value> {
+    if !object["metadata"].is_object() {
+        object["metadata"] = json!({});
+    }
+    object["metadata"]
+        .as_object_mut()
+        .expect("metadata was just made an object")
+}
+
+fn finalizers(object: &Value) -> impl Iterator<Item = &Value> {
+    object["metadata"]["finalizers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+}
+
+/// Whether anything outside `metadata` (and `status`, when it is a subresource) changed.
+fn spec_changed(old: &Value, new: &Value, status_subresource: bool) -> bool {
+    let strip = |v: &Value| -> Value {
+        let mut v = v.clone();
+        if let Some(o) = v.as_object_mut() {
+            o.remove("metadata");
+            if status_subresource {
+                o.remove("status");
+            }
+        }
+        v
+    };
+    strip(old) != strip(new)
+}
+
+/// Defaults `apiVersion` and `kind` from the URL (the Python client omits them) and rejects a
+/// body of another kind.
+fn check_type_meta(object: &mut Value, rt: &ResourceType) -> Result<()> {
+    let Some(o) = object.as_object_mut() else {
+        return Err(Error::BadRequest(
+            "the body of the request must be a JSON object".into(),
+        ));
+    };
+    let api_version = rt.api_version();
+    match o.get("apiVersion").and_then(Value::as_str) {
+        None | Some("") => {
+            o.insert("apiVersion".into(), json!(api_version));
+        }
+        Some(v) if v == api_version => {}
+        Some(v) => {
+            // Another served version of the same resource is fine (converted on storage).
+            let group = v.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+            if group != rt.group {
+                return Err(Error::BadRequest(format!(
+                    "the API version in the data ({v}) does not match the expected API version ({api_version})"
+                )));
+            }
+        }
+    }
+    match o.get("kind").and_then(Value::as_str) {
+        None | Some("") => {
+            o.insert("kind".into(), json!(rt.kind));
+        }
+        Some(k) if k == rt.kind => {}
+        Some(k) => {
+            return Err(Error::BadRequest(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                rt.kind
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn set_namespace(object: &mut Value, rt: &ResourceType, ns: Option<&str>) -> Result<()> {
+    let body_ns = object["metadata"]["namespace"].as_str().map(str::to_owned);
+    if !rt.namespaced {
+        if let Some(m) = object["metadata"].as_object_mut() {
+            m.remove("namespace");
+        }
+        return Ok(());
+    }
+    let Some(ns) = ns else {
+        return Err(Error::BadRequest(
+            "the namespace of the object must be given in the URL".into(),
+        ));
+    };
+    match body_ns.as_deref() {
+        None | Some("") => {
+            meta_mut(object).insert("namespace".into(), json!(ns));
+            Ok(())
+        }
+        Some(b) if b == ns => Ok(()),
+        Some(_) => Err(Error::BadRequest(
+            "the namespace of the provided object does not match the namespace sent on the request"
+                .into(),
+        )),
+    }
+}
+
+fn generate_name(object: &mut Value) {
+    let has_name = object["metadata"]["name"]
+        .as_str()
+        .is_some_and(|n| !n.is_empty());
+    if has_name {
+        return;
+    }
+    let Some(prefix) = object["metadata"]["generateName"]
+        .as_str()
+        .map(str::to_owned)
+    else {
+        return;
+    };
+    // The alphabet upstream uses: no vowels, no ambiguous characters.
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let suffix: String = (0..5)
+        .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
+        .collect();
+    let prefix = if prefix.len() > 58 {
+        &prefix[..58]
+    } else {
+        &prefix
+    };
+    meta_mut(object).insert("name".into(), json!(format!("{prefix}{suffix}")));
+}
+
+fn parse_resource_version(rv: &str) -> Result<Revision> {
+    rv.parse::<Revision>()
+        .ok()
+        .filter(|r| *r >= 0)
+        .ok_or_else(|| Error::BadRequest(format!("invalid resource version: {rv:?}")))
+}
+
+/// Whether an object matches label and field selectors.
+pub fn matches(object: &Value, labels: &LabelSelector, fields: &FieldSelector) -> bool {
+    (labels.is_empty() || labels.matches(&object["metadata"]["labels"]))
+        && (fields.is_empty() || fields.matches(object))
+}
+
+fn encode_continue(revision: Revision, key: &str) -> String {
+    let token = json!({"v": "meta.k8s.io/v1", "rv": revision, "start": key});
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
+}
+
+fn decode_continue(token: &str, prefix: &str) -> Result<(Revision, String)> {
+    let invalid = || {
+        Error::BadRequest(format!(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+        ))
+    };
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| invalid())?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+    let rev = value["rv"].as_i64().ok_or_else(invalid)?;
+    let key = value["start"].as_str().ok_or_else(invalid)?;
+    if !key.starts_with(prefix) {
+        return Err(invalid());
+    }
+    Ok((rev, key.to_owned()))
+}

@@ -1,0 +1,1048 @@
+//! Validation of a custom resource against its CRD's `openAPIV3Schema`, with the messages of
+//! kube-openapi's validator as apiextensions-apiserver converts them to field errors, followed by
+//! the uniqueness checks of `x-kubernetes-list-type: set` and `map` lists.
+//!
+//! Paths are kube-openapi's (`spec.items[0].name`); the custom resource's `metadata` is checked
+//! separately by [`super::meta`]. Like upstream, only the string formats Kubernetes supports are
+//! checked (`int32`, `int64`, `float`, `double` carry no range check), and anyOf/oneOf failures
+//! add the errors of the closest alternative.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{LazyLock, Mutex};
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use super::render::{float_v, go_json, go_quote};
+use super::{FieldError, path};
+
+/// Validates `obj` against `schema` (a CRD version's `openAPIV3Schema`). Non-nullable `null`s
+/// and unknown fields should have been removed first (see [`super::structural`]).
+pub fn validate(obj: &Value, schema: &Value) -> Vec<FieldError> {
+    let mut errs = validate_node(obj, schema, "");
+    errs.extend(list_sets_and_maps(obj, schema, ""));
+    errs
+}
+
+/// The field an error about the value at kube-openapi path `name` is reported on.
+fn error_field(name: &str) -> String {
+    let trimmed = name.strip_prefix('.').unwrap_or(name);
+    if trimmed.is_empty() {
+        "<nil>".to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+/// An error that is not about one value (anyOf, oneOf, allOf, not): reported without a field.
+fn composite_error(message: String) -> FieldError {
+    FieldError::invalid("<nil>", "", message)
+}
+
+/// The JSON type of a value as kube-openapi names it.
+fn json_type(data: &Value) -> &'static str {
+    match data {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::String(_) => "string",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The declared types of a schema; `x-kubernetes-int-or-string` means integer or string.
+fn schema_types(schema: &Map<String, Value>) -> Vec<&str> {
+    if schema
+        .get("x-kubernetes-int-or-string")
+        .and_then(Value::as_bool)
+        == Some(true)
+    {
+        return vec!["integer", "string"];
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some(t) if !t.is_empty() => vec![t],
+        _ => Vec::new(),
+    }
+}
+
+/// String formats Kubernetes validates; any other format is ignored, as upstream strips it.
+const SUPPORTED_FORMATS: &[&str] = &[
+    "bsonobjectid",
+    "uri",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "cidr",
+    "mac",
+    "uuid",
+    "uuid3",
+    "uuid4",
+    "uuid5",
+    "isbn",
+    "isbn10",
+    "isbn13",
+    "creditcard",
+    "ssn",
+    "hexcolor",
+    "rgbcolor",
+    "byte",
+    "password",
+    "date",
+    "duration",
+    "datetime",
+];
+
+fn supported_format(schema: &Map<String, Value>) -> Option<&str> {
+    let format = schema.get("format").and_then(Value::as_str)?;
+    let normalized = format.replace('-', "");
+    SUPPORTED_FORMATS
+        .contains(&normalized.as_str())
+        .then_some(format)
+}
+
+fn as_f64(data: &Value) -> Option<f64> {
+    data.as_f64()
+}
+
+fn is_whole(f: f64) -> bool {
+    f.is_finite() && f.fract() == 0.0
+}
+
+fn validate_node(data: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
+    let Some(s) = schema.as_object() else {
+        return Vec::new();
+    };
+    let mut errs = Vec::new();
+    let types = schema_types(s);
+    let nullable = s.get("nullable").and_then(Value::as_bool) == Some(true);
+
+    if data.is_null() {
+        if !types.is_empty() && !nullable {
+            errs.push(type_error(path, &types.join(","), "null"));
+        }
+        errs.extend(check_enum(data, s, path));
+        return errs;
+    }
+
+    // Type.
+    let data_type = json_type(data);
+    let format = supported_format(s);
+    let format_only = format.is_some()
+        && !types.iter().any(|t| *t == "number" || *t == "integer")
+        && matches!(data, Value::String(_) | Value::Array(_));
+    if !types.is_empty() && !format_only {
+        let float_int = data_type == "number"
+            && as_f64(data).is_some_and(is_whole)
+            && types.contains(&"integer");
+        let int_float = data_type == "integer" && types.contains(&"number");
+        if !(types.contains(&data_type) || float_int || int_float) {
+            errs.push(type_error(path, &types.join(","), data_type));
+        }
+    }
+
+    errs.extend(check_combinators(data, s, path));
+
+    match data {
+        Value::String(text) => {
+            errs.extend(check_string(text, s, path));
+            if let Some(format) = format
+                && !format_valid(format, text)
+            {
+                errs.push(FieldError::type_invalid(
+                    error_field(path),
+                    text.as_str(),
+                    format!(
+                        "{path} in body must be of type {format}: {}",
+                        go_quote(text)
+                    ),
+                ));
+            }
+        }
+        Value::Number(_) => errs.extend(check_number(data, s, path)),
+        Value::Array(items) => errs.extend(check_array(items, s, path)),
+        _ => {}
+    }
+
+    errs.extend(check_enum(data, s, path));
+
+    if let Value::Object(map) = data {
+        errs.extend(check_object(map, s, path));
+    }
+    errs
+}
+
+fn type_error(path: &str, expected: &str, actual: &str) -> FieldError {
+    FieldError::type_invalid(
+        error_field(path),
+        actual,
+        format!(
+            "{path} in body must be of type {expected}: {}",
+            go_quote(actual)
+        ),
+    )
+}
+
+fn sub_schemas<'a>(s: &'a Map<String, Value>, key: &str) -> &'a [Value] {
+    s.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn check_combinators(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let quoted = go_quote(path);
+
+    let any_of = sub_schemas(s, "anyOf");
+    if !any_of.is_empty() {
+        let results: Vec<Vec<FieldError>> = any_of
+            .iter()
+            .map(|sub| validate_node(data, sub, path))
+            .collect();
+        if !results.iter().any(Vec::is_empty) {
+            errs.push(composite_error(format!(
+                "{quoted} must validate at least one schema (anyOf)"
+            )));
+            if let Some(best) = results.into_iter().min_by_key(Vec::len) {
+                errs.extend(best);
+            }
+        }
+    }
+
+    let one_of = sub_schemas(s, "oneOf");
+    if !one_of.is_empty() {
+        let results: Vec<Vec<FieldError>> = one_of
+            .iter()
+            .map(|sub| validate_node(data, sub, path))
+            .collect();
+        let valid = results.iter().filter(|r| r.is_empty()).count();
+        if valid != 1 {
+            let detail = if valid == 0 {
+                "Found none valid".to_string()
+            } else {
+                format!("Found {valid} valid alternatives")
+            };
+            errs.push(composite_error(format!(
+                "{quoted} must validate one and only one schema (oneOf). {detail}"
+            )));
+            if valid == 0
+                && let Some(best) = results.into_iter().min_by_key(Vec::len)
+            {
+                errs.extend(best);
+            }
+        }
+    }
+
+    let all_of = sub_schemas(s, "allOf");
+    if !all_of.is_empty() {
+        let mut valid = 0;
+        for sub in all_of {
+            let result = validate_node(data, sub, path);
+            if result.is_empty() {
+                valid += 1;
+            }
+            errs.extend(result);
+        }
+        if valid != all_of.len() {
+            let detail = if valid == 0 { ". None validated" } else { "" };
+            errs.push(composite_error(format!(
+                "{quoted} must validate all the schemas (allOf){detail}"
+            )));
+        }
+    }
+
+    if let Some(not) = s.get("not")
+        && validate_node(data, not, path).is_empty()
+    {
+        errs.push(composite_error(format!(
+            "{quoted} must not validate the schema (not)"
+        )));
+    }
+    errs
+}
+
+fn check_string(text: &str, s: &Map<String, Value>, path: &str) -> Option<FieldError> {
+    let chars = text.chars().count() as u64;
+    if let Some(max) = s.get("maxLength").and_then(Value::as_u64)
+        && chars > max
+    {
+        return Some(FieldError::too_long(error_field(path), max as usize));
+    }
+    if let Some(min) = s.get("minLength").and_then(Value::as_u64)
+        && chars < min
+    {
+        return Some(FieldError::invalid(
+            error_field(path),
+            text,
+            format!("{path} in body should be at least {min} chars long"),
+        ));
+    }
+    if let Some(pattern) = s.get("pattern").and_then(Value::as_str) {
+        match compiled(pattern) {
+            Ok(re) if re.is_match(text) => {}
+            Ok(_) => {
+                return Some(FieldError::invalid(
+                    error_field(path),
+                    text,
+                    format!("{path} in body should match '{pattern}'"),
+                ));
+            }
+            Err(err) => {
+                return Some(FieldError::invalid(
+                    error_field(path),
+                    text,
+                    format!(
+                        "{path} in body should match '{pattern}, but pattern is invalid: {err}'"
+                    ),
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Compiled patterns, shared across requests (schemas repeat); cleared when it grows large.
+static PATTERNS: LazyLock<Mutex<HashMap<String, Regex>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// A regular expression for a schema `pattern`, compiled once.
+pub(crate) fn compiled(pattern: &str) -> Result<Regex, String> {
+    let mut cache = PATTERNS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(re) = cache.get(pattern) {
+        return Ok(re.clone());
+    }
+    let re = Regex::new(pattern).map_err(|err| regex_error_summary(&err))?;
+    if cache.len() >= 1024 {
+        cache.clear();
+    }
+    cache.insert(pattern.to_string(), re.clone());
+    Ok(re)
+}
+
+/// A one-line description of a pattern compile error, in the style of Go's regexp errors.
+pub(crate) fn regex_error_summary(err: &regex::Error) -> String {
+    let text = err.to_string();
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid pattern");
+    let detail = last.trim().trim_start_matches("error:").trim();
+    format!("error parsing regexp: {detail}")
+}
+
+/// A bound as Go prints it: truncated to an integer when the value is an integer.
+fn bound_text(bound: f64, data_is_int: bool) -> String {
+    if data_is_int {
+        (bound.trunc() as i64).to_string()
+    } else {
+        float_v(bound)
+    }
+}
+
+fn check_number(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(value) = as_f64(data) else {
+        return errs;
+    };
+    let is_int = data.is_i64() || data.is_u64();
+    let field = error_field(path);
+
+    if let Some(factor) = s.get("multipleOf").and_then(Value::as_f64)
+        && factor > 0.0
+    {
+        let ok = if is_int && is_whole(factor) {
+            (value as i64) % (factor as i64).max(1) == 0
+        } else {
+            let mult = if factor < 1.0 {
+                1.0 / factor * value
+            } else {
+                value / factor
+            };
+            is_whole(mult)
+        };
+        if !ok {
+            errs.push(FieldError::invalid(
+                field.clone(),
+                data.clone(),
+                format!(
+                    "{path} in body should be a multiple of {}",
+                    bound_text(factor, is_int)
+                ),
+            ));
+        }
+    }
+    if let Some(max) = s.get("maximum").and_then(Value::as_f64) {
+        let exclusive = s.get("exclusiveMaximum").and_then(Value::as_bool) == Some(true);
+        let (v, m) = if is_int {
+            (value.trunc(), max.trunc())
+        } else {
+            (value, max)
+        };
+        if (!exclusive && v > m) || (exclusive && v >= m) {
+            let relation = if exclusive {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
+            errs.push(FieldError::invalid(
+                field.clone(),
+                data.clone(),
+                format!(
+                    "{path} in body should be {relation} {}",
+                    bound_text(max, is_int)
+                ),
+            ));
+        }
+    }
+    if let Some(min) = s.get("minimum").and_then(Value::as_f64) {
+        let exclusive = s.get("exclusiveMinimum").and_then(Value::as_bool) == Some(true);
+        let (v, m) = if is_int {
+            (value.trunc(), min.trunc())
+        } else {
+            (value, min)
+        };
+        if (!exclusive && v < m) || (exclusive && v <= m) {
+            let relation = if exclusive {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
+            errs.push(FieldError::invalid(
+                field,
+                data.clone(),
+                format!(
+                    "{path} in body should be {relation} {}",
+                    bound_text(min, is_int)
+                ),
+            ));
+        }
+    }
+    errs
+}
+
+fn check_array(items: &[Value], s: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if let Some(item_schema) = s.get("items").filter(|v| v.is_object()) {
+        for (i, item) in items.iter().enumerate() {
+            errs.extend(validate_node(item, item_schema, &path::index(path, i)));
+        }
+    }
+    let size = items.len() as u64;
+    if let Some(min) = s.get("minItems").and_then(Value::as_u64)
+        && size < min
+    {
+        errs.push(FieldError::invalid(
+            error_field(path),
+            size,
+            format!("{path} in body should have at least {min} items"),
+        ));
+    }
+    if let Some(max) = s.get("maxItems").and_then(Value::as_u64)
+        && size > max
+    {
+        errs.push(FieldError::too_many(
+            error_field(path),
+            Some(size),
+            Some(max),
+        ));
+    }
+    if s.get("uniqueItems").and_then(Value::as_bool) == Some(true) {
+        let mut seen = HashSet::new();
+        if !items.iter().all(|item| seen.insert(go_json(item))) {
+            errs.push(FieldError::invalid(
+                error_field(path),
+                "",
+                format!("{path} in body shouldn't contain duplicates"),
+            ));
+        }
+    }
+    errs
+}
+
+fn enum_equal(data: &Value, allowed: &Value) -> bool {
+    match (data, allowed) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| enum_equal(x, y))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(k, v)| b.get(k).is_some_and(|w| enum_equal(v, w)))
+        }
+        _ => data == allowed,
+    }
+}
+
+fn check_enum(data: &Value, s: &Map<String, Value>, path: &str) -> Option<FieldError> {
+    let allowed = s.get("enum").and_then(Value::as_array)?;
+    if allowed.is_empty() || allowed.iter().any(|a| enum_equal(data, a)) {
+        return None;
+    }
+    let values: Vec<String> = allowed
+        .iter()
+        .map(|a| match a {
+            Value::String(text) => text.clone(),
+            other => go_json(other),
+        })
+        .collect();
+    Some(FieldError::not_supported(
+        error_field(path),
+        data.clone(),
+        &values,
+    ))
+}
+
+fn check_object(map: &Map<String, Value>, s: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+    let count = map.len() as u64;
+    if let Some(min) = s.get("minProperties").and_then(Value::as_u64)
+        && count < min
+    {
+        return vec![FieldError::invalid(
+            error_field(path),
+            count,
+            format!("{path} in body should have at least {min} properties"),
+        )];
+    }
+    if let Some(max) = s.get("maxProperties").and_then(Value::as_u64)
+        && count > max
+    {
+        return vec![FieldError::too_many(
+            error_field(path),
+            Some(count),
+            Some(max),
+        )];
+    }
+
+    let mut errs = Vec::new();
+    let empty = Map::new();
+    let properties = s
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort();
+    match s.get("additionalProperties") {
+        Some(Value::Bool(false)) => {
+            for key in &keys {
+                if !properties.contains_key(key.as_str()) {
+                    errs.push(FieldError::invalid(
+                        error_field(path),
+                        key.as_str(),
+                        format!("{path}.{key} in body is a forbidden property"),
+                    ));
+                }
+            }
+        }
+        Some(additional @ Value::Object(_)) => {
+            for key in &keys {
+                if !properties.contains_key(key.as_str()) {
+                    errs.extend(validate_node(
+                        &map[key.as_str()],
+                        additional,
+                        &format!("{path}.{key}"),
+                    ));
+                }
+            }
+        }
+        _ => {}
+    }
+
+    let mut names: Vec<&String> = properties.keys().collect();
+    names.sort();
+    for name in names {
+        if let Some(value) = map.get(name.as_str()) {
+            errs.extend(validate_node(
+                value,
+                &properties[name.as_str()],
+                &path::child(path, name),
+            ));
+        }
+    }
+
+    for required in sub_schemas(s, "required").iter().filter_map(Value::as_str) {
+        if !map.contains_key(required) {
+            errs.push(FieldError::required(
+                error_field(&format!("{path}.{required}")),
+                "",
+            ));
+        }
+    }
+    errs
+}
+
+/// Whether `text` is a valid value of the (supported) string `format`.
+fn format_valid(format: &str, text: &str) -> bool {
+    match format.replace('-', "").as_str() {
+        "datetime" => is_date_time(text),
+        "date" => is_date(text),
+        "byte" => is_base64(text),
+        "uuid" | "uuid3" | "uuid4" | "uuid5" => is_uuid(text),
+        "ipv4" => text.parse::<std::net::Ipv4Addr>().is_ok(),
+        "ipv6" => text.parse::<std::net::Ipv6Addr>().is_ok(),
+        "cidr" => is_cidr(text),
+        _ => true,
+    }
+}
+
+fn is_date(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    let [year, month, day] = parts.as_slice() else {
+        return false;
+    };
+    if year.len() != 4 || month.len() != 2 || day.len() != 2 {
+        return false;
+    }
+    let (Ok(y), Ok(m), Ok(d)) = (
+        year.parse::<u32>(),
+        month.parse::<u32>(),
+        day.parse::<u32>(),
+    ) else {
+        return false;
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days).contains(&d)
+}
+
+/// go-openapi's `IsDateTime`: a full date, `T`, `hh:mm:ss`, optional fraction, then `Z` or an
+/// offset (case-insensitive).
+fn is_date_time(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    let mut parts = lower.split('t');
+    let (Some(date), Some(time)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    if !is_date(date) {
+        return false;
+    }
+    static TIME: LazyLock<Option<Regex>> = LazyLock::new(|| {
+        Regex::new(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$").ok()
+    });
+    let Some(re) = TIME.as_ref() else {
+        return false;
+    };
+    match re.captures(time) {
+        Some(c) => &c[1] <= "23" && &c[2] <= "59" && &c[3] <= "59",
+        None => false,
+    }
+}
+
+fn is_base64(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if !bytes.len().is_multiple_of(4) {
+        return false;
+    }
+    let padding = bytes.iter().rev().take_while(|&&b| b == b'=').count();
+    if padding > 2 {
+        return false;
+    }
+    bytes[..bytes.len() - padding]
+        .iter()
+        .all(|&b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+}
+
+fn is_uuid(text: &str) -> bool {
+    let hex: String = text.chars().filter(|&c| c != '-').collect();
+    let dashes = text.len() - hex.len();
+    hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()) && (dashes == 0 || dashes == 4)
+}
+
+fn is_cidr(text: &str) -> bool {
+    let Some((addr, bits)) = text.split_once('/') else {
+        return false;
+    };
+    let Ok(bits) = bits.parse::<u8>() else {
+        return false;
+    };
+    match addr.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => bits <= 32,
+        Ok(std::net::IpAddr::V6(_)) => bits <= 128,
+        Err(_) => false,
+    }
+}
+
+/// Upstream's `ValidateListSetsAndMaps`: items of `set` lists and keys of `map` lists are unique.
+fn list_sets_and_maps(data: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
+    let (Some(map), Some(s)) = (data.as_object(), schema.as_object()) else {
+        return Vec::new();
+    };
+    let mut errs = Vec::new();
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort();
+    if let Some(additional) = s.get("additionalProperties").filter(|v| v.is_object()) {
+        for key in &keys {
+            errs.extend(list_value(
+                &map[key.as_str()],
+                additional,
+                &path::key(path, key),
+            ));
+        }
+    }
+    if let Some(properties) = s.get("properties").and_then(Value::as_object) {
+        for key in &keys {
+            if let Some(sub) = properties.get(key.as_str()) {
+                errs.extend(list_value(&map[key.as_str()], sub, &path::child(path, key)));
+            }
+        }
+    }
+    errs
+}
+
+fn list_value(data: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
+    match data {
+        Value::Array(items) => list_array(items, schema, path),
+        Value::Object(_) => list_sets_and_maps(data, schema, path),
+        _ => Vec::new(),
+    }
+}
+
+fn list_array(items: &[Value], schema: &Value, path: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => {
+            for i in repeated(items.iter().map(set_key)) {
+                errs.push(FieldError::duplicate(
+                    path::index(path, i),
+                    items[i].clone(),
+                ));
+            }
+        }
+        Some("map") => errs.extend(list_map(items, schema, path)),
+        _ => {}
+    }
+    if let Some(item_schema) = schema.get("items").filter(|v| v.is_object()) {
+        for (i, item) in items.iter().enumerate() {
+            errs.extend(list_value(item, item_schema, &path::index(path, i)));
+        }
+    }
+    errs
+}
+
+/// Identity of a set element: compound values by their JSON, scalars by type and value.
+fn set_key(value: &Value) -> String {
+    match value {
+        Value::Array(_) | Value::Object(_) => format!("c{}", go_json(value)),
+        other => format!("s{other:?}"),
+    }
+}
+
+/// Indices of the second occurrence of each repeated key.
+fn repeated(keys: impl Iterator<Item = String>) -> Vec<usize> {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    let mut out = Vec::new();
+    for (i, key) in keys.enumerate() {
+        let count = counts.entry(key).or_insert(0);
+        *count += 1;
+        if *count == 2 {
+            out.push(i);
+        }
+    }
+    out
+}
+
+fn list_map(items: &[Value], schema: &Value, path: &str) -> Vec<FieldError> {
+    if let Some((i, item)) = items
+        .iter()
+        .enumerate()
+        .find(|(_, item)| !item.is_null() && !item.is_object())
+    {
+        return vec![FieldError::invalid(
+            path::index(path, i),
+            item.clone(),
+            "must be an object for an array of list-type map",
+        )];
+    }
+    let key_fields: Vec<&str> = schema
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)
+        .map(|keys| keys.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let keys: Vec<Map<String, Value>> = items
+        .iter()
+        .map(|item| {
+            let mut key = Map::new();
+            if let Some(obj) = item.as_object() {
+                for field in &key_fields {
+                    if let Some(v) = obj.get(*field) {
+                        key.insert((*field).to_string(), v.clone());
+                    }
+                }
+            }
+            key
+        })
+        .collect();
+    let identities = keys.iter().map(|key| {
+        if key_fields.len() == 1 {
+            match key.values().next() {
+                Some(v) => set_key(v),
+                None => "unspecified".to_string(),
+            }
+        } else {
+            set_key(&Value::Object(key.clone()))
+        }
+    });
+    repeated(identities)
+        .into_iter()
+        .map(|i| FieldError::duplicate(path::index(path, i), Value::Object(keys[i].clone())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn messages(errs: &[FieldError]) -> Vec<String> {
+        errs.iter().map(ToString::to_string).collect()
+    }
+
+    fn widget_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object"},
+                "spec": {
+                    "type": "object",
+                    "required": ["size"],
+                    "properties": {
+                        "replicas": {"type": "integer", "minimum": 1, "maximum": 10},
+                        "size": {"type": "string"},
+                        "mode": {"type": "string", "enum": ["a", "b"]},
+                        "name": {"type": "string", "maxLength": 5, "minLength": 2, "pattern": "^[a-z]+$"},
+                        "ratio": {"type": "number", "exclusiveMaximum": true, "maximum": 1.5},
+                        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 2, "minItems": 1},
+                        "port": {"x-kubernetes-int-or-string": true},
+                        "when": {"type": "string", "format": "date-time"},
+                        "data": {"type": "string", "format": "byte"},
+                        "count32": {"type": "integer", "format": "int32"},
+                        "opt": {"type": "string", "nullable": true},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}, "maxProperties": 2},
+                        "items": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}}
+                    }
+                }
+            }
+        })
+    }
+
+    fn check(spec: Value) -> Vec<String> {
+        let obj = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec});
+        messages(&validate(&obj, &widget_schema()))
+    }
+
+    #[test]
+    fn valid_object_passes() {
+        let errs = check(
+            json!({"size": "m", "replicas": 3, "mode": "a", "name": "abc", "ratio": 1.2, "tags": ["x"],
+            "port": "http", "when": "2024-01-02T03:04:05Z", "data": "aGVsbG8=", "count32": 99999999999i64, "opt": null,
+            "labels": {"a": "b"}, "items": [{"name": "x"}]}),
+        );
+        assert!(errs.is_empty(), "{errs:?}");
+    }
+
+    #[test]
+    fn type_mismatch() {
+        assert_eq!(
+            check(json!({"size": "m", "replicas": "three"})),
+            [
+                r#"spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string""#
+            ]
+        );
+        let errs = validate(
+            &json!({"spec": {"size": "m", "replicas": "x"}}),
+            &widget_schema(),
+        );
+        assert_eq!(errs[0].reason(), "FieldValueTypeInvalid");
+        assert_eq!(
+            check(json!({"size": "m", "replicas": 2.0})),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            check(json!({"size": "m", "replicas": 2.5})),
+            [
+                r#"spec.replicas: Invalid value: "number": spec.replicas in body must be of type integer: "number""#
+            ]
+        );
+        assert_eq!(
+            check(json!({"size": null})),
+            [
+                r#"spec.size: Invalid value: "null": spec.size in body must be of type string: "null""#
+            ]
+        );
+        assert_eq!(
+            check(json!({"size": "m", "port": true})),
+            [
+                r#"spec.port: Invalid value: "boolean": spec.port in body must be of type integer,string: "boolean""#
+            ]
+        );
+    }
+
+    #[test]
+    fn required_field() {
+        assert_eq!(check(json!({})), ["spec.size: Required value"]);
+    }
+
+    #[test]
+    fn enum_values() {
+        assert_eq!(
+            check(json!({"size": "m", "mode": "x"})),
+            [r#"spec.mode: Unsupported value: "x": supported values: "a", "b""#]
+        );
+    }
+
+    #[test]
+    fn numeric_bounds() {
+        assert_eq!(
+            check(json!({"size": "m", "replicas": 0})),
+            [
+                "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1"
+            ]
+        );
+        assert_eq!(
+            check(json!({"size": "m", "replicas": 11})),
+            [
+                "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"
+            ]
+        );
+        assert_eq!(
+            check(json!({"size": "m", "ratio": 1.5})),
+            ["spec.ratio: Invalid value: 1.5: spec.ratio in body should be less than 1.5"]
+        );
+    }
+
+    #[test]
+    fn string_rules() {
+        assert_eq!(
+            check(json!({"size": "m", "name": "abcdef"})),
+            ["spec.name: Too long: may not be more than 5 bytes"]
+        );
+        assert_eq!(
+            check(json!({"size": "m", "name": "a"})),
+            [r#"spec.name: Invalid value: "a": spec.name in body should be at least 2 chars long"#]
+        );
+        assert_eq!(
+            check(json!({"size": "m", "name": "AB"})),
+            [r#"spec.name: Invalid value: "AB": spec.name in body should match '^[a-z]+$'"#]
+        );
+        assert_eq!(
+            check(json!({"size": "m", "when": "yesterday"})),
+            [
+                r#"spec.when: Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday""#
+            ]
+        );
+        assert_eq!(
+            check(json!({"size": "m", "data": "not base64!"})),
+            [
+                r#"spec.data: Invalid value: "not base64!": spec.data in body must be of type byte: "not base64!""#
+            ]
+        );
+    }
+
+    #[test]
+    fn array_and_map_sizes() {
+        assert_eq!(
+            check(json!({"size": "m", "tags": ["a", "b", "c"]})),
+            ["spec.tags: Too many: 3: must have at most 2 items"]
+        );
+        assert_eq!(
+            check(json!({"size": "m", "tags": []})),
+            ["spec.tags: Invalid value: 0: spec.tags in body should have at least 1 items"]
+        );
+        assert_eq!(
+            check(json!({"size": "m", "tags": ["a", 1]})),
+            [
+                r#"spec.tags[1]: Invalid value: "integer": spec.tags[1] in body must be of type string: "integer""#
+            ]
+        );
+        assert_eq!(
+            check(json!({"size": "m", "labels": {"a": "1", "b": "2", "c": "3"}})),
+            ["spec.labels: Too many: 3: must have at most 2 items"]
+        );
+        assert_eq!(
+            check(json!({"size": "m", "labels": {"a": 1}})),
+            [
+                r#"spec.labels.a: Invalid value: "integer": spec.labels.a in body must be of type string: "integer""#
+            ]
+        );
+        assert_eq!(
+            check(json!({"size": "m", "items": [{"name": 1}]})),
+            [
+                r#"spec.items[0].name: Invalid value: "integer": spec.items[0].name in body must be of type string: "integer""#
+            ]
+        );
+    }
+
+    #[test]
+    fn combinators() {
+        let schema = json!({"type": "object", "properties": {"v": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}});
+        assert!(validate(&json!({"v": 1}), &schema).is_empty());
+        assert_eq!(
+            messages(&validate(&json!({"v": true}), &schema)),
+            [
+                r#"<nil>: Invalid value: "": "v" must validate at least one schema (anyOf)"#,
+                r#"v: Invalid value: "boolean": v in body must be of type integer: "boolean""#,
+            ]
+        );
+        let schema = json!({"type": "object", "properties": {"v": {"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}}});
+        assert!(validate(&json!({"v": {"a": 1}}), &schema).is_empty());
+        assert_eq!(
+            messages(&validate(&json!({"v": {"a": 1, "b": 2}}), &schema)),
+            [
+                r#"<nil>: Invalid value: "": "v" must validate one and only one schema (oneOf). Found 2 valid alternatives"#
+            ]
+        );
+        let schema = json!({"type": "object", "properties": {"v": {"type": "string", "not": {"enum": ["x"]}}}});
+        assert_eq!(
+            messages(&validate(&json!({"v": "x"}), &schema)),
+            [r#"<nil>: Invalid value: "": "v" must not validate the schema (not)"#]
+        );
+        let schema = json!({"type": "object", "properties": {"v": {"allOf": [{"type": "string"}, {"maxLength": 1}]}}});
+        assert_eq!(
+            messages(&validate(&json!({"v": "xy"}), &schema)),
+            [
+                "v: Too long: may not be more than 1 byte",
+                r#"<nil>: Invalid value: "": "v" must validate all the schemas (allOf)"#
+            ]
+        );
+    }
+
+    #[test]
+    fn list_type_set_and_map_uniqueness() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}},
+            "pairs": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["a", "b"],
+                "items": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}}
+        }}}});
+        let obj = json!({"spec": {
+            "tags": ["a", "b", "a", "a"],
+            "ports": [{"name": "http", "port": 80}, {"name": "http", "port": 81}],
+            "pairs": [{"a": "x", "b": "y"}, {"a": "x", "b": "z"}, {"a": "x", "b": "y"}]
+        }});
+        let errs = validate(&obj, &schema);
+        assert_eq!(
+            messages(&errs),
+            [
+                r#"spec.pairs[2]: Duplicate value: {"a":"x","b":"y"}"#,
+                r#"spec.ports[1]: Duplicate value: {"name":"http"}"#,
+                r#"spec.tags[2]: Duplicate value: "a""#,
+            ]
+        );
+        assert!(errs.iter().all(|e| e.reason() == "FieldValueDuplicate"));
+    }
+}

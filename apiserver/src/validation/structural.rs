@@ -1,0 +1,450 @@
+//! Structural-schema operations on custom resources, as apiextensions-apiserver does them:
+//! pruning of unknown fields, defaulting, and the list types server-side apply merges by.
+
+use serde_json::Value;
+
+const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
+fn flag(schema: &Value, key: &str) -> bool {
+    schema.get(key).and_then(Value::as_bool) == Some(true)
+}
+
+fn property<'a>(schema: &'a Value, name: &str) -> Option<&'a Value> {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .and_then(|p| p.get(name))
+}
+
+/// The schema for map values not listed in `properties`: `Some(None)` when
+/// `additionalProperties` is set without a schema (values are then pruned as unknown).
+fn additional(schema: &Value) -> Option<Option<&Value>> {
+    match schema.get("additionalProperties") {
+        None | Some(Value::Null) => None,
+        Some(v @ Value::Object(_)) => Some(Some(v)),
+        Some(_) => Some(None),
+    }
+}
+
+fn items(schema: &Value) -> Option<&Value> {
+    schema.get("items").filter(|v| v.is_object())
+}
+
+/// Removes the fields of `obj` that `schema` does not specify and returns their paths, sorted,
+/// as upstream reports them (`spec.unknownField`, `spec.items[0].extra`); each becomes
+/// `unknown field "<path>"` in a strict-decoding error or a warning.
+///
+/// `apiVersion`, `kind` and `metadata` are kept at the root and inside
+/// `x-kubernetes-embedded-resource` objects; `x-kubernetes-preserve-unknown-fields` keeps
+/// unspecified fields (specified ones are still pruned inside); values under
+/// `additionalProperties` follow its schema.
+pub fn prune(obj: &mut Value, schema: &Value) -> Vec<String> {
+    let mut pruned = Vec::new();
+    prune_node(obj, Some(schema), true, "", &mut pruned);
+    pruned.sort();
+    pruned
+}
+
+fn join_key(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn prune_node(
+    x: &mut Value,
+    schema: Option<&Value>,
+    root: bool,
+    path: &str,
+    pruned: &mut Vec<String>,
+) {
+    if let Some(s) = schema
+        && flag(s, "x-kubernetes-preserve-unknown-fields")
+    {
+        skip_prune(x, s, root, path, pruned);
+        return;
+    }
+    match x {
+        Value::Object(map) => {
+            let Some(s) = schema else {
+                let keys: Vec<String> = map.keys().cloned().collect();
+                for key in keys {
+                    pruned.push(join_key(path, &key));
+                    map.remove(&key);
+                }
+                return;
+            };
+            let embedded = root || flag(s, "x-kubernetes-embedded-resource");
+            let keys: Vec<String> = map.keys().cloned().collect();
+            for key in keys {
+                if embedded && META_FIELDS.contains(&key.as_str()) {
+                    continue;
+                }
+                let child_path = join_key(path, &key);
+                if let Some(prop) = property(s, &key) {
+                    if let Some(v) = map.get_mut(&key) {
+                        prune_node(v, Some(prop), false, &child_path, pruned);
+                    }
+                } else if let Some(additional) = additional(s) {
+                    if let Some(v) = map.get_mut(&key) {
+                        prune_node(v, additional, false, &child_path, pruned);
+                    }
+                } else {
+                    if !META_FIELDS.contains(&key.as_str()) || !path.is_empty() {
+                        pruned.push(child_path);
+                    }
+                    map.remove(&key);
+                }
+            }
+        }
+        Value::Array(list) => {
+            // Without an items schema, every object inside the array is unknown.
+            let item_schema = schema.and_then(items);
+            for (i, v) in list.iter_mut().enumerate() {
+                prune_node(v, item_schema, false, &format!("{path}[{i}]"), pruned);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn skip_prune(x: &mut Value, s: &Value, root: bool, path: &str, pruned: &mut Vec<String>) {
+    match x {
+        Value::Object(map) => {
+            let embedded = root || flag(s, "x-kubernetes-embedded-resource");
+            for (key, v) in map.iter_mut() {
+                if embedded && META_FIELDS.contains(&key.as_str()) {
+                    continue;
+                }
+                let child_path = join_key(path, key);
+                if let Some(prop) = property(s, key) {
+                    prune_node(v, Some(prop), false, &child_path, pruned);
+                } else if let Some(additional) = additional(s) {
+                    prune_node(v, additional, false, &child_path, pruned);
+                }
+            }
+        }
+        Value::Array(list) => {
+            if let Some(item_schema) = items(s) {
+                for (i, v) in list.iter_mut().enumerate() {
+                    skip_prune(v, item_schema, false, &format!("{path}[{i}]"), pruned);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The text upstream reports for one pruned field: `unknown field "spec.unknownField"` (the body
+/// of a `fieldValidation=Warn` warning).
+pub fn unknown_field_message(path: &str) -> String {
+    format!("unknown field {}", super::render::go_quote(path))
+}
+
+/// The message of the 400 `BadRequest` for `fieldValidation=Strict`, or `None` when nothing was
+/// pruned: `strict decoding error: unknown field "spec.a", unknown field "spec.b"`.
+pub fn strict_decoding_message(pruned: &[String]) -> Option<String> {
+    if pruned.is_empty() {
+        return None;
+    }
+    let fields: Vec<String> = pruned.iter().map(|p| unknown_field_message(p)).collect();
+    Some(format!("strict decoding error: {}", fields.join(", ")))
+}
+
+/// A schema's `default`, if it has a non-null one.
+fn default_of(schema: &Value) -> Option<&Value> {
+    schema.get("default").filter(|v| !v.is_null())
+}
+
+/// Whether `x` is a `null` the schema does not allow.
+fn non_nullable_null(x: &Value, schema: Option<&Value>) -> bool {
+    x.is_null() && schema.is_some_and(|s| !flag(s, "nullable"))
+}
+
+/// Applies the schema's defaults to `obj`, as upstream's decoder does: first drops `null`s of
+/// non-nullable fields that have no default, then sets every absent (or non-nullable `null`)
+/// property that has a `default` to a copy of it, recursively through properties,
+/// `additionalProperties` values and array items (defaults inside defaults included).
+pub fn apply_defaults(obj: &mut Value, schema: &Value) {
+    prune_nulls_without_defaults(obj, Some(schema));
+    default_node(obj, schema);
+}
+
+fn field_schema<'a>(schema: Option<&'a Value>, key: &str) -> Option<&'a Value> {
+    let s = schema?;
+    property(s, key).or_else(|| additional(s).flatten())
+}
+
+fn prune_nulls_without_defaults(x: &mut Value, schema: Option<&Value>) {
+    match x {
+        Value::Object(map) => {
+            map.retain(|key, v| {
+                let sub = field_schema(schema, key);
+                !(non_nullable_null(v, sub) && sub.and_then(default_of).is_none())
+            });
+            for (key, v) in map.iter_mut() {
+                prune_nulls_without_defaults(v, field_schema(schema, key));
+            }
+        }
+        Value::Array(list) => {
+            let item_schema = schema.and_then(items);
+            for v in list.iter_mut() {
+                prune_nulls_without_defaults(v, item_schema);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn default_node(x: &mut Value, schema: &Value) {
+    match x {
+        Value::Object(map) => {
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (key, prop) in properties {
+                    let Some(default) = default_of(prop) else {
+                        continue;
+                    };
+                    let absent = map
+                        .get(key)
+                        .is_none_or(|v| non_nullable_null(v, Some(prop)));
+                    if absent {
+                        map.insert(key.clone(), default.clone());
+                    }
+                }
+            }
+            for (key, v) in map.iter_mut() {
+                if let Some(prop) = property(schema, key) {
+                    default_node(v, prop);
+                } else if let Some(Some(additional)) = additional(schema) {
+                    if non_nullable_null(v, Some(additional))
+                        && let Some(default) = default_of(additional)
+                    {
+                        *v = default.clone();
+                    }
+                    default_node(v, additional);
+                }
+            }
+        }
+        Value::Array(list) => {
+            if let Some(item_schema) = items(schema) {
+                for v in list.iter_mut() {
+                    if non_nullable_null(v, Some(item_schema))
+                        && let Some(default) = default_of(item_schema)
+                    {
+                        *v = default.clone();
+                    }
+                    default_node(v, item_schema);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// How server-side apply merges a list (`x-kubernetes-list-type`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ListKind {
+    /// Replaced as a whole (the default for custom resources).
+    Atomic,
+    /// Merged as a set of scalars.
+    Set,
+    /// Merged by the item fields named in `x-kubernetes-list-map-keys`.
+    Map(Vec<String>),
+}
+
+/// The list type of the array at `path` (field names from the root; array items are stepped
+/// through implicitly), or `None` when the schema has no array there.
+pub fn list_type(schema: &Value, path: &[&str]) -> Option<ListKind> {
+    let mut current = schema;
+    for name in path {
+        while current.get("type").and_then(Value::as_str) == Some("array") {
+            current = items(current)?;
+        }
+        current = match property(current, name) {
+            Some(prop) => prop,
+            None => additional(current).flatten()?,
+        };
+    }
+    if current.get("type").and_then(Value::as_str) != Some("array") {
+        return None;
+    }
+    Some(
+        match current
+            .get("x-kubernetes-list-type")
+            .and_then(Value::as_str)
+        {
+            Some("set") => ListKind::Set,
+            Some("map") => ListKind::Map(
+                current
+                    .get("x-kubernetes-list-map-keys")
+                    .and_then(Value::as_array)
+                    .map(|keys| {
+                        keys.iter()
+                            .filter_map(Value::as_str)
+                            .map(String::from)
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            ),
+            _ => ListKind::Atomic,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {
+                        "size": {"type": "string", "default": "m"},
+                        "replicas": {"type": "integer"},
+                        "items": {"type": "array", "items": {"type": "object", "properties": {
+                            "name": {"type": "string"},
+                            "weight": {"type": "integer", "default": 1}
+                        }}},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                            "properties": {"known": {"type": "object", "properties": {"a": {"type": "string"}}}}},
+                        "embedded": {"type": "object", "x-kubernetes-embedded-resource": true,
+                            "properties": {"spec": {"type": "object"}}},
+                        "opt": {"type": "string", "nullable": true},
+                        "nested": {"type": "object", "default": {}, "properties": {
+                            "level": {"type": "string", "default": "info"}
+                        }},
+                        "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["name", "protocol"],
+                            "items": {"type": "object", "properties": {"name": {"type": "string"}, "protocol": {"type": "string"}}}},
+                        "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+                        "groups": {"type": "array", "items": {"type": "object", "properties": {
+                            "members": {"type": "array", "items": {"type": "string"}}
+                        }}}
+                    }
+                },
+                "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+            }
+        })
+    }
+
+    #[test]
+    fn prune_reports_unknown_fields() {
+        let mut obj = json!({
+            "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "anything": 1},
+            "extra": true,
+            "spec": {
+                "unknownField": 1,
+                "replicas": 2,
+                "items": [{"name": "a", "bogus": 1}],
+                "labels": {"a": "b"},
+                "free": {"whatever": {"x": 1}, "known": {"a": "x", "b": "y"}},
+                "embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}, "other": 1}
+            }
+        });
+        let pruned = prune(&mut obj, &schema());
+        assert_eq!(
+            pruned,
+            [
+                "extra",
+                "spec.embedded.other",
+                "spec.free.known.b",
+                "spec.items[0].bogus",
+                "spec.unknownField"
+            ]
+        );
+        assert_eq!(
+            obj,
+            json!({
+                "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "anything": 1},
+                "spec": {
+                    "replicas": 2,
+                    "items": [{"name": "a"}],
+                    "labels": {"a": "b"},
+                    "free": {"whatever": {"x": 1}, "known": {"a": "x"}},
+                    "embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn strict_and_warning_messages() {
+        let mut obj = json!({"spec": {"unknownField": 1, "other": 2}});
+        let pruned = prune(&mut obj, &schema());
+        assert_eq!(
+            unknown_field_message(&pruned[0]),
+            r#"unknown field "spec.other""#
+        );
+        assert_eq!(
+            strict_decoding_message(&pruned).as_deref(),
+            Some(
+                r#"strict decoding error: unknown field "spec.other", unknown field "spec.unknownField""#
+            )
+        );
+        assert_eq!(strict_decoding_message(&[]), None);
+    }
+
+    #[test]
+    fn prune_keeps_everything_under_preserve_at_root() {
+        let schema = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+        let mut obj = json!({"spec": {"a": 1}, "b": [1]});
+        assert!(prune(&mut obj, &schema).is_empty());
+        assert_eq!(obj, json!({"spec": {"a": 1}, "b": [1]}));
+    }
+
+    #[test]
+    fn defaults_fill_absent_fields() {
+        let mut obj = json!({"spec": {"items": [{"name": "a"}, {"name": "b", "weight": 5}], "replicas": null, "opt": null}});
+        apply_defaults(&mut obj, &schema());
+        assert_eq!(
+            obj,
+            json!({"spec": {
+                "size": "m",
+                "items": [{"name": "a", "weight": 1}, {"name": "b", "weight": 5}],
+                "opt": null,
+                "nested": {"level": "info"}
+            }})
+        );
+    }
+
+    #[test]
+    fn defaults_replace_non_nullable_nulls() {
+        let mut obj = json!({"spec": {"size": null}});
+        apply_defaults(&mut obj, &schema());
+        assert_eq!(obj["spec"]["size"], json!("m"));
+    }
+
+    #[test]
+    fn defaults_in_additional_properties() {
+        let schema = json!({"type": "object", "properties": {"m": {"type": "object",
+            "additionalProperties": {"type": "object", "properties": {"x": {"type": "integer", "default": 7}}}}}});
+        let mut obj = json!({"m": {"a": {}, "b": {"x": 1}}});
+        apply_defaults(&mut obj, &schema);
+        assert_eq!(obj, json!({"m": {"a": {"x": 7}, "b": {"x": 1}}}));
+    }
+
+    #[test]
+    fn list_types() {
+        let s = schema();
+        assert_eq!(
+            list_type(&s, &["spec", "ports"]),
+            Some(ListKind::Map(vec!["name".into(), "protocol".into()]))
+        );
+        assert_eq!(list_type(&s, &["spec", "tags"]), Some(ListKind::Set));
+        assert_eq!(list_type(&s, &["spec", "items"]), Some(ListKind::Atomic));
+        assert_eq!(
+            list_type(&s, &["spec", "groups", "members"]),
+            Some(ListKind::Atomic)
+        );
+        assert_eq!(list_type(&s, &["spec", "size"]), None);
+        assert_eq!(list_type(&s, &["spec", "missing"]), None);
+    }
+}

@@ -1,0 +1,226 @@
+//! The watch cache: one storage watch feeds a bounded ring of decoded events, and every HTTP
+//! watcher reads from that ring by revision. Each event is decoded once and serialized once,
+//! however many watchers receive it; a watcher that falls behind the ring, or asks for a revision
+//! older than the ring holds, is served straight from storage (or told its revision expired).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::registry::store::decode;
+use crate::storage::{Backend, EventKind, Revision};
+
+/// One committed change, decoded.
+#[derive(Debug)]
+pub struct CachedEvent {
+    pub revision: Revision,
+    pub kind: EventKind,
+    pub key: String,
+    /// The object after the change (for deletions: its last state, at the delete's revision).
+    pub object: Arc<Value>,
+    /// The object before the change.
+    pub prev: Option<Arc<Value>>,
+    json: OnceLock<Bytes>,
+}
+
+impl CachedEvent {
+    /// The object serialized as JSON, computed once and shared by every watcher.
+    pub fn object_json(&self) -> &Bytes {
+        self.json
+            .get_or_init(|| Bytes::from(serde_json::to_vec(&*self.object).unwrap_or_default()))
+    }
+
+    fn from_storage(event: &crate::storage::Event) -> Option<Self> {
+        let object = decode(&event.kv).ok()?;
+        let prev = event.prev.as_ref().and_then(|kv| decode(kv).ok());
+        Some(CachedEvent {
+            revision: event.revision(),
+            kind: event.kind,
+            key: event.kv.key.clone(),
+            object: Arc::new(object),
+            prev: prev.map(Arc::new),
+            json: OnceLock::new(),
+        })
+    }
+}
+
+/// Why the cache cannot serve a revision.
+#[derive(Debug, PartialEq, Eq)]
+pub struct TooOld;
+
+struct Ring {
+    events: VecDeque<Arc<CachedEvent>>,
+    /// The ring holds every event with a revision above this one.
+    complete_after: Revision,
+}
+
+/// The shared event cache.
+pub struct WatchCache {
+    ring: RwLock<Ring>,
+    capacity: usize,
+    latest: watch::Sender<Revision>,
+    backend: Arc<dyn Backend>,
+}
+
+impl WatchCache {
+    /// Starts feeding the cache from the backend's current revision; the feeding task ends when
+    /// `shutdown` turns true or the backend closes.
+    pub async fn start(
+        backend: Arc<dyn Backend>,
+        capacity: usize,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> crate::storage::Result<Arc<Self>> {
+        let start = backend.current_revision();
+        let mut events = backend.watch("/registry/", start).await?;
+        let (latest, _) = watch::channel(start);
+        let cache = Arc::new(WatchCache {
+            ring: RwLock::new(Ring {
+                events: VecDeque::new(),
+                complete_after: start,
+            }),
+            capacity: capacity.max(16),
+            latest,
+            backend,
+        });
+        let feeder = cache.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    next = events.next() => match next {
+                        Some(Ok(event)) => feeder.push(&event),
+                        Some(Err(err)) => {
+                            tracing::error!(error = %err, "watch cache lost its storage watch; restarting it");
+                            let from = *feeder.latest.borrow();
+                            match feeder.backend.watch("/registry/", from).await {
+                                Ok(stream) => events = stream,
+                                Err(err) => {
+                                    tracing::error!(error = %err, "cannot restart the storage watch");
+                                    return;
+                                }
+                            }
+                        }
+                        None => return,
+                    },
+                    _ = shutdown.changed() => return,
+                }
+            }
+        });
+        Ok(cache)
+    }
+
+    fn push(&self, event: &crate::storage::Event) {
+        let Some(cached) = CachedEvent::from_storage(event) else {
+            tracing::error!(key = %event.kv.key, "cannot decode a stored object; watchers skip it");
+            return;
+        };
+        let revision = cached.revision;
+        {
+            let mut ring = match self.ring.write() {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            ring.events.push_back(Arc::new(cached));
+            while ring.events.len() > self.capacity {
+                if let Some(evicted) = ring.events.pop_front() {
+                    ring.complete_after = evicted.revision;
+                }
+            }
+        }
+        self.latest.send_replace(revision);
+    }
+
+    /// A receiver that changes whenever an event enters the cache.
+    pub fn subscribe(&self) -> watch::Receiver<Revision> {
+        self.latest.subscribe()
+    }
+
+    /// The revision of the newest cached event (or the revision the cache started at).
+    pub fn latest(&self) -> Revision {
+        *self.latest.borrow()
+    }
+
+    /// The events under `prefix` with a revision above `after`, oldest first, plus the revision
+    /// the caller has now seen up to (including events under other prefixes).
+    pub fn events_after(
+        &self,
+        prefix: &str,
+        after: Revision,
+    ) -> Result<(Vec<Arc<CachedEvent>>, Revision), TooOld> {
+        let ring = match self.ring.read() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if after < ring.complete_after {
+            return Err(TooOld);
+        }
+        let start = ring.events.partition_point(|e| e.revision <= after);
+        let mut seen = after;
+        let mut out = Vec::new();
+        for event in ring.events.range(start..) {
+            seen = event.revision;
+            if event.key.starts_with(prefix) {
+                out.push(event.clone());
+            }
+        }
+        Ok((out, seen))
+    }
+
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+}
+
+/// Converts a storage event for a watcher that is served from storage rather than the cache.
+pub fn decode_event(event: &crate::storage::Event) -> Option<Arc<CachedEvent>> {
+    CachedEvent::from_storage(event).map(Arc::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::memory::MemoryBackend;
+
+    #[tokio::test]
+    async fn events_enter_the_cache_in_order_and_old_ones_expire() {
+        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+        let (_tx, rx) = watch::channel(false);
+        let cache = WatchCache::start(backend.clone(), 16, rx).await.unwrap();
+        let mut changes = cache.subscribe();
+        let mut last = 0;
+        for i in 0..40 {
+            last = backend
+                .create(
+                    &format!("/registry/core/configmaps/ns/c{i:02}"),
+                    Bytes::from(r#"{"metadata":{"name":"x"}}"#),
+                )
+                .await
+                .unwrap();
+        }
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while *changes.borrow_and_update() < last {
+                changes.changed().await.unwrap();
+            }
+        })
+        .await
+        .unwrap();
+        assert!(matches!(cache.events_after("/registry/", 0), Err(TooOld)));
+        let (events, seen) = cache
+            .events_after("/registry/core/configmaps/", last - 5)
+            .unwrap();
+        assert_eq!(seen, last);
+        let revisions: Vec<_> = events.iter().map(|e| e.revision).collect();
+        assert_eq!(revisions, ((last - 4)..=last).collect::<Vec<_>>());
+        assert_eq!(
+            events[0].object["metadata"]["resourceVersion"],
+            (last - 4).to_string()
+        );
+        let (none, _) = cache
+            .events_after("/registry/core/secrets/", last - 5)
+            .unwrap();
+        assert!(none.is_empty());
+    }
+}
