@@ -1,0 +1,756 @@
+//! kube-rs 5 against a running atoll API server over HTTPS: discovery, typed and dynamic CRUD,
+//! watchers through a compaction, a Controller with `owns` and a finalizer, and the status codes
+//! of bad requests. Each test starts its own server on a free loopback port.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use atoll_apiserver::StorageKind;
+use atoll_tests::{TestServer, eventually};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent,
+    WatchParams,
+};
+use kube::core::{ApiResource, GroupVersionKind, PartialObjectMeta};
+use kube::discovery::{self, Discovery, Scope};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::finalizer::{Event as Finalizer, finalizer};
+use kube::runtime::{WatchStreamExt, conditions, wait::await_condition, watcher};
+use kube::{Client, CustomResource, CustomResourceExt, Resource, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A custom resource for the controller and dynamic tests.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(
+    group = "example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced,
+    status = "WidgetStatus",
+    shortname = "wd",
+    printcolumn = r#"{"name":"Size","type":"integer","jsonPath":".spec.size"}"#
+)]
+pub struct WidgetSpec {
+    pub size: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+}
+
+#[derive(Deserialize, Serialize, Clone, Debug, Default, JsonSchema)]
+pub struct WidgetStatus {
+    pub configmap: String,
+}
+
+fn cm(name: &str, data: &[(&str, &str)]) -> ConfigMap {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "data": data.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+    }))
+    .unwrap()
+}
+
+async fn server() -> (TestServer, Client) {
+    let server = TestServer::start(StorageKind::Sqlite).await.unwrap();
+    let client = server.client().await.unwrap();
+    (server, client)
+}
+
+async fn install_widget_crd(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = Widget::crd();
+    crds.patch(
+        "widgets.example.com",
+        &PatchParams::apply("atoll-tests").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .unwrap();
+    let established = await_condition(
+        crds,
+        "widgets.example.com",
+        conditions::is_crd_established(),
+    );
+    tokio::time::timeout(TIMEOUT, established)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+fn api_error(err: kube::Error) -> kube::core::Status {
+    match err {
+        kube::Error::Api(status) => *status,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn discovery_sees_builtins_and_crds_as_they_come_and_go() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (_server, client) = server().await;
+        let version = client.apiserver_version().await.unwrap();
+        assert_eq!(
+            (version.major.as_str(), version.minor.as_str()),
+            ("1", "35")
+        );
+
+        let discovery = Discovery::new(client.clone()).run().await.unwrap();
+        let groups: Vec<String> = discovery.groups().map(|g| g.name().to_owned()).collect();
+        for group in [
+            "",
+            "apps",
+            "apiextensions.k8s.io",
+            "coordination.k8s.io",
+            "rbac.authorization.k8s.io",
+        ] {
+            assert!(
+                groups.iter().any(|g| g == group),
+                "{group} missing from {groups:?}"
+            );
+        }
+        let (deploy, caps) = discovery
+            .resolve_gvk(&GroupVersionKind::gvk("apps", "v1", "Deployment"))
+            .unwrap();
+        assert_eq!(deploy.plural, "deployments");
+        assert_eq!(caps.scope, Scope::Namespaced);
+        assert!(!discovery.has_group("example.com"));
+
+        install_widget_crd(&client).await;
+        let discovery = Discovery::new(client.clone()).run().await.unwrap();
+        let (widget, caps) = discovery
+            .resolve_gvk(&GroupVersionKind::gvk("example.com", "v1", "Widget"))
+            .expect("the new CRD is discovered");
+        assert_eq!(widget.plural, "widgets");
+        assert!(
+            caps.subresources
+                .iter()
+                .any(|(r, _)| r.plural == "widgets/status" || r.plural == "status")
+        );
+        // The aggregated form carries it too.
+        let aggregated = Discovery::new(client.clone())
+            .run_aggregated()
+            .await
+            .unwrap();
+        assert!(aggregated.has_group("example.com"));
+        assert!(aggregated.has_group("apps"));
+
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        crds.delete("widgets.example.com", &DeleteParams::default())
+            .await
+            .unwrap();
+        let discovery = Discovery::new(client.clone()).run().await.unwrap();
+        assert!(
+            !discovery.has_group("example.com"),
+            "a deleted CRD leaves discovery"
+        );
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn typed_crud_with_conflicts_generation_and_patches() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (_server, client) = server().await;
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+
+        let created = cms.create(&PostParams::default(), &cm("demo", &[("a", "1")])).await.unwrap();
+        let uid = created.uid().unwrap();
+        let rv1 = created.resource_version().unwrap();
+        assert!(created.creation_timestamp().is_some());
+        assert_eq!(created.meta().generation, Some(1));
+
+        let err = api_error(cms.create(&PostParams::default(), &cm("demo", &[])).await.unwrap_err());
+        assert_eq!((err.code, err.reason.as_str()), (409, "AlreadyExists"));
+        assert_eq!(err.message, "configmaps \"demo\" already exists");
+
+        // Replace with the current resourceVersion works; with the stale one it conflicts.
+        let mut next = created.clone();
+        next.data = Some([("a".to_string(), "2".to_string())].into());
+        let replaced = cms.replace("demo", &PostParams::default(), &next).await.unwrap();
+        assert_ne!(replaced.resource_version().unwrap(), rv1);
+        assert_eq!(replaced.uid().unwrap(), uid);
+        assert_eq!(replaced.meta().generation, Some(2), "a data change moves generation");
+        let err = api_error(cms.replace("demo", &PostParams::default(), &next).await.unwrap_err());
+        assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
+        assert!(err.message.contains("the object has been modified"), "{}", err.message);
+
+        // A metadata-only change keeps generation; a write that changes nothing keeps the RV.
+        let labelled = cms
+            .patch("demo", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "demo"}}})))
+            .await
+            .unwrap();
+        assert_eq!(labelled.meta().generation, Some(2));
+        let same = cms
+            .patch("demo", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"app": "demo"}}})))
+            .await
+            .unwrap();
+        assert_eq!(same.resource_version(), labelled.resource_version(), "a no-op write must not move resourceVersion");
+
+        // JSON patch, including the finalizer helper's `test` against an absent key.
+        let patched = cms
+            .patch(
+                "demo",
+                &PatchParams::default(),
+                &Patch::Json::<()>(serde_json::from_value(json!([
+                    {"op": "test", "path": "/metadata/finalizers", "value": null},
+                    {"op": "add", "path": "/data/b", "value": "3"}
+                ])).unwrap()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(patched.data.as_ref().unwrap()["b"], "3");
+
+        // Server-side apply: create, take ownership, conflict, force, removal of dropped fields.
+        let apply = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "applied"}, "data": data});
+        let first = cms
+            .patch("applied", &PatchParams::apply("team-a"), &Patch::Apply(apply(json!({"x": "1", "y": "1"}))))
+            .await
+            .unwrap();
+        assert_eq!(first.data.as_ref().unwrap().len(), 2);
+        let managers: Vec<_> = first.managed_fields().iter().filter_map(|m| m.manager.clone()).collect();
+        assert_eq!(managers, ["team-a"]);
+        let err = api_error(
+            cms.patch("applied", &PatchParams::apply("team-b"), &Patch::Apply(apply(json!({"x": "2"}))))
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
+        assert!(err.message.contains("conflict with \"team-a\""), "{}", err.message);
+        assert!(err.message.contains(".data.x"), "{}", err.message);
+        let forced = cms
+            .patch("applied", &PatchParams::apply("team-b").force(), &Patch::Apply(apply(json!({"x": "2"}))))
+            .await
+            .unwrap();
+        assert_eq!(forced.data.as_ref().unwrap()["x"], "2");
+        let dropped = cms
+            .patch("applied", &PatchParams::apply("team-a"), &Patch::Apply(apply(json!({"x": "2"}))))
+            .await
+            .unwrap();
+        assert!(!dropped.data.as_ref().unwrap().contains_key("y"), "team-a stopped applying y");
+        let again = cms
+            .patch("applied", &PatchParams::apply("team-a"), &Patch::Apply(apply(json!({"x": "2"}))))
+            .await
+            .unwrap();
+        assert_eq!(again.resource_version(), dropped.resource_version(), "a no-op apply writes nothing");
+
+        // Lists: selectors and paging.
+        for i in 0..5 {
+            let mut c = cm(&format!("page-{i}"), &[]);
+            c.metadata.labels = Some([("tier".to_string(), if i % 2 == 0 { "web" } else { "db" }.to_string())].into());
+            cms.create(&PostParams::default(), &c).await.unwrap();
+        }
+        let web = cms.list(&ListParams::default().labels("tier=web")).await.unwrap();
+        assert_eq!(web.items.len(), 3);
+        let not_web = cms.list(&ListParams::default().labels("tier notin (web),tier")).await.unwrap();
+        assert_eq!(not_web.items.len(), 2);
+        let by_name = cms.list(&ListParams::default().fields("metadata.name=page-1")).await.unwrap();
+        assert_eq!(by_name.items.len(), 1);
+        let mut names = Vec::new();
+        let mut params = ListParams::default().limit(2);
+        loop {
+            let page = cms.list(&params).await.unwrap();
+            assert!(page.metadata.resource_version.is_some());
+            names.extend(page.items.iter().map(|c| c.name_any()));
+            match page.metadata.continue_ {
+                Some(token) if !token.is_empty() => params = params.continue_token(&token),
+                _ => break,
+            }
+        }
+        assert_eq!(names.len(), 7, "demo, applied and 5 pages: {names:?}");
+
+        // generateName.
+        let mut generated = cm("", &[]);
+        generated.metadata.name = None;
+        generated.metadata.generate_name = Some("gen-".into());
+        let generated = cms.create(&PostParams::default(), &generated).await.unwrap();
+        assert!(generated.name_any().starts_with("gen-") && generated.name_any().len() == 9);
+
+        // Delete and deletecollection.
+        cms.delete("demo", &DeleteParams::default()).await.unwrap();
+        let err = api_error(cms.get("demo").await.unwrap_err());
+        assert_eq!((err.code, err.reason.as_str()), (404, "NotFound"));
+        assert!(cms.get_opt("demo").await.unwrap().is_none());
+        cms.delete_collection(&DeleteParams::default(), &ListParams::default().labels("tier")).await.unwrap();
+        assert_eq!(cms.list(&ListParams::default().labels("tier")).await.unwrap().items.len(), 0);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn dynamic_crud_on_a_custom_resource_with_schema_status_and_scale() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (_server, client) = server().await;
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let crd: CustomResourceDefinition = serde_json::from_value(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gadgets.example.org"},
+            "spec": {
+                "group": "example.org",
+                "scope": "Cluster",
+                "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                "versions": [
+                    {"name": "v1beta1", "served": true, "storage": false,
+                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {"replicas": {"type": "integer"}, "mode": {"type": "string", "default": "fast", "enum": ["fast", "slow"]}}}}}}},
+                    {"name": "v1", "served": true, "storage": true,
+                     "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "required": ["replicas"], "properties": {"replicas": {"type": "integer", "minimum": 0}, "mode": {"type": "string", "default": "fast", "enum": ["fast", "slow"]}}},
+                        "status": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}}}
+                ]
+            }
+        }))
+        .unwrap();
+        let created = crds.create(&PostParams::default(), &crd).await.unwrap();
+        let conditions = created.status.unwrap().conditions.unwrap();
+        assert!(conditions.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+
+        let (resource, caps) = discovery::pinned_kind(&client, &GroupVersionKind::gvk("example.org", "v1", "Gadget"))
+            .await
+            .unwrap();
+        assert_eq!(caps.scope, Scope::Cluster);
+        let gadgets: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let mut obj = DynamicObject::new("g1", &resource);
+        obj.data = json!({"spec": {"replicas": 2, "unknown": true}, "status": {"replicas": 9}});
+        let g1 = gadgets.create(&PostParams::default(), &obj).await.unwrap();
+        assert_eq!(g1.data["spec"]["mode"], "fast", "defaults are applied");
+        assert!(g1.data["spec"].get("unknown").is_none(), "unknown fields are pruned");
+        assert!(g1.data.get("status").is_none(), "status is ignored on create with a status subresource");
+
+        // Schema validation: 422 with the field path; nothing changes.
+        let bad = gadgets
+            .patch("g1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": "many"}})))
+            .await
+            .unwrap_err();
+        let status = api_error(bad);
+        assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+        assert!(status.message.contains("spec.replicas"), "{}", status.message);
+        assert!(status.message.contains("must be of type integer"), "{}", status.message);
+        let mut missing = DynamicObject::new("g2", &resource);
+        missing.data = json!({"spec": {}});
+        let status = api_error(gadgets.create(&PostParams::default(), &missing).await.unwrap_err());
+        assert_eq!(status.code, 422);
+        assert!(status.message.contains("spec.replicas: Required value"), "{}", status.message);
+        assert_eq!(gadgets.get("g1").await.unwrap().data["spec"]["replicas"], 2);
+
+        // Status subresource: only status changes, generation stays.
+        let with_status = gadgets
+            .patch_status("g1", &PatchParams::default(), &Patch::Merge(json!({"status": {"replicas": 2}, "spec": {"replicas": 7}})))
+            .await
+            .unwrap();
+        assert_eq!(with_status.data["status"]["replicas"], 2);
+        assert_eq!(with_status.data["spec"]["replicas"], 2);
+        assert_eq!(with_status.metadata.generation, Some(1));
+
+        // Scale subresource answers autoscaling/v1 Scale.
+        let scale = gadgets.get_scale("g1").await.unwrap();
+        assert_eq!(scale.spec.unwrap().replicas, Some(2));
+        gadgets
+            .patch_scale("g1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 5}})))
+            .await
+            .unwrap();
+        let scaled = gadgets.get("g1").await.unwrap();
+        assert_eq!(scaled.data["spec"]["replicas"], 5);
+        assert_eq!(scaled.metadata.generation, Some(2));
+
+        // The same object at the other served version.
+        let (beta, _) = discovery::pinned_kind(&client, &GroupVersionKind::gvk("example.org", "v1beta1", "Gadget"))
+            .await
+            .unwrap();
+        let beta_api: Api<DynamicObject> = Api::all_with(client.clone(), &beta);
+        let as_beta = beta_api.get("g1").await.unwrap();
+        assert_eq!(as_beta.types.unwrap().api_version, "example.org/v1beta1");
+
+        // Strategic merge patch is for built-in kinds only.
+        let status = api_error(
+            gadgets
+                .patch("g1", &PatchParams::default(), &Patch::Strategic(json!({"spec": {"replicas": 1}})))
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!((status.code, status.reason.as_str()), (415, "UnsupportedMediaType"));
+
+        // Deleting the CRD deletes its objects.
+        crds.delete("gadgets.example.org", &DeleteParams::default()).await.unwrap();
+        let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("example.org", "v1", "Gadget"), "gadgets");
+        let gone: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+        let status = api_error(gone.get("g1").await.unwrap_err());
+        assert_eq!(status.code, 404);
+        crds.create(&PostParams::default(), &crd).await.unwrap();
+        let again: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+        assert!(again.list(&ListParams::default()).await.unwrap().items.is_empty(), "objects of a deleted CRD do not come back");
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn watcher_relists_after_compaction_and_carries_on() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (server, client) = server().await;
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+        let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(client.clone(), "default");
+        cms.create(&PostParams::default(), &cm("before", &[]))
+            .await
+            .unwrap();
+
+        // A watch from a compacted revision gets an in-band 410.
+        let list = cms.list(&ListParams::default()).await.unwrap();
+        let old_rv = list.metadata.resource_version.clone().unwrap();
+        cms.create(&PostParams::default(), &cm("bump", &[]))
+            .await
+            .unwrap();
+        server.server.compact().await.unwrap();
+        let mut stream = cms
+            .watch(&WatchParams::default().timeout(5), &old_rv)
+            .await
+            .unwrap()
+            .boxed();
+        match stream.try_next().await.unwrap() {
+            Some(WatchEvent::Error(status)) => {
+                assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+            }
+            other => panic!("expected an in-band 410, got {other:?}"),
+        }
+
+        // A watcher whose watch ends every second re-lists after compaction and carries on.
+        let config = watcher::Config::default().timeout(1);
+        let events = watcher(cms.clone(), config).boxed();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let inits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (seen2, inits2) = (seen.clone(), inits.clone());
+        let task = tokio::spawn(async move {
+            let mut events = events;
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(watcher::Event::Init) => {
+                        inits2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    Ok(watcher::Event::Apply(cm) | watcher::Event::InitApply(cm)) => {
+                        seen2.lock().unwrap().push(cm.name_any());
+                    }
+                    _ => {}
+                }
+            }
+        });
+        assert!(
+            eventually(TIMEOUT, || async {
+                seen.lock().unwrap().contains(&"before".to_string())
+            })
+            .await
+        );
+        cms.create(&PostParams::default(), &cm("during", &[]))
+            .await
+            .unwrap();
+        assert!(
+            eventually(TIMEOUT, || async {
+                seen.lock().unwrap().contains(&"during".to_string())
+            })
+            .await
+        );
+        // Move the store on elsewhere, then compact past what the watcher has seen.
+        for i in 0..5 {
+            let s: k8s_openapi::api::core::v1::Secret =
+                serde_json::from_value(json!({"metadata": {"name": format!("s{i}")}})).unwrap();
+            secrets.create(&PostParams::default(), &s).await.unwrap();
+        }
+        server.server.compact().await.unwrap();
+        assert!(
+            eventually(TIMEOUT, || async {
+                inits.load(std::sync::atomic::Ordering::SeqCst) >= 2
+            })
+            .await,
+            "the watcher re-listed after its revision was compacted"
+        );
+        cms.create(&PostParams::default(), &cm("after", &[]))
+            .await
+            .unwrap();
+        assert!(
+            eventually(TIMEOUT, || async {
+                seen.lock().unwrap().contains(&"after".to_string())
+            })
+            .await,
+            "the watcher carries on after the re-list"
+        );
+        task.abort();
+    })
+    .await
+    .unwrap();
+}
+
+struct Ctx {
+    client: Client,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum ReconcileError {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Finalizer(#[from] Box<kube::runtime::finalizer::Error<kube::Error>>),
+}
+
+async fn reconcile(widget: Arc<Widget>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+    let ns = widget.namespace().unwrap();
+    let widgets: Api<Widget> = Api::namespaced(ctx.client.clone(), &ns);
+    finalizer(&widgets, "example.com/cleanup", widget, |event| async {
+        let cms: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), &ns);
+        match event {
+            Finalizer::Apply(widget) => {
+                let name = format!("{}-config", widget.name_any());
+                let owner = widget.controller_owner_ref(&()).unwrap();
+                let child = json!({
+                    "apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "ownerReferences": [owner]},
+                    "data": {"size": widget.spec.size.to_string()},
+                });
+                cms.patch(&name, &PatchParams::apply("widget-controller").force(), &Patch::Apply(child)).await?;
+                widgets
+                    .patch_status(
+                        &widget.name_any(),
+                        &PatchParams::apply("widget-controller").force(),
+                        &Patch::Apply(json!({"apiVersion": "example.com/v1", "kind": "Widget", "status": {"configmap": name}})),
+                    )
+                    .await?;
+                Ok(Action::await_change())
+            }
+            Finalizer::Cleanup(widget) => {
+                let name = format!("{}-config", widget.name_any());
+                match cms.delete(&name, &DeleteParams::default()).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(err) => return Err(err),
+                }
+                Ok(Action::await_change())
+            }
+        }
+    })
+    .await
+    .map_err(|e| ReconcileError::Finalizer(Box::new(e)))
+}
+
+fn error_policy(_: Arc<Widget>, _: &ReconcileError, _: Arc<Ctx>) -> Action {
+    Action::requeue(Duration::from_millis(200))
+}
+
+#[tokio::test]
+async fn controller_with_owns_and_a_finalizer_reconciles_custom_resources() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (_server, client) = server().await;
+        install_widget_crd(&client).await;
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap(),
+            )
+            .await
+            .unwrap();
+        let widgets: Api<Widget> = Api::namespaced(client.clone(), "team");
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
+        let controller = Controller::new(
+            Api::<Widget>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .owns(
+            Api::<ConfigMap>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .run(
+            reconcile,
+            error_policy,
+            Arc::new(Ctx {
+                client: client.clone(),
+            }),
+        )
+        .for_each(|_| async {});
+        let controller = tokio::spawn(controller);
+
+        widgets
+            .create(
+                &PostParams::default(),
+                &Widget::new(
+                    "w1",
+                    WidgetSpec {
+                        size: 3,
+                        color: None,
+                    },
+                ),
+            )
+            .await
+            .unwrap();
+        assert!(
+            eventually(TIMEOUT, || async {
+                let w = widgets.get("w1").await.unwrap();
+                w.status
+                    .as_ref()
+                    .is_some_and(|s| s.configmap == "w1-config")
+                    && w.finalizers().contains(&"example.com/cleanup".to_string())
+                    && cms.get_opt("w1-config").await.unwrap().is_some()
+            })
+            .await,
+            "the controller created the child and set status and its finalizer"
+        );
+        // `owns`: deleting the child wakes the owner's reconcile, which recreates it.
+        cms.delete("w1-config", &DeleteParams::default())
+            .await
+            .unwrap();
+        assert!(
+            eventually(TIMEOUT, || async {
+                cms.get_opt("w1-config").await.unwrap().is_some()
+            })
+            .await,
+            "the owned ConfigMap is recreated"
+        );
+        // Deleting the widget runs cleanup, then the finalizer goes and so does the object.
+        widgets
+            .delete("w1", &DeleteParams::default())
+            .await
+            .unwrap();
+        assert!(
+            eventually(TIMEOUT, || async {
+                widgets.get_opt("w1").await.unwrap().is_none()
+                    && cms.get_opt("w1-config").await.unwrap().is_none()
+            })
+            .await,
+            "cleanup ran and the widget is gone"
+        );
+        controller.abort();
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn metadata_watches_and_streaming_lists() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (_server, client) = server().await;
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+        cms.create(&PostParams::default(), &cm("m1", &[]))
+            .await
+            .unwrap();
+        let list = cms.list_metadata(&ListParams::default()).await.unwrap();
+        assert_eq!(list.items.len(), 1);
+        assert_eq!(list.items[0].metadata.name.as_deref(), Some("m1"));
+
+        let metadata: Api<PartialObjectMeta<ConfigMap>> =
+            Api::namespaced(client.clone(), "default");
+        let mut meta = watcher(metadata, watcher::Config::default())
+            .applied_objects()
+            .boxed();
+        let first = meta.try_next().await.unwrap().unwrap();
+        assert_eq!(first.metadata.name.as_deref(), Some("m1"));
+
+        let mut streaming =
+            watcher(cms.clone(), watcher::Config::default().streaming_lists()).boxed();
+        let mut init_done = false;
+        while let Some(event) = streaming.try_next().await.unwrap() {
+            if matches!(event, watcher::Event::InitDone) {
+                init_done = true;
+                break;
+            }
+        }
+        assert!(
+            init_done,
+            "a streaming list ends its initial events with a bookmark"
+        );
+        cms.create(&PostParams::default(), &cm("m2", &[]))
+            .await
+            .unwrap();
+        loop {
+            if let Some(watcher::Event::Apply(cm)) = streaming.try_next().await.unwrap() {
+                assert_eq!(cm.name_any(), "m2");
+                break;
+            }
+        }
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn namespace_deletion_empties_the_namespace_then_removes_it() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (_server, client) = server().await;
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let ns = namespaces
+            .create(
+                &PostParams::default(),
+                &serde_json::from_value(json!({"metadata": {"name": "doomed"}})).unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Active"));
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "doomed");
+        cms.create(&PostParams::default(), &cm("inside", &[]))
+            .await
+            .unwrap();
+        let mut held = cm("held", &[]);
+        held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+        cms.create(&PostParams::default(), &held).await.unwrap();
+
+        namespaces
+            .delete("doomed", &DeleteParams::default())
+            .await
+            .unwrap();
+        let terminating = namespaces.get("doomed").await.unwrap();
+        assert_eq!(
+            terminating.status.unwrap().phase.as_deref(),
+            Some("Terminating")
+        );
+        let status = api_error(
+            cms.create(&PostParams::default(), &cm("late", &[]))
+                .await
+                .unwrap_err(),
+        );
+        assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+        assert!(
+            eventually(TIMEOUT, || async {
+                cms.get_opt("inside").await.unwrap().is_none()
+            })
+            .await
+        );
+        // The finalizer holds its object, and so the namespace.
+        let held = cms.get("held").await.unwrap();
+        assert!(held.metadata.deletion_timestamp.is_some());
+        assert!(namespaces.get_opt("doomed").await.unwrap().is_some());
+        // Adding a finalizer to a terminating object is refused.
+        let status = api_error(
+            cms.patch(
+                "held",
+                &PatchParams::default(),
+                &Patch::Merge(
+                    json!({"metadata": {"finalizers": ["example.com/hold", "x.io/more"]}}),
+                ),
+            )
+            .await
+            .unwrap_err(),
+        );
+        assert_eq!(status.code, 422);
+        cms.patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+        assert!(
+            eventually(TIMEOUT, || async {
+                namespaces.get_opt("doomed").await.unwrap().is_none()
+            })
+            .await,
+            "the namespace goes once it is empty"
+        );
+    })
+    .await
+    .unwrap();
+}
