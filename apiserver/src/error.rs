@@ -34,6 +34,16 @@ impl Target {
     }
 }
 
+/// The details of a 422 Invalid.
+#[derive(Debug)]
+pub struct Invalid {
+    /// `ConfigMap` or `Widget.example.com`: the kind as upstream names it in the message.
+    pub kind: String,
+    pub target: Target,
+    pub message: String,
+    pub causes: Vec<FieldError>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{} {:?} not found", .0.qualified_resource(), .0.name)]
@@ -56,14 +66,8 @@ pub enum Error {
         /// (manager, field) of each conflict.
         conflicts: Vec<(String, String)>,
     },
-    #[error("{message}")]
-    Invalid {
-        /// `ConfigMap` or `Widget.example.com`: the kind as upstream names it in the message.
-        kind: String,
-        target: Target,
-        message: String,
-        causes: Vec<FieldError>,
-    },
+    #[error("{}", .0.message)]
+    Invalid(Box<Invalid>),
     #[error("{0}")]
     BadRequest(String),
     #[error("{0}")]
@@ -90,12 +94,12 @@ impl Error {
     /// A 422 Invalid for `kind`/`target` with the given field errors.
     pub fn invalid(kind: &str, target: Target, causes: Vec<FieldError>) -> Self {
         let message = crate::validation::invalid_message(kind, &target.name, &causes);
-        Error::Invalid {
+        Error::Invalid(Box::new(Invalid {
             kind: kind.to_owned(),
             target,
             message,
             causes,
-        }
+        }))
     }
 
     pub fn code(&self) -> StatusCode {
@@ -104,7 +108,7 @@ impl Error {
             Error::AlreadyExists(_) | Error::Conflict { .. } | Error::ApplyConflict { .. } => {
                 StatusCode::CONFLICT
             }
-            Error::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Error::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::BadRequest(_) => StatusCode::BAD_REQUEST,
             Error::Expired(_) => StatusCode::GONE,
             Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -122,7 +126,7 @@ impl Error {
             Error::NotFound(_) | Error::UnknownPath => "NotFound",
             Error::AlreadyExists(_) => "AlreadyExists",
             Error::Conflict { .. } | Error::ApplyConflict { .. } => "Conflict",
-            Error::Invalid { .. } => "Invalid",
+            Error::Invalid(_) => "Invalid",
             Error::BadRequest(_) => "BadRequest",
             Error::Expired(_) => "Expired",
             Error::UnsupportedMediaType(_) => "UnsupportedMediaType",
@@ -153,12 +157,13 @@ impl Error {
                     .collect();
                 Some(details)
             }
-            Error::Invalid {
-                kind,
-                target,
-                causes,
-                ..
-            } => {
+            Error::Invalid(invalid) => {
+                let Invalid {
+                    kind,
+                    target,
+                    causes,
+                    ..
+                } = invalid.as_ref();
                 let short_kind = kind.split('.').next().unwrap_or(kind);
                 let mut details = target_details(target, short_kind);
                 details["causes"] = causes

@@ -418,9 +418,9 @@ fn write_options(headers: &HeaderMap, query: &Query) -> Result<WriteOptions> {
     let field_manager = match query.get("fieldManager") {
         Some(m) if !m.is_empty() => {
             if m.len() > 128 {
-                return Err(Error::BadRequest(format!(
-                    "fieldManager: Too long: may not be more than 128 bytes"
-                )));
+                return Err(Error::BadRequest(
+                    "fieldManager: Too long: may not be more than 128 bytes".to_string(),
+                ));
             }
             m.to_owned()
         }

@@ -193,22 +193,15 @@ impl Server {
         );
         pki::write_private(&kubeconfig, contents.as_bytes())?;
 
-        let mut tasks = Vec::new();
-        tasks.push(tokio::spawn(registry::namespace::run(
-            store.clone(),
-            shutdown_rx.clone(),
-        )));
-        tasks.push(tokio::spawn(compact_periodically(
-            backend.clone(),
-            config.compaction_interval,
-            shutdown_rx.clone(),
-        )));
-        tasks.push(tokio::spawn(serve::run(
-            listener,
-            tls,
-            http::router(state),
-            shutdown_rx,
-        )));
+        let tasks = vec![
+            tokio::spawn(registry::namespace::run(store.clone(), shutdown_rx.clone())),
+            tokio::spawn(compact_periodically(
+                backend.clone(),
+                config.compaction_interval,
+                shutdown_rx.clone(),
+            )),
+            tokio::spawn(serve::run(listener, tls, http::router(state), shutdown_rx)),
+        ];
         Ok(Server {
             addr,
             kubeconfig,

@@ -301,7 +301,7 @@ impl<'a> Operation<'a> {
             Op::Replace => self.replace(doc),
             Op::Test => self.test(doc),
             Op::Move => {
-                let (from, from_tokens) = self.from_pointer();
+                let (from, from_tokens) = self.source_pointer();
                 if from_tokens.len() < self.tokens.len() && self.tokens.starts_with(from_tokens) {
                     return Err(PatchError::MoveIntoItself {
                         index: self.index,
@@ -313,7 +313,7 @@ impl<'a> Operation<'a> {
                 self.add(doc, &self.path, &self.tokens, moved)
             }
             Op::Copy => {
-                let (from, from_tokens) = self.from_pointer();
+                let (from, from_tokens) = self.source_pointer();
                 let copied = self.get(doc, from, from_tokens)?.clone();
                 self.add(doc, &self.path, &self.tokens, copied)
             }
@@ -324,7 +324,7 @@ impl<'a> Operation<'a> {
         self.value.cloned().unwrap_or(Value::Null)
     }
 
-    fn from_pointer(&self) -> (&str, &[String]) {
+    fn source_pointer(&self) -> (&str, &[String]) {
         match &self.from {
             Some((raw, tokens)) => (raw.as_str(), tokens.as_slice()),
             None => ("", &[]),

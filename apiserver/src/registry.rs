@@ -241,7 +241,7 @@ impl Registry {
     pub fn set_crds(&self, crds: &[Value]) {
         let mut types = builtin::types();
         let mut crds: Vec<&Value> = crds.iter().collect();
-        crds.sort_by(|a, b| crd::sort_key(a).cmp(&crd::sort_key(b)));
+        crds.sort_by_key(|c| crd::sort_key(c));
         for object in crds {
             types.extend(crd::resource_types(object));
         }

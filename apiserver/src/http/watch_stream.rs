@@ -204,7 +204,7 @@ impl Watcher {
                     }
                     position = seen;
                 }
-                Err(_) => return self.from_storage(store, position).await,
+                Err(_) => return self.serve_from_storage(store, position).await,
             }
             let idle = last_sent + BOOKMARK_INTERVAL;
             tokio::select! {
@@ -221,7 +221,7 @@ impl Watcher {
     }
 
     /// Serves a watcher the cache cannot: straight from the storage's history.
-    async fn from_storage(&self, store: &Store, position: Revision) -> Result<(), Closed> {
+    async fn serve_from_storage(&self, store: &Store, position: Revision) -> Result<(), Closed> {
         let mut stream = match store.backend().watch(&self.prefix, position).await {
             Ok(stream) => stream,
             Err(crate::storage::Error::Compacted {

@@ -145,7 +145,7 @@ fn parse_requirement(part: &str) -> Result<Requirement> {
                     let n = value.parse::<i64>().map_err(|_| {
                         bad(
                             part,
-                            &format!("for 'Gt', 'Lt' operators, the value must be an integer"),
+                            "for 'Gt', 'Lt' operators, the value must be an integer",
                         )
                     })?;
                     if kind == 2 {

@@ -1498,9 +1498,10 @@ fn encode_continue(revision: Revision, key: &str) -> String {
 
 fn decode_continue(token: &str, prefix: &str) -> Result<(Revision, String)> {
     let invalid = || {
-        Error::BadRequest(format!(
+        Error::BadRequest(
             "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
-        ))
+                .to_string(),
+        )
     };
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)
