@@ -14,6 +14,7 @@ use kube::api::{
     Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, WatchEvent,
     WatchParams,
 };
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::{ApiResource, GroupVersionKind, PartialObjectMeta};
 use kube::discovery::{self, Discovery, Scope};
 use kube::runtime::controller::{Action, Controller};
@@ -750,6 +751,161 @@ async fn namespace_deletion_empties_the_namespace_then_removes_it() {
             .await,
             "the namespace goes once it is empty"
         );
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn dry_run_writes_store_nothing() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (_server, client) = server().await;
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+        let dry = PostParams {
+            dry_run: true,
+            ..Default::default()
+        };
+        let would_be = cms.create(&dry, &cm("dry", &[("a", "1")])).await.unwrap();
+        assert_eq!(would_be.name_any(), "dry");
+        assert!(would_be.uid().is_some());
+        assert!(
+            cms.get_opt("dry").await.unwrap().is_none(),
+            "a dry-run create stores nothing"
+        );
+
+        let real = cms
+            .create(&PostParams::default(), &cm("real", &[("a", "1")]))
+            .await
+            .unwrap();
+        let patched = cms
+            .patch(
+                "real",
+                &PatchParams::default().dry_run(),
+                &Patch::Merge(json!({"data": {"a": "2"}})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(patched.data.as_ref().unwrap()["a"], "2");
+        let stored = cms.get("real").await.unwrap();
+        assert_eq!(stored.data.as_ref().unwrap()["a"], "1");
+        assert_eq!(stored.resource_version(), real.resource_version());
+        cms.delete(
+            "real",
+            &DeleteParams {
+                dry_run: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert!(
+            cms.get_opt("real").await.unwrap().is_some(),
+            "a dry-run delete deletes nothing"
+        );
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn reviews_and_service_account_tokens() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (server, client) = server().await;
+        let review = json!({
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "default"}},
+        });
+        let request = http::Request::post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews")
+            .header("Content-Type", "application/json")
+            .body(serde_json::to_vec(&review).unwrap())
+            .unwrap();
+        let answer: Value = client.request(request).await.unwrap();
+        assert_eq!(answer["status"]["allowed"], true);
+        assert_eq!(answer["spec"]["resourceAttributes"]["verb"], "get");
+
+        let whoami = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+            .header("Content-Type", "application/json")
+            .body(br#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#.to_vec())
+            .unwrap();
+        let answer: Value = client.request(whoami).await.unwrap();
+        assert_eq!(answer["status"]["userInfo"]["username"], "atoll-admin");
+
+        let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(client.clone(), "default");
+        accounts
+            .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "builder"}})).unwrap())
+            .await
+            .unwrap();
+        let token_request = http::Request::post("/api/v1/namespaces/default/serviceaccounts/builder/token")
+            .header("Content-Type", "application/json")
+            .body(br#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}"#.to_vec())
+            .unwrap();
+        let answer: Value = client.request(token_request).await.unwrap();
+        let token = answer["status"]["token"].as_str().unwrap().to_owned();
+        assert!(answer["status"]["expirationTimestamp"].is_string());
+
+        // The issued token authenticates as the service account.
+        let kubeconfig = Kubeconfig::read_from(server.server.kubeconfig_path()).unwrap();
+        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await.unwrap();
+        config.auth_info.token = Some(token.into());
+        let as_builder = Client::try_from(config).unwrap();
+        let whoami = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+            .header("Content-Type", "application/json")
+            .body(br#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#.to_vec())
+            .unwrap();
+        let answer: Value = as_builder.request(whoami).await.unwrap();
+        assert_eq!(answer["status"]["userInfo"]["username"], "system:serviceaccount:default:builder");
+
+        let missing = http::Request::post("/api/v1/namespaces/default/serviceaccounts/nobody/token")
+            .header("Content-Type", "application/json")
+            .body(b"{}".to_vec())
+            .unwrap();
+        let err = api_error(client.request::<Value>(missing).await.unwrap_err());
+        assert_eq!(err.code, 404);
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn unknown_fields_warn_or_fail_by_field_validation() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (_server, client) = server().await;
+        install_widget_crd(&client).await;
+        let body = serde_json::to_vec(&json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w"}, "spec": {"size": 1, "bogus": true},
+        }))
+        .unwrap();
+        let post = |validation: &str| {
+            http::Request::post(format!(
+                "/apis/example.com/v1/namespaces/default/widgets?fieldValidation={validation}"
+            ))
+            .header("Content-Type", "application/json")
+            .body(kube::client::Body::from(body.clone()))
+            .unwrap()
+        };
+        let response = client.send(post("Warn")).await.unwrap();
+        assert_eq!(response.status(), 201);
+        let warning = response
+            .headers()
+            .get("Warning")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(warning, r#"299 - "unknown field \"spec.bogus\"""#);
+        let widgets: Api<Widget> = Api::namespaced(client.clone(), "default");
+        widgets.delete("w", &DeleteParams::default()).await.unwrap();
+        let strict = client.send(post("Strict")).await.unwrap();
+        assert_eq!(strict.status(), 400);
+        assert!(
+            widgets.get_opt("w").await.unwrap().is_none(),
+            "a strict failure stores nothing"
+        );
+        let ignore = client.send(post("Ignore")).await.unwrap();
+        assert_eq!(ignore.status(), 201);
+        assert!(ignore.headers().get("Warning").is_none());
     })
     .await
     .unwrap();

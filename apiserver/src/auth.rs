@@ -7,6 +7,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
 
 use rand::RngCore;
 use sha2::{Digest, Sha256};
@@ -22,6 +24,15 @@ pub struct User {
 }
 
 impl User {
+    /// The caller of a public endpoint without credentials.
+    pub fn anonymous() -> Self {
+        User {
+            name: "system:anonymous".into(),
+            uid: String::new(),
+            groups: vec!["system:unauthenticated".into()],
+        }
+    }
+
     /// The cluster administrator that `atoll up` and `atoll apiserver` create.
     pub fn admin() -> Self {
         User {
@@ -46,10 +57,12 @@ pub enum Error {
     Malformed { line: usize },
 }
 
-/// Maps bearer tokens to users.
-#[derive(Clone, Default)]
+/// Maps bearer tokens to users: the static token file, plus short-lived tokens the server issued
+/// (TokenRequest), which live in memory only and end at their expiry or at a restart.
+#[derive(Default)]
 pub struct Authenticator {
     by_digest: HashMap<[u8; 32], User>,
+    issued: RwLock<HashMap<[u8; 32], (User, Instant)>>,
 }
 
 impl Authenticator {
@@ -63,12 +76,36 @@ impl Authenticator {
     }
 
     /// The user of an `Authorization` header value, if it carries a known bearer token.
-    pub fn authenticate(&self, authorization: Option<&str>) -> Option<&User> {
+    pub fn authenticate(&self, authorization: Option<&str>) -> Option<User> {
         let token = authorization?.strip_prefix("Bearer ")?.trim();
         if token.is_empty() {
             return None;
         }
-        self.by_digest.get(&digest(token))
+        let digest = digest(token);
+        if let Some(user) = self.by_digest.get(&digest) {
+            return Some(user.clone());
+        }
+        let issued = match self.issued.read() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        issued
+            .get(&digest)
+            .filter(|(_, expires)| *expires > Instant::now())
+            .map(|(user, _)| user.clone())
+    }
+
+    /// Issues a token for `user` that expires after `ttl`.
+    pub fn issue(&self, user: User, ttl: Duration) -> String {
+        let token = new_token();
+        let mut issued = match self.issued.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let now = Instant::now();
+        issued.retain(|_, (_, expires)| *expires > now);
+        issued.insert(digest(&token), (user, now + ttl));
+        token
     }
 
     /// Loads `tokens.csv` from `dir`, creating it with a fresh admin token on first start.
@@ -159,11 +196,28 @@ mod tests {
         let (again, token2) = Authenticator::load_or_create(dir.path()).unwrap();
         assert_eq!(token, token2);
         let header = format!("Bearer {token}");
-        assert_eq!(auth.authenticate(Some(&header)), Some(&User::admin()));
-        assert_eq!(again.authenticate(Some(&header)), Some(&User::admin()));
+        assert_eq!(auth.authenticate(Some(&header)), Some(User::admin()));
+        assert_eq!(again.authenticate(Some(&header)), Some(User::admin()));
         assert_eq!(auth.authenticate(Some("Bearer wrong")), None);
         assert_eq!(auth.authenticate(Some(&token)), None, "no Bearer prefix");
         assert_eq!(auth.authenticate(None), None);
         assert_eq!(auth.authenticate(Some("Bearer ")), None);
+    }
+
+    #[test]
+    fn issued_tokens_authenticate_until_they_expire() {
+        let auth = Authenticator::new();
+        let user = User {
+            name: "system:serviceaccount:default:builder".into(),
+            uid: "u".into(),
+            groups: vec![],
+        };
+        let live = auth.issue(user.clone(), Duration::from_secs(60));
+        assert_eq!(
+            auth.authenticate(Some(&format!("Bearer {live}"))),
+            Some(user.clone())
+        );
+        let expired = auth.issue(user, Duration::ZERO);
+        assert_eq!(auth.authenticate(Some(&format!("Bearer {expired}"))), None);
     }
 }

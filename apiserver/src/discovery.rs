@@ -121,6 +121,17 @@ pub fn resource_list(catalog: &Catalog, group: &str, version: &str) -> Option<Va
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        if t.group.is_empty() && t.plural == "serviceaccounts" {
+            resources.push(json!({
+                "name": "serviceaccounts/token",
+                "singularName": "",
+                "namespaced": true,
+                "group": "authentication.k8s.io",
+                "version": "v1",
+                "kind": "TokenRequest",
+                "verbs": ["create"],
+            }));
+        }
         if t.group.is_empty() && t.plural == "namespaces" {
             resources.push(json!({
                 "name": "namespaces/finalize",
@@ -213,6 +224,13 @@ fn aggregated_resource(t: &ResourceType) -> Value {
             "subresource": "scale",
             "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
             "verbs": ["get", "patch", "update"],
+        }));
+    }
+    if t.group.is_empty() && t.plural == "serviceaccounts" {
+        subresources.push(json!({
+            "subresource": "token",
+            "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"},
+            "verbs": ["create"],
         }));
     }
     if !subresources.is_empty() {

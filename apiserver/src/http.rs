@@ -24,6 +24,7 @@ use crate::watch::WatchCache;
 
 mod path;
 mod representation;
+mod review;
 mod scale;
 mod watch_stream;
 
@@ -95,15 +96,15 @@ fn is_public(path: &str) -> bool {
 async fn serve(state: &ApiState, request: Request) -> Result<Response> {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_owned();
-    if !is_public(&path) {
-        let authorization = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        if state.auth.authenticate(authorization).is_none() {
-            return Err(Error::Unauthorized);
-        }
-    }
+    let authorization = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let user = match state.auth.authenticate(authorization) {
+        Some(user) => user,
+        None if is_public(&path) => crate::auth::User::anonymous(),
+        None => return Err(Error::Unauthorized),
+    };
     let query = Query::parse(parts.uri.query().unwrap_or_default());
     let accept = parts
         .headers
@@ -161,31 +162,42 @@ async fn serve(state: &ApiState, request: Request) -> Result<Response> {
     }
     let representation = Representation::from_accept(&accept);
     let body = read_body(body).await?;
-    let response = serve_resource(
-        state,
-        &rt,
-        &resource,
-        &parts.method,
-        &parts.headers,
-        &query,
-        representation,
-        body,
-    )
-    .await?;
+    let request = ResourceRequest {
+        rt: &rt,
+        at: &resource,
+        method: &parts.method,
+        headers: &parts.headers,
+        query: &query,
+        user: &user,
+    };
+    let response = serve_resource(state, &request, representation, body).await?;
     Ok(response)
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One request for a resource, parsed.
+struct ResourceRequest<'a> {
+    rt: &'a Arc<ResourceType>,
+    at: &'a ResourcePath,
+    method: &'a Method,
+    headers: &'a HeaderMap,
+    query: &'a Query,
+    user: &'a crate::auth::User,
+}
+
 async fn serve_resource(
     state: &ApiState,
-    rt: &Arc<ResourceType>,
-    at: &ResourcePath,
-    method: &Method,
-    headers: &HeaderMap,
-    query: &Query,
+    request: &ResourceRequest<'_>,
     representation: Representation,
     body: Bytes,
 ) -> Result<Response> {
+    let ResourceRequest {
+        rt,
+        at,
+        method,
+        headers,
+        query,
+        user,
+    } = *request;
     let store = &state.store;
     let ns = at.namespace.as_deref();
     let sub = at.subresource.as_deref();
@@ -194,11 +206,34 @@ async fn serve_resource(
             "status" => rt.status,
             "scale" => rt.scale.is_some(),
             "finalize" => rt.group.is_empty() && rt.plural == "namespaces",
+            "token" => rt.group.is_empty() && rt.plural == "serviceaccounts",
             _ => false,
         };
         if !allowed {
             return Err(Error::UnknownPath);
         }
+    }
+    if rt.virtual_only {
+        if *method != Method::POST || at.name.is_some() {
+            return Err(Error::MethodNotAllowed);
+        }
+        let review = review::answer(rt, user, decode_object(headers, &body)?)?;
+        return Ok(json_response(StatusCode::CREATED, &review));
+    }
+    if sub == Some("token") {
+        let (Some(ns), Some(name), &Method::POST) = (ns, at.name.as_deref(), method) else {
+            return Err(Error::MethodNotAllowed);
+        };
+        let token = review::token(
+            store,
+            &state.auth,
+            rt,
+            ns,
+            name,
+            decode_object(headers, &body)?,
+        )
+        .await?;
+        return Ok(json_response(StatusCode::CREATED, &token));
     }
     match (method, at.name.as_deref()) {
         (&Method::GET, None) => {

@@ -53,6 +53,11 @@ impl Builtin {
         self.scale = true;
         self
     }
+    /// Created and answered, never stored (reviews).
+    const fn review(mut self) -> Self {
+        self.virtual_only = true;
+        self
+    }
 }
 
 const CORE: &str = "";
@@ -116,6 +121,30 @@ const BUILTINS: &[Builtin] = &[
     .short(&["crd", "crds"])
     .status(),
     kind("coordination.k8s.io", "v1", "Lease", "leases", true),
+    kind(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        false,
+    )
+    .review(),
+    kind(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        false,
+    )
+    .review(),
+    kind(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        false,
+    )
+    .review(),
 ];
 
 /// Every built-in resource type, in discovery order.
