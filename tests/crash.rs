@@ -126,3 +126,48 @@ async fn sigterm_stops_the_server_cleanly() {
     .await
     .unwrap();
 }
+
+#[tokio::test]
+async fn up_writes_the_hub_kubeconfig_and_reuses_its_ca() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("hub");
+        let addr = free_addr().unwrap();
+        let kubeconfig = data.join("hub.kubeconfig");
+        let ca_before;
+        {
+            let mut hub = Process::hub(&data, addr).unwrap();
+            assert!(kubeconfig.exists(), "atoll up writes DIR/hub.kubeconfig");
+            let log = std::fs::read_to_string(data.with_extension("log")).unwrap();
+            assert_eq!(log.matches("is ready").count(), 1, "one ready line: {log}");
+            let client = client_from(&kubeconfig).await.unwrap();
+            let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+            let names: Vec<String> = namespaces
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .map(|n| n.name_any())
+                .collect();
+            for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+                assert!(
+                    names.contains(&ns.to_string()),
+                    "{ns} missing from {names:?}"
+                );
+            }
+            ca_before = std::fs::read(data.join("ca.crt")).unwrap();
+            assert!(hub.terminate().unwrap().success());
+        }
+        let _hub = Process::hub(&data, addr).unwrap();
+        assert_eq!(
+            std::fs::read(data.join("ca.crt")).unwrap(),
+            ca_before,
+            "the CA is reused"
+        );
+        let client = client_from(&kubeconfig).await.unwrap();
+        client.apiserver_version().await.unwrap();
+    })
+    .await
+    .unwrap();
+}

@@ -75,9 +75,19 @@ pub struct Process {
 impl Process {
     /// Starts `atoll apiserver --data-dir DIR --api-addr ADDR` and waits until it answers.
     pub fn apiserver(data_dir: &Path, addr: SocketAddr) -> anyhow::Result<Self> {
+        Self::start("apiserver", data_dir, addr)
+    }
+
+    /// Starts `atoll up --data-dir DIR --api-addr ADDR` (the embedded hub) and waits until it
+    /// answers.
+    pub fn hub(data_dir: &Path, addr: SocketAddr) -> anyhow::Result<Self> {
+        Self::start("up", data_dir, addr)
+    }
+
+    fn start(subcommand: &str, data_dir: &Path, addr: SocketAddr) -> anyhow::Result<Self> {
         let log = std::fs::File::create(data_dir.with_extension("log"))?;
         let child = Command::new(atoll_binary()?)
-            .arg("apiserver")
+            .arg(subcommand)
             .arg("--data-dir")
             .arg(data_dir)
             .arg("--api-addr")
@@ -161,5 +171,348 @@ where
             return false;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The real clients that `scripts/install-clients` puts in `$ATOLL_CLIENTS` (by default
+/// `target/clients` of the workspace): `bin/kubectl`, `bin/helm` (helm 4), `bin/helm3` and the
+/// Python virtualenv `venv/`.
+pub fn clients_dir() -> PathBuf {
+    match std::env::var_os("ATOLL_CLIENTS") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/clients"),
+    }
+}
+
+/// The path of an installed client binary, or an error that says how to install it.
+pub fn client_binary(name: &str) -> anyhow::Result<PathBuf> {
+    let path = clients_dir().join("bin").join(name);
+    if !path.is_file() {
+        bail!(
+            "{} is missing: run scripts/install-clients (or set ATOLL_CLIENTS)",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// A real `atoll apiserver` for one test, with a scratch directory for the files the test
+/// writes and a fresh HOME, so that kubectl's discovery cache and helm's state start empty and are
+/// not shared with other tests.
+pub struct Cluster {
+    pub process: Process,
+    dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// Starts `atoll apiserver` on a free port with its own data directory.
+    pub fn start() -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        std::fs::create_dir_all(dir.path().join("home"))?;
+        std::fs::create_dir_all(dir.path().join("files"))?;
+        let process = Process::apiserver(&dir.path().join("server"), free_addr()?)?;
+        Ok(Cluster { process, dir })
+    }
+
+    /// The HOME the clients run with.
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// Writes `contents` to `files/NAME` in the scratch directory and returns its path.
+    pub fn file(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.dir.path().join("files").join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("create the test file's directory");
+        }
+        std::fs::write(&path, contents).expect("write the test file");
+        path
+    }
+
+    /// kubectl 1.35, talking to this server.
+    pub fn kubectl(&self) -> Tool {
+        self.tool("kubectl")
+    }
+
+    /// helm 4, talking to this server.
+    pub fn helm(&self) -> Tool {
+        self.tool("helm")
+    }
+
+    /// helm 3, talking to this server.
+    pub fn helm3(&self) -> Tool {
+        self.tool("helm3")
+    }
+
+    /// The server's log so far (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.process.data_dir.with_extension("log")).unwrap_or_default()
+    }
+
+    fn tool(&self, name: &str) -> Tool {
+        let binary = client_binary(name).unwrap_or_else(|e| panic!("{e:#}"));
+        Tool {
+            binary,
+            envs: vec![
+                ("HOME".into(), self.home().into()),
+                ("KUBECONFIG".into(), self.process.kubeconfig().into()),
+                ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
+            ],
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A client binary with the environment of one [`Cluster`]: nothing else of the caller's
+/// environment reaches it (no KUBECONFIG, no XDG directories), so its caches live in the
+/// cluster's HOME.
+#[derive(Clone)]
+pub struct Tool {
+    binary: PathBuf,
+    envs: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+    timeout: Duration,
+}
+
+impl Tool {
+    /// Adds an environment variable (e.g. `KUBE_EDITOR`).
+    pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.envs.push((key.into(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Runs the tool to completion (killed after the timeout) and returns what it printed.
+    pub fn run(&self, args: &[&str]) -> Ran {
+        self.run_with_stdin(args, "")
+    }
+
+    /// Runs the tool with `stdin` as its standard input.
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Ran {
+        let mut child = self.spawn(args);
+        if let Some(mut input) = child.child.stdin.take() {
+            use std::io::Write as _;
+            // A tool that exits without reading its input closes the pipe; that is not an error.
+            let _ = input.write_all(stdin.as_bytes());
+        }
+        child.finish(self.timeout)
+    }
+
+    /// Starts the tool in the background (for `get -w`, `wait`); its output is read by threads.
+    pub fn spawn(&self, args: &[&str]) -> Running {
+        let mut command = Command::new(&self.binary);
+        command
+            .args(args)
+            .env_clear()
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", self.binary.display()));
+        let stdout = read_lines(child.stdout.take().expect("stdout is piped"));
+        let stderr = read_lines(child.stderr.take().expect("stderr is piped"));
+        let name = self
+            .binary
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Running {
+            command: format!("{name} {}", args.join(" ")),
+            child,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+/// Forwards each line a pipe yields into a channel, from a thread.
+fn read_lines(pipe: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead as _;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// A client process started by [`Tool::spawn`].
+pub struct Running {
+    pub command: String,
+    child: Child,
+    stdout: std::sync::mpsc::Receiver<String>,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+impl Running {
+    /// Waits up to `timeout` for a line of standard output that satisfies `matches`, and returns
+    /// it; lines before it are skipped. Panics, with what was printed, if none comes in time.
+    pub fn expect_line(&mut self, timeout: Duration, matches: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + timeout;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stdout.recv_timeout(left) {
+                Ok(line) if matches(&line) => return line,
+                Ok(line) => seen.push(line),
+                Err(_) => {
+                    let _ = self.child.kill();
+                    let stderr: Vec<String> = self.stderr.try_iter().collect();
+                    panic!(
+                        "`{}`: the expected line did not come within {timeout:?}\nstdout:\n{}\nstderr:\n{}",
+                        self.command,
+                        seen.join("\n"),
+                        stderr.join("\n")
+                    );
+                }
+            }
+        }
+    }
+
+    /// Waits for the process to exit (killing it after `timeout`) and collects its output.
+    pub fn finish(mut self, timeout: Duration) -> Ran {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break None;
+                }
+            }
+        };
+        // The reader threads end when the pipes close, which the exit (or kill) brings about.
+        let collect = |rx: &std::sync::mpsc::Receiver<String>| {
+            let mut out = String::new();
+            while let Ok(line) = rx.recv_timeout(Duration::from_secs(5)) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+            out
+        };
+        Ran {
+            stdout: collect(&self.stdout),
+            stderr: collect(&self.stderr),
+            command: self.command.clone(),
+            status,
+        }
+    }
+
+    /// Kills the process (used to end `get -w`).
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What a client printed, and how it exited (`None`: killed at the timeout).
+#[derive(Debug)]
+pub struct Ran {
+    pub command: String,
+    pub status: Option<std::process::ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    /// Panics, showing the command and its output, unless it exited 0. Returns `self` for
+    /// further assertions.
+    #[track_caller]
+    pub fn success(self) -> Self {
+        if !self.status.is_some_and(|s| s.success()) {
+            panic!("`{}` failed:\n{self}", self.command);
+        }
+        self
+    }
+
+    /// Panics unless the command exited non-zero (not killed); returns `self`.
+    #[track_caller]
+    pub fn failure(self) -> Self {
+        if !self.status.is_some_and(|s| !s.success()) {
+            panic!("`{}` should have failed:\n{self}", self.command);
+        }
+        self
+    }
+
+    /// Panics unless standard output, trimmed, is exactly `expected`.
+    #[track_caller]
+    pub fn stdout_is(self, expected: &str) -> Self {
+        if self.stdout.trim() != expected.trim() {
+            panic!("`{}`: expected stdout\n{expected}\n{self}", self.command);
+        }
+        self
+    }
+
+    /// Panics unless standard output contains `needle`.
+    #[track_caller]
+    pub fn stdout_has(self, needle: &str) -> Self {
+        if !self.stdout.contains(needle) {
+            panic!(
+                "`{}`: expected stdout to contain {needle:?}\n{self}",
+                self.command
+            );
+        }
+        self
+    }
+
+    /// Panics unless standard error contains `needle`.
+    #[track_caller]
+    pub fn stderr_has(self, needle: &str) -> Self {
+        if !self.stderr.contains(needle) {
+            panic!(
+                "`{}`: expected stderr to contain {needle:?}\n{self}",
+                self.command
+            );
+        }
+        self
+    }
+
+    /// Standard output split into lines of whitespace-separated columns (tables).
+    pub fn rows(&self) -> Vec<Vec<String>> {
+        self.stdout
+            .lines()
+            .map(|l| l.split_whitespace().map(str::to_owned).collect())
+            .filter(|r: &Vec<String>| !r.is_empty())
+            .collect()
+    }
+
+    /// Standard output parsed as JSON.
+    #[track_caller]
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("`{}`: stdout is not JSON ({e}):\n{self}", self.command))
+    }
+
+    /// Standard output parsed as YAML.
+    #[track_caller]
+    pub fn yaml(&self) -> serde_json::Value {
+        serde_yaml_ng::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("`{}`: stdout is not YAML ({e}):\n{self}", self.command))
+    }
+}
+
+impl std::fmt::Display for Ran {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.status {
+            Some(status) => writeln!(f, "exit: {status}")?,
+            None => writeln!(f, "exit: killed at the timeout")?,
+        }
+        writeln!(f, "stdout:\n{}", self.stdout)?;
+        write!(f, "stderr:\n{}", self.stderr)
     }
 }
