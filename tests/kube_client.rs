@@ -910,3 +910,81 @@ async fn unknown_fields_warn_or_fail_by_field_validation() {
     .await
     .unwrap();
 }
+
+#[tokio::test]
+async fn strategic_merge_patch_merges_lists_by_key() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (_server, client) = server().await;
+        let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+            Api::namespaced(client.clone(), "default");
+        let deployment = serde_json::from_value(json!({
+            "metadata": {"name": "web"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [
+                        {"name": "nginx", "image": "nginx:1", "env": [{"name": "A", "value": "1"}]},
+                        {"name": "sidecar", "image": "busybox:1"}
+                    ]}
+                }
+            }
+        }))
+        .unwrap();
+        deployments
+            .create(&PostParams::default(), &deployment)
+            .await
+            .unwrap();
+        // What `kubectl set image deployment/web nginx=nginx:2` sends.
+        let patch = json!({"spec": {"template": {"spec": {
+            "$setElementOrder/containers": [{"name": "nginx"}, {"name": "sidecar"}],
+            "containers": [{"name": "nginx", "image": "nginx:2"}]
+        }}}});
+        let patched = deployments
+            .patch("web", &PatchParams::default(), &Patch::Strategic(patch))
+            .await
+            .unwrap();
+        let containers = patched.spec.unwrap().template.spec.unwrap().containers;
+        let images: Vec<_> = containers
+            .iter()
+            .map(|c| (c.name.as_str(), c.image.as_deref().unwrap()))
+            .collect();
+        assert_eq!(images, [("nginx", "nginx:2"), ("sidecar", "busybox:1")]);
+        assert_eq!(
+            containers[0].env.as_ref().unwrap()[0].name,
+            "A",
+            "untouched fields of a merged element stay"
+        );
+        assert_eq!(patched.metadata.generation, Some(2));
+    })
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn tables_for_kubectl_get() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (_server, client) = server().await;
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+        let mut labelled = cm("tabled", &[("a", "1"), ("b", "2")]);
+        labelled.metadata.labels = Some([("app".to_string(), "demo".to_string())].into());
+        cms.create(&PostParams::default(), &labelled).await.unwrap();
+        let request = http::Request::get("/api/v1/configmaps?limit=500")
+            .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
+            .body(Vec::new())
+            .unwrap();
+        let table: Value = client.request(request).await.unwrap();
+        assert_eq!(table["kind"], "Table");
+        let columns: Vec<&str> = table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert_eq!(columns, ["Name", "Data", "Age"]);
+        let row = &table["rows"][0];
+        assert_eq!(row["cells"][0], "tabled");
+        assert_eq!(row["cells"][1], 2);
+        assert_eq!(row["object"]["kind"], "PartialObjectMetadata");
+        assert_eq!(row["object"]["metadata"]["namespace"], "default", "kubectl get -A reads the namespace here");
+        assert_eq!(row["object"]["metadata"]["labels"]["app"], "demo", "--show-labels reads the labels here");
+    })
+    .await
+    .unwrap();
+}

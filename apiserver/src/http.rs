@@ -160,7 +160,7 @@ async fn serve(state: &ApiState, request: Request) -> Result<Response> {
     if resource.namespace.is_some() && !rt.namespaced {
         return Err(Error::UnknownPath);
     }
-    let representation = Representation::from_accept(&accept);
+    let representation = Representation::negotiate(&accept, query.get("includeObject"))?;
     let body = read_body(body).await?;
     let request = ResourceRequest {
         rt: &rt,

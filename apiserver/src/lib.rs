@@ -29,6 +29,7 @@ pub mod pki;
 pub mod registry;
 pub mod serve;
 pub mod storage;
+pub mod table;
 pub mod validation;
 pub mod watch;
 

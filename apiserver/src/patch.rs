@@ -10,6 +10,8 @@
 //! Error messages use evanphx's wording; kube-apiserver answers 422 for a failed operation and
 //! 400 for a body that is not a list of operations (see [`PatchError::is_malformed`]).
 
+pub mod strategic;
+
 use serde_json::{Map, Value};
 
 /// The generic message kube-apiserver puts in a 422 `Status` when a JSON patch fails to apply;

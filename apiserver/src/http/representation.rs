@@ -1,38 +1,57 @@
-//! What form a response takes, from the `Accept` header: the object itself, or
-//! `PartialObjectMetadata` as kube-rs metadata watchers ask for it.
+//! What form a response takes, from the `Accept` header: the object itself, a
+//! `PartialObjectMetadata` as kube-rs metadata watchers ask for it, or a `Table` for `kubectl get`.
 
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 
+use crate::error::{Error, Result};
 use crate::registry::ResourceType;
 use crate::registry::store::ObjectList;
+use crate::table::{self, IncludeObject, TableVersion};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Representation {
     Object,
     PartialMetadata,
+    Table(TableVersion, IncludeObject),
 }
 
 impl Representation {
-    pub fn from_accept(accept: &str) -> Self {
+    /// The representation an `Accept` header (and the `includeObject` parameter) asks for.
+    pub fn negotiate(accept: &str, include_object: Option<&str>) -> Result<Self> {
+        if let Some(version) = table::table_version(accept) {
+            let include = IncludeObject::parse(include_object).map_err(Error::BadRequest)?;
+            return Ok(Representation::Table(version, include));
+        }
         for media in accept.split(',') {
             let params: Vec<&str> = media.split(';').map(str::trim).collect();
             if params.contains(&"g=meta.k8s.io")
                 && (params.contains(&"as=PartialObjectMetadata")
                     || params.contains(&"as=PartialObjectMetadataList"))
             {
-                return Representation::PartialMetadata;
+                return Ok(Representation::PartialMetadata);
             }
         }
-        Representation::Object
+        Ok(Representation::Object)
     }
 
     /// One object in this representation.
-    pub fn object(&self, _rt: &ResourceType, object: Value) -> Value {
+    pub fn object(&self, rt: &ResourceType, object: Value) -> Value {
         match self {
             Representation::Object => object,
             Representation::PartialMetadata => partial(&object),
+            Representation::Table(version, include) => {
+                let metadata = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
+                table::table_in(
+                    *version,
+                    rt,
+                    &[object],
+                    *include,
+                    metadata,
+                    jiff::Timestamp::now(),
+                )
+            }
         }
     }
 
@@ -58,24 +77,40 @@ impl Representation {
                 "metadata": metadata,
                 "items": page.items.iter().map(partial).collect::<Vec<_>>(),
             }),
+            Representation::Table(version, include) => table::table_in(
+                *version,
+                rt,
+                &page.items,
+                *include,
+                metadata,
+                jiff::Timestamp::now(),
+            ),
+        }
+    }
+
+    /// The Content-Type of a response in this representation; `list` for list bodies.
+    pub fn content_type(&self, list: bool) -> &'static str {
+        match self {
+            Representation::Object => "application/json",
+            Representation::PartialMetadata if list => {
+                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+            }
+            Representation::PartialMetadata => {
+                "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+            }
+            Representation::Table(version, _) => version.content_type(),
         }
     }
 
     pub fn response(&self, code: StatusCode, body: &Value) -> Response {
-        let content_type = match self {
-            Representation::Object => "application/json",
-            Representation::PartialMetadata => {
-                if body["kind"] == "PartialObjectMetadataList" {
-                    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-                } else {
-                    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
-                }
-            }
-        };
+        let list = body["kind"] == "PartialObjectMetadataList";
         let bytes = serde_json::to_vec(body).unwrap_or_default();
         (
             code,
-            [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(self.content_type(list)),
+            )],
             bytes,
         )
             .into_response()

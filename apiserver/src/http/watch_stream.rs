@@ -38,6 +38,8 @@ struct Watcher {
     representation: Representation,
     bookmarks: bool,
     tx: mpsc::Sender<Result<Bytes, Infallible>>,
+    /// Table watches send column definitions with the first event only, as upstream does.
+    sent_columns: std::sync::atomic::AtomicBool,
 }
 
 /// Starts a watch and answers with its stream.
@@ -99,6 +101,7 @@ pub async fn serve(
         representation,
         bookmarks: query.flag("allowWatchBookmarks"),
         tx,
+        sent_columns: std::sync::atomic::AtomicBool::new(false),
     };
     let store = state.store.clone();
     let cache = state.cache.clone();
@@ -112,12 +115,7 @@ pub async fn serve(
             _ = crate::stopped(shutdown) => {}
         }
     });
-    let content_type = match representation {
-        Representation::Object => "application/json",
-        Representation::PartialMetadata => {
-            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
-        }
-    };
+    let content_type = representation.content_type(false);
     let mut response = Response::new(Body::from_stream(ReceiverStream::new(rx)));
     *response.status_mut() = StatusCode::OK;
     response
@@ -295,6 +293,16 @@ impl Watcher {
         let object = match self.representation {
             Representation::Object => object,
             Representation::PartialMetadata => partial(&object),
+            Representation::Table(..) => {
+                let mut table = self.representation.object(&self.rt, object);
+                if self
+                    .sent_columns
+                    .swap(true, std::sync::atomic::Ordering::Relaxed)
+                {
+                    crate::table::omit_column_definitions(&mut table);
+                }
+                table
+            }
         };
         self.send(line(&json!({"type": kind, "object": object})))
             .await
@@ -307,6 +315,9 @@ impl Watcher {
                 "meta.k8s.io/v1".to_owned(),
                 "PartialObjectMetadata".to_owned(),
             ),
+            Representation::Table(version, _) => {
+                (version.api_version().to_owned(), "Table".to_owned())
+            }
         };
         json!({
             "type": "BOOKMARK",

@@ -540,7 +540,25 @@ impl Store {
             let mut patched = current.clone();
             match patch_type {
                 PatchType::Merge => patch::merge_patch(&mut patched, &patch_doc),
-                PatchType::Strategic => patch::merge_patch(&mut patched, &patch_doc),
+                PatchType::Strategic => {
+                    let meta = patch::strategic::BuiltinPatchMeta::for_kind(&rt.group, &rt.kind);
+                    patch::strategic::apply(&mut patched, &patch_doc, &meta).map_err(|err| {
+                        if err.is_bad_request() {
+                            Error::BadRequest(err.to_string())
+                        } else {
+                            Error::invalid(
+                                &rt.qualified_kind(),
+                                rt.target(name),
+                                vec![validation::FieldError {
+                                    cause: validation::CauseType::Invalid,
+                                    field: String::new(),
+                                    message: err.to_string(),
+                                    value: None,
+                                }],
+                            )
+                        }
+                    })?
+                }
                 PatchType::Json => patch::json_patch(&mut patched, &patch_doc).map_err(|err| {
                     if err.is_malformed() {
                         Error::BadRequest(err.to_string())
