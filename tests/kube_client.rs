@@ -988,3 +988,72 @@ async fn tables_for_kubectl_get() {
     .await
     .unwrap();
 }
+
+#[tokio::test]
+async fn protobuf_bodies_from_kubectl_and_helm() {
+    tokio::time::timeout(TIMEOUT, async {
+        let (_server, client) = server().await;
+        let post = |path: &str, body: &[u8]| {
+            http::Request::post(path.to_owned())
+                .header("Content-Type", "application/vnd.kubernetes.protobuf")
+                .header(
+                    "Accept",
+                    "application/vnd.kubernetes.protobuf,application/json",
+                )
+                .body(body.to_vec())
+                .unwrap()
+        };
+        // Bodies captured from kubectl 1.35 and helm 4.
+        let configmap =
+            include_bytes!("../apiserver/src/protobuf/testdata/kubectl-create-configmap.pb");
+        let created: Value = client
+            .request(post("/api/v1/namespaces/default/configmaps", configmap))
+            .await
+            .unwrap();
+        assert_eq!(created["kind"], "ConfigMap");
+        let name = created["metadata"]["name"].as_str().unwrap().to_owned();
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+        assert!(cms.get(&name).await.unwrap().data.is_some());
+
+        let release = include_bytes!("../apiserver/src/protobuf/testdata/helm-release-secret.pb");
+        let secret: Value = client
+            .request(post("/api/v1/namespaces/default/secrets", release))
+            .await
+            .unwrap();
+        assert_eq!(secret["type"], "helm.sh/release.v1");
+        assert_eq!(secret["metadata"]["labels"]["owner"], "helm");
+
+        let can_i =
+            include_bytes!("../apiserver/src/protobuf/testdata/kubectl-auth-can-i-get-pods.pb");
+        let review: Value = client
+            .request(post(
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                can_i,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(review["status"]["allowed"], true);
+
+        // helm's uninstall deletes with a protobuf DeleteOptions body.
+        let secret_name = secret["metadata"]["name"].as_str().unwrap();
+        let delete_options =
+            include_bytes!("../apiserver/src/protobuf/testdata/helm-delete-options.pb");
+        let delete =
+            http::Request::delete(format!("/api/v1/namespaces/default/secrets/{secret_name}"))
+                .header("Content-Type", "application/vnd.kubernetes.protobuf")
+                .body(delete_options.to_vec())
+                .unwrap();
+        let status: Value = client.request(delete).await.unwrap();
+        assert_eq!(status["status"], "Success");
+
+        let garbage = client
+            .request::<Value>(post(
+                "/api/v1/namespaces/default/configmaps",
+                b"k8s\0\x0a\xff",
+            ))
+            .await;
+        assert_eq!(api_error(garbage.unwrap_err()).code, 400);
+    })
+    .await
+    .unwrap();
+}

@@ -406,7 +406,7 @@ fn content_type(headers: &HeaderMap) -> String {
         .to_ascii_lowercase()
 }
 
-/// Decodes a create or replace body (JSON or YAML).
+/// Decodes a create or replace body: JSON, YAML, or Kubernetes protobuf.
 fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value> {
     let value: Value = match content_type(headers).as_str() {
         "" | "application/json" | "*/*" => serde_json::from_slice(body).map_err(|e| {
@@ -414,9 +414,11 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value> {
         })?,
         "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml_ng::from_slice(body)
             .map_err(|e| Error::BadRequest(format!("error converting YAML to JSON: {e}")))?,
+        crate::protobuf::CONTENT_TYPE => crate::protobuf::decode(body)
+            .map_err(|e| Error::BadRequest(format!("error decoding protobuf: {e}")))?,
         _ => {
             return Err(Error::UnsupportedMediaType(
-                "application/json, application/yaml".into(),
+                "application/json, application/yaml, application/vnd.kubernetes.protobuf".into(),
             ));
         }
     };
@@ -512,12 +514,7 @@ fn delete_options(headers: &HeaderMap, query: &Query, body: &[u8]) -> Result<Del
     };
     let trimmed = body.iter().any(|b| !b.is_ascii_whitespace());
     if trimmed {
-        let ct = content_type(headers);
-        if ct != "application/json" && ct != "*/*" && !ct.is_empty() {
-            return Err(Error::UnsupportedMediaType("application/json".into()));
-        }
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|e| Error::BadRequest(format!("error decoding DeleteOptions: {e}")))?;
+        let value = decode_object(headers, body)?;
         if value["dryRun"]
             .as_array()
             .is_some_and(|d| d.iter().any(|v| v == "All"))

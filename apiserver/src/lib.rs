@@ -26,6 +26,7 @@ pub mod http;
 pub mod kubeconfig;
 pub mod patch;
 pub mod pki;
+pub mod protobuf;
 pub mod registry;
 pub mod serve;
 pub mod storage;
