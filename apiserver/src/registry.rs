@@ -12,6 +12,7 @@ use serde_json::Value;
 
 pub mod builtin;
 pub mod crd;
+pub mod defaults;
 pub mod namespace;
 pub mod selector;
 pub mod store;
@@ -111,6 +112,14 @@ impl ResourceType {
     /// The storage key of one object.
     pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
         format!("{}{name}", self.namespace_prefix(namespace))
+    }
+
+    /// Whether objects carry `metadata.generation`: custom resources, CRDs, workloads and Pods,
+    /// as upstream; ConfigMaps, Secrets, Services and the like do not.
+    pub fn tracks_generation(&self) -> bool {
+        !self.builtin
+            || matches!(self.group.as_str(), "apps" | "apiextensions.k8s.io")
+            || (self.group.is_empty() && self.plural == "pods")
     }
 
     pub fn target(&self, name: &str) -> crate::error::Target {

@@ -385,7 +385,9 @@ impl Store {
         let meta = meta_mut(&mut object);
         meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
         meta.insert("creationTimestamp".into(), json!(now));
-        meta.insert("generation".into(), json!(1));
+        if rt.tracks_generation() {
+            meta.insert("generation".into(), json!(1));
+        }
         self.validate(rt, &mut object, None, options, &mut warnings)?;
         self.prepare_kind(rt, &mut object, None, &now)?;
         if let Some(ns) = ns.filter(|_| rt.namespaced) {
@@ -820,7 +822,7 @@ impl Store {
         }
         self.validate(rt, &mut new, Some(current), options, &mut warnings)?;
         self.prepare_kind(rt, &mut new, Some(current), &now)?;
-        if spec_changed(current, &new, rt.status) {
+        if rt.tracks_generation() && spec_changed(current, &new, rt.status) {
             let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
             new["metadata"]["generation"] = json!(generation);
         }
@@ -1172,6 +1174,11 @@ impl Store {
         old: Option<&Value>,
         now: &str,
     ) -> Result<()> {
+        if rt.builtin {
+            super::defaults::apply(&rt.group, &rt.kind, object, old);
+        } else {
+            super::defaults::strip_empty_metadata(object);
+        }
         match (rt.group.as_str(), rt.plural.as_str()) {
             ("", "namespaces") => {
                 let name = object["metadata"]["name"]
