@@ -210,8 +210,14 @@ impl Cluster {
         let dir = tempfile::tempdir()?;
         std::fs::create_dir_all(dir.path().join("home"))?;
         std::fs::create_dir_all(dir.path().join("files"))?;
+        std::fs::create_dir_all(dir.path().join("tmp"))?;
         let process = Process::apiserver(&dir.path().join("server"), free_addr()?)?;
         Ok(Cluster { process, dir })
+    }
+
+    /// The TMPDIR the clients run with (kubectl edit and diff write files there).
+    fn tmp(&self) -> PathBuf {
+        self.dir.path().join("tmp")
     }
 
     /// The HOME the clients run with.
@@ -244,11 +250,6 @@ impl Cluster {
         self.tool("helm3")
     }
 
-    /// The server's log so far (for failure messages).
-    pub fn log(&self) -> String {
-        std::fs::read_to_string(self.process.data_dir.with_extension("log")).unwrap_or_default()
-    }
-
     fn tool(&self, name: &str) -> Tool {
         let binary = client_binary(name).unwrap_or_else(|e| panic!("{e:#}"));
         Tool {
@@ -256,6 +257,7 @@ impl Cluster {
             envs: vec![
                 ("HOME".into(), self.home().into()),
                 ("KUBECONFIG".into(), self.process.kubeconfig().into()),
+                ("TMPDIR".into(), self.tmp().into()),
                 ("PATH".into(), std::env::var_os("PATH").unwrap_or_default()),
             ],
             timeout: Duration::from_secs(60),
@@ -420,7 +422,8 @@ impl Drop for Running {
     }
 }
 
-/// What a client printed, and how it exited (`None`: killed at the timeout).
+/// What a client printed, and how it exited (`None`: killed at the timeout). Every line of the
+/// output ends with a newline, even when the tool printed none after the last one.
 #[derive(Debug)]
 pub struct Ran {
     pub command: String,
@@ -443,7 +446,7 @@ impl Ran {
     /// Panics unless the command exited non-zero (not killed); returns `self`.
     #[track_caller]
     pub fn failure(self) -> Self {
-        if !self.status.is_some_and(|s| !s.success()) {
+        if self.status.is_none_or(|s| s.success()) {
             panic!("`{}` should have failed:\n{self}", self.command);
         }
         self
@@ -514,5 +517,49 @@ impl std::fmt::Display for Ran {
         }
         writeln!(f, "stdout:\n{}", self.stdout)?;
         write!(f, "stderr:\n{}", self.stderr)
+    }
+}
+
+/// The named steps of one end-to-end test. A failing step does not stop the ones after it (they
+/// may fail in turn when they depend on it); [`Steps::finish`] then fails the test with the list
+/// of failed steps, so one run reports every broken step at once.
+#[derive(Default)]
+pub struct Steps {
+    passed: Vec<String>,
+    failed: Vec<(String, String)>,
+}
+
+impl Steps {
+    /// Runs one step; a panic inside it marks the step as failed.
+    pub fn step(&mut self, name: &str, body: impl FnOnce()) {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+            Ok(()) => self.passed.push(name.to_owned()),
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| payload.downcast_ref::<&str>().copied())
+                    .unwrap_or("(no message)")
+                    .to_owned();
+                self.failed.push((name.to_owned(), message));
+            }
+        }
+    }
+
+    /// Fails the test if any step failed, listing each with its message.
+    #[track_caller]
+    pub fn finish(self) {
+        if self.failed.is_empty() {
+            return;
+        }
+        let mut report = format!(
+            "{} of {} steps failed:",
+            self.failed.len(),
+            self.failed.len() + self.passed.len()
+        );
+        for (name, message) in &self.failed {
+            report.push_str(&format!("\n\n--- {name}\n{message}"));
+        }
+        panic!("{report}");
     }
 }

@@ -116,6 +116,16 @@ async fn serve(state: &ApiState, request: Request) -> Result<Response> {
     let api_path = path::parse(&path).ok_or(Error::UnknownPath)?;
     let resource = match api_path {
         ApiPath::Version => return Ok(json_response(StatusCode::OK, &discovery::version())),
+        ApiPath::OpenApiIndex => {
+            return Ok(json_response(
+                StatusCode::OK,
+                &crate::openapi::index(&catalog),
+            ));
+        }
+        ApiPath::OpenApiDocument(gv) => {
+            let doc = crate::openapi::document(&catalog, &gv).ok_or(Error::UnknownPath)?;
+            return Ok(json_response(StatusCode::OK, &doc));
+        }
         ApiPath::Health => {
             return Ok(
                 (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], "ok").into_response(),

@@ -24,6 +24,7 @@ pub mod discovery;
 pub mod error;
 pub mod http;
 pub mod kubeconfig;
+pub mod openapi;
 pub mod patch;
 pub mod pki;
 pub mod protobuf;

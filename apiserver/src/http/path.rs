@@ -5,6 +5,10 @@
 pub enum ApiPath {
     Version,
     Health,
+    /// `/openapi/v3`
+    OpenApiIndex,
+    /// `/openapi/v3/<api/v1 | apis/group/version>`
+    OpenApiDocument(String),
     /// `/api`
     CoreRoot,
     /// `/apis`
@@ -32,7 +36,13 @@ pub fn parse(path: &str) -> Option<ApiPath> {
     match path {
         "/version" | "/version/" => return Some(ApiPath::Version),
         "/healthz" | "/livez" | "/readyz" => return Some(ApiPath::Health),
+        "/openapi/v3" | "/openapi/v3/" => return Some(ApiPath::OpenApiIndex),
         _ => {}
+    }
+    if let Some(doc) = path.strip_prefix("/openapi/v3/") {
+        return Some(ApiPath::OpenApiDocument(
+            doc.trim_end_matches('/').to_owned(),
+        ));
     }
     let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
     let (group, version, rest) = match segments.as_slice() {

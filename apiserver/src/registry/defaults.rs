@@ -60,6 +60,40 @@ pub fn apply(group: &str, kind: &str, object: &mut Value, old: Option<&Value>) {
     }
 }
 
+/// Defaults the fields that are part of list keys (`protocol` of ports) in an applied
+/// configuration, so that server-side apply matches its list elements to the stored ones, which
+/// were defaulted when stored (structured-merge-diff defaults key fields the same way).
+pub fn apply_key_defaults(group: &str, kind: &str, config: &mut Value) {
+    fn ports(list: Option<&mut Value>) {
+        if let Some(ports) = list.and_then(Value::as_array_mut) {
+            for port in ports {
+                set_default(port, &["protocol"], json!("TCP"));
+            }
+        }
+    }
+    fn pod_spec_ports(spec: Option<&mut Value>) {
+        let Some(spec) = spec else { return };
+        for list in ["containers", "initContainers"] {
+            if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
+                for container in containers {
+                    ports(container.get_mut("ports"));
+                }
+            }
+        }
+    }
+    match (group, kind) {
+        ("", "Service") => ports(config.get_mut("spec").and_then(|s| s.get_mut("ports"))),
+        ("", "Pod") => pod_spec_ports(config.get_mut("spec")),
+        ("apps", _) => pod_spec_ports(
+            config
+                .get_mut("spec")
+                .and_then(|s| s.get_mut("template"))
+                .and_then(|t| t.get_mut("spec")),
+        ),
+        _ => {}
+    }
+}
+
 /// Go's `omitempty` drops empty maps and lists from ObjectMeta; a JSON store would keep them.
 pub fn strip_empty_metadata(object: &mut Value) {
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {

@@ -665,6 +665,9 @@ impl Store {
         if let Some(m) = config["metadata"].as_object_mut() {
             m.remove("resourceVersion");
         }
+        if rt.builtin {
+            super::defaults::apply_key_defaults(&rt.group, &rt.kind, &mut config);
+        }
         let lists = lists(rt);
         for _ in 0..MAX_RETRIES {
             let now = now();
@@ -1108,28 +1111,41 @@ impl Store {
             .unwrap_or_default()
             .to_owned();
         let mut errors = Vec::new();
-        if let Some(schema) = &rt.schema {
+        let schema = match &rt.schema {
+            Some(schema) => Some(schema.clone()),
+            None if rt.builtin => crate::openapi::builtin_schema(&rt.group, &rt.version, &rt.kind),
+            None => None,
+        };
+        if let Some(schema) = &schema {
             let unknown = validation::prune(object, schema);
             if !unknown.is_empty() {
                 match options.field_validation {
                     FieldValidation::Strict => {
-                        let list = unknown
-                            .iter()
-                            .map(|f| format!("unknown field {:?}", f.trim_start_matches('.')))
-                            .collect::<Vec<_>>()
-                            .join(", ");
-                        return Err(Error::BadRequest(format!("strict decoding error: {list}")));
+                        let message = validation::strict_decoding_message(&unknown)
+                            .unwrap_or_else(|| "strict decoding error".into());
+                        return Err(Error::BadRequest(message));
                     }
-                    FieldValidation::Warn => warnings.extend(
-                        unknown
-                            .iter()
-                            .map(|f| format!("unknown field {:?}", f.trim_start_matches('.'))),
-                    ),
+                    FieldValidation::Warn => warnings
+                        .extend(unknown.iter().map(|f| validation::unknown_field_message(f))),
                     FieldValidation::Ignore => {}
                 }
             }
-            validation::apply_defaults(object, schema);
-            errors.extend(validation::validate(object, schema));
+            if rt.builtin {
+                // Built-in kinds are typed: a value of the wrong type fails decoding (400), as
+                // kube-apiserver's JSON decoder does; the rest is validation (422).
+                let found = validation::validate(object, schema);
+                if let Some(bad) = found.iter().find(|e| is_type_error(e)) {
+                    return Err(Error::BadRequest(format!(
+                        "{kind} in version {version:?} cannot be handled as a {kind}: {bad}",
+                        kind = rt.kind,
+                        version = rt.version,
+                    )));
+                }
+                errors.extend(found);
+            } else {
+                validation::apply_defaults(object, schema);
+                errors.extend(validation::validate(object, schema));
+            }
         }
         let name_rule = if rt.group.is_empty() && rt.plural == "namespaces" {
             validation::NameRule::Dns1123Label
@@ -1230,6 +1246,12 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Whether a schema error is about a value's type (a decoding error for typed kinds).
+fn is_type_error(error: &validation::FieldError) -> bool {
+    matches!(error.cause, validation::CauseType::TypeInvalid)
+        || error.message.contains("must be of type")
 }
 
 const EXPIRED_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";

@@ -1,0 +1,776 @@
+//! The component schemas of the built-in kinds, generated once from `k8s-openapi`'s schemars
+//! implementations and fixed up to read as upstream's: definition names such as
+//! `io.k8s.api.core.v1.ConfigMap`, `x-kubernetes-group-version-kind` on every kind, list kinds,
+//! and the patch and list extensions (`x-kubernetes-patch-merge-key`, `x-kubernetes-list-type`,
+//! …) that client-side apply computes strategic merge patches from.
+
+use std::collections::HashMap;
+#[cfg(test)]
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use k8s_openapi::api::{
+    apps, authentication, authorization, autoscaling, coordination, core, events, rbac,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use schemars::generate::{SchemaGenerator, SchemaSettings};
+use serde_json::{Map, Value, json};
+
+/// Where `$ref`s point.
+pub const REF_PREFIX: &str = "#/components/schemas/";
+
+pub const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+pub const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
+pub const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
+pub const DELETE_OPTIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions";
+pub const PATCH: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch";
+pub const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
+pub const API_VERSIONS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.APIVersions";
+pub const API_GROUP_LIST: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroupList";
+pub const API_GROUP: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup";
+pub const API_RESOURCE_LIST: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList";
+const JSON_SCHEMA_PROPS: &str =
+    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps";
+
+/// A kind whose schema is generated, with its group/version/kind.
+struct Root {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    /// Whether the kind is stored and listed (and so has a list kind).
+    served: bool,
+    schema: fn(&mut SchemaGenerator) -> schemars::Schema,
+}
+
+macro_rules! root {
+    ($group:expr, $version:expr, $kind:expr, $served:expr, $ty:ty) => {
+        Root {
+            group: $group,
+            version: $version,
+            kind: $kind,
+            served: $served,
+            schema: |generator| generator.subschema_for::<$ty>(),
+        }
+    };
+}
+
+/// The served built-in kinds (as `registry::builtin` lists them), then the kinds every document
+/// refers to.
+static ROOTS: &[Root] = &[
+    root!("", "v1", "ConfigMap", true, core::v1::ConfigMap),
+    root!("", "v1", "Event", true, core::v1::Event),
+    root!("", "v1", "Namespace", true, core::v1::Namespace),
+    root!("", "v1", "Pod", true, core::v1::Pod),
+    root!("", "v1", "Secret", true, core::v1::Secret),
+    root!("", "v1", "ServiceAccount", true, core::v1::ServiceAccount),
+    root!("", "v1", "Service", true, core::v1::Service),
+    root!("apps", "v1", "DaemonSet", true, apps::v1::DaemonSet),
+    root!("apps", "v1", "Deployment", true, apps::v1::Deployment),
+    root!("apps", "v1", "ReplicaSet", true, apps::v1::ReplicaSet),
+    root!("apps", "v1", "StatefulSet", true, apps::v1::StatefulSet),
+    root!("events.k8s.io", "v1", "Event", true, events::v1::Event),
+    root!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        true,
+        rbac::v1::ClusterRoleBinding
+    ),
+    root!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        true,
+        rbac::v1::ClusterRole
+    ),
+    root!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        true,
+        rbac::v1::RoleBinding
+    ),
+    root!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "Role",
+        true,
+        rbac::v1::Role
+    ),
+    root!(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        true,
+        apiextensions::CustomResourceDefinition
+    ),
+    root!(
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        true,
+        coordination::v1::Lease
+    ),
+    root!(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        false,
+        authentication::v1::SelfSubjectReview
+    ),
+    root!(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        false,
+        authorization::v1::SelfSubjectAccessReview
+    ),
+    root!(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        false,
+        authorization::v1::SelfSubjectRulesReview
+    ),
+    root!("autoscaling", "v1", "Scale", false, autoscaling::v1::Scale),
+    root!("", "v1", "Status", false, meta::Status),
+    root!("", "v1", "DeleteOptions", false, meta::DeleteOptions),
+    root!("", "v1", "APIVersions", false, meta::APIVersions),
+    root!("", "v1", "APIGroupList", false, meta::APIGroupList),
+    root!("", "v1", "APIGroup", false, meta::APIGroup),
+    root!("", "v1", "APIResourceList", false, meta::APIResourceList),
+    root!("", "v1", "Patch", false, meta::Patch),
+];
+
+/// Patch and list extensions of one property, as upstream's Go struct tags declare them.
+struct ListRule {
+    definition: &'static str,
+    property: &'static str,
+    patch_strategy: Option<&'static str>,
+    merge_key: Option<&'static str>,
+    /// `atomic`, `set` or `map`.
+    list_type: &'static str,
+    map_keys: &'static [&'static str],
+}
+
+const fn map_by(
+    definition: &'static str,
+    property: &'static str,
+    strategy: &'static str,
+    keys: &'static [&'static str],
+) -> ListRule {
+    ListRule {
+        definition,
+        property,
+        patch_strategy: Some(strategy),
+        merge_key: Some(keys[0]),
+        list_type: "map",
+        map_keys: keys,
+    }
+}
+
+const fn atomic(definition: &'static str, property: &'static str) -> ListRule {
+    ListRule {
+        definition,
+        property,
+        patch_strategy: None,
+        merge_key: None,
+        list_type: "atomic",
+        map_keys: &[],
+    }
+}
+
+const POD_SPEC: &str = "io.k8s.api.core.v1.PodSpec";
+const CONTAINER: &str = "io.k8s.api.core.v1.Container";
+const EPHEMERAL: &str = "io.k8s.api.core.v1.EphemeralContainer";
+
+static LIST_RULES: &[ListRule] = &[
+    ListRule {
+        definition: OBJECT_META,
+        property: "finalizers",
+        patch_strategy: Some("merge"),
+        merge_key: None,
+        list_type: "set",
+        map_keys: &[],
+    },
+    map_by(OBJECT_META, "ownerReferences", "merge", &["uid"]),
+    atomic(OBJECT_META, "managedFields"),
+    map_by(POD_SPEC, "containers", "merge", &["name"]),
+    map_by(POD_SPEC, "initContainers", "merge", &["name"]),
+    map_by(POD_SPEC, "ephemeralContainers", "merge", &["name"]),
+    map_by(POD_SPEC, "volumes", "merge,retainKeys", &["name"]),
+    map_by(POD_SPEC, "imagePullSecrets", "merge", &["name"]),
+    map_by(POD_SPEC, "hostAliases", "merge", &["ip"]),
+    map_by(
+        POD_SPEC,
+        "topologySpreadConstraints",
+        "merge",
+        &["topologyKey", "whenUnsatisfiable"],
+    ),
+    map_by(POD_SPEC, "resourceClaims", "merge,retainKeys", &["name"]),
+    map_by(POD_SPEC, "schedulingGates", "merge", &["name"]),
+    atomic(POD_SPEC, "tolerations"),
+    atomic(POD_SPEC, "readinessGates"),
+    map_by(CONTAINER, "ports", "merge", &["containerPort", "protocol"]),
+    map_by(CONTAINER, "env", "merge", &["name"]),
+    map_by(CONTAINER, "volumeMounts", "merge", &["mountPath"]),
+    map_by(CONTAINER, "volumeDevices", "merge", &["devicePath"]),
+    atomic(CONTAINER, "envFrom"),
+    atomic(CONTAINER, "args"),
+    atomic(CONTAINER, "command"),
+    map_by(EPHEMERAL, "ports", "merge", &["containerPort", "protocol"]),
+    map_by(EPHEMERAL, "env", "merge", &["name"]),
+    map_by(EPHEMERAL, "volumeMounts", "merge", &["mountPath"]),
+    map_by(EPHEMERAL, "volumeDevices", "merge", &["devicePath"]),
+    atomic(EPHEMERAL, "envFrom"),
+    atomic(EPHEMERAL, "args"),
+    atomic(EPHEMERAL, "command"),
+    map_by(
+        "io.k8s.api.core.v1.PodStatus",
+        "conditions",
+        "merge",
+        &["type"],
+    ),
+    map_by("io.k8s.api.core.v1.PodStatus", "podIPs", "merge", &["ip"]),
+    ListRule {
+        definition: "io.k8s.api.core.v1.PodStatus",
+        property: "hostIPs",
+        patch_strategy: Some("merge"),
+        merge_key: Some("ip"),
+        list_type: "atomic",
+        map_keys: &[],
+    },
+    map_by(
+        "io.k8s.api.core.v1.PodStatus",
+        "resourceClaimStatuses",
+        "merge,retainKeys",
+        &["name"],
+    ),
+    atomic("io.k8s.api.core.v1.PodStatus", "containerStatuses"),
+    map_by(
+        "io.k8s.api.core.v1.ServiceSpec",
+        "ports",
+        "merge",
+        &["port", "protocol"],
+    ),
+    atomic("io.k8s.api.core.v1.ServiceSpec", "clusterIPs"),
+    atomic("io.k8s.api.core.v1.ServiceSpec", "externalIPs"),
+    map_by(
+        "io.k8s.api.core.v1.ServiceStatus",
+        "conditions",
+        "merge",
+        &["type"],
+    ),
+    map_by(
+        "io.k8s.api.core.v1.NamespaceStatus",
+        "conditions",
+        "merge",
+        &["type"],
+    ),
+    map_by(
+        "io.k8s.api.core.v1.ServiceAccount",
+        "secrets",
+        "merge",
+        &["name"],
+    ),
+    atomic("io.k8s.api.core.v1.ServiceAccount", "imagePullSecrets"),
+    map_by(
+        "io.k8s.api.apps.v1.DeploymentStatus",
+        "conditions",
+        "merge",
+        &["type"],
+    ),
+    map_by(
+        "io.k8s.api.apps.v1.ReplicaSetStatus",
+        "conditions",
+        "merge",
+        &["type"],
+    ),
+    map_by(
+        "io.k8s.api.apps.v1.StatefulSetStatus",
+        "conditions",
+        "merge",
+        &["type"],
+    ),
+    map_by(
+        "io.k8s.api.apps.v1.DaemonSetStatus",
+        "conditions",
+        "merge",
+        &["type"],
+    ),
+    atomic("io.k8s.api.apps.v1.StatefulSetSpec", "volumeClaimTemplates"),
+    ListRule {
+        definition: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus",
+        property: "conditions",
+        patch_strategy: None,
+        merge_key: None,
+        list_type: "map",
+        map_keys: &["type"],
+    },
+    atomic(
+        "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector",
+        "matchExpressions",
+    ),
+    atomic("io.k8s.api.rbac.v1.Role", "rules"),
+    atomic("io.k8s.api.rbac.v1.ClusterRole", "rules"),
+    atomic("io.k8s.api.rbac.v1.RoleBinding", "subjects"),
+    atomic("io.k8s.api.rbac.v1.ClusterRoleBinding", "subjects"),
+];
+
+/// Object properties with a patch strategy of their own.
+static OBJECT_RULES: &[(&str, &str, &str)] = &[(
+    "io.k8s.api.apps.v1.DeploymentSpec",
+    "strategy",
+    "retainKeys",
+)];
+
+/// Definitions upstream marks `x-kubernetes-map-type: atomic` (replaced whole by apply).
+static ATOMIC_STRUCTS: &[&str] = &[
+    "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector",
+    "io.k8s.api.core.v1.LocalObjectReference",
+    "io.k8s.api.core.v1.ObjectReference",
+    "io.k8s.api.core.v1.ConfigMapKeySelector",
+    "io.k8s.api.core.v1.SecretKeySelector",
+    "io.k8s.api.core.v1.ObjectFieldSelector",
+    "io.k8s.api.core.v1.ResourceFieldSelector",
+];
+
+/// Every generated component schema, and which definition each kind has.
+pub struct Definitions {
+    schemas: Map<String, Value>,
+    /// (group, version, kind, definition name) of every kind and list kind.
+    kinds: Vec<(&'static str, &'static str, String, String)>,
+    structural: Mutex<HashMap<String, Arc<Value>>>,
+}
+
+static DEFINITIONS: OnceLock<Definitions> = OnceLock::new();
+
+impl Definitions {
+    /// The definitions, generated on first use.
+    pub fn get() -> &'static Definitions {
+        DEFINITIONS.get_or_init(Definitions::generate)
+    }
+
+    fn generate() -> Definitions {
+        let mut generator = SchemaSettings::openapi3().into_generator();
+        let mut kinds = Vec::new();
+        let mut roots = Vec::new();
+        for root in ROOTS {
+            let reference = (root.schema)(&mut generator);
+            let Some(name) = reference
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix(REF_PREFIX))
+            else {
+                continue;
+            };
+            kinds.push((
+                root.group,
+                root.version,
+                root.kind.to_owned(),
+                name.to_owned(),
+            ));
+            roots.push((root, name.to_owned()));
+        }
+        let mut schemas = generator.take_definitions(true);
+        for schema in schemas.values_mut() {
+            drop_required_metadata(schema);
+        }
+        fix_special_types(&mut schemas);
+        for (root, name) in &roots {
+            let gvk = json!([{"group": root.group, "version": root.version, "kind": root.kind}]);
+            if let Some(Value::Object(schema)) = schemas.get_mut(name) {
+                schema.insert("x-kubernetes-group-version-kind".into(), gvk);
+            }
+            if root.served {
+                let list_kind = format!("{}List", root.kind);
+                kinds.push((
+                    root.group,
+                    root.version,
+                    list_kind.clone(),
+                    format!("{name}List"),
+                ));
+                schemas.insert(
+                    format!("{name}List"),
+                    list_schema(root.group, root.version, &list_kind, root.kind, name),
+                );
+            }
+        }
+        for rule in LIST_RULES {
+            apply_list_rule(&mut schemas, rule);
+        }
+        for (definition, property, strategy) in OBJECT_RULES {
+            if let Some(Value::Object(property)) = schemas
+                .get_mut(*definition)
+                .and_then(|s| s.get_mut("properties"))
+                .and_then(|p| p.get_mut(*property))
+            {
+                property.insert("x-kubernetes-patch-strategy".into(), (*strategy).into());
+            }
+        }
+        for name in ATOMIC_STRUCTS {
+            if let Some(Value::Object(schema)) = schemas.get_mut(*name) {
+                schema.insert("x-kubernetes-map-type".into(), "atomic".into());
+            }
+        }
+        Definitions {
+            schemas,
+            kinds,
+            structural: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The definition name of a built-in kind (or list kind), such as
+    /// `io.k8s.api.apps.v1.Deployment`.
+    pub fn kind_definition(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
+        self.kinds
+            .iter()
+            .find(|(g, v, k, _)| *g == group && *v == version && k == kind)
+            .map(|(_, _, _, name)| name.as_str())
+    }
+
+    /// One component schema by definition name.
+    pub fn schema(&self, name: &str) -> Option<&Value> {
+        self.schemas.get(name)
+    }
+
+    /// The named definitions and every definition they refer to, transitively.
+    pub fn closure<'a>(&self, roots: impl IntoIterator<Item = &'a str>) -> Map<String, Value> {
+        let mut out = Map::new();
+        let mut pending: Vec<String> = roots.into_iter().map(str::to_owned).collect();
+        while let Some(name) = pending.pop() {
+            if out.contains_key(&name) {
+                continue;
+            }
+            let Some(schema) = self.schemas.get(&name) else {
+                continue;
+            };
+            collect_refs(schema, &mut pending);
+            out.insert(name, schema.clone());
+        }
+        out
+    }
+
+    /// The schema of one definition with every `$ref` inlined, in the form the pruner reads
+    /// (`properties`, `items`, `additionalProperties`; no `allOf`). Recursive definitions and
+    /// CRD schemas (`JSONSchemaProps`) become objects that keep unknown fields.
+    pub fn structural(&self, name: &str) -> Option<Arc<Value>> {
+        let mut cache = match self.structural.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(found) = cache.get(name) {
+            return Some(found.clone());
+        }
+        self.schemas.get(name)?;
+        let built = Arc::new(Value::Object(self.resolve(name, &mut Vec::new())));
+        cache.insert(name.to_owned(), built.clone());
+        Some(built)
+    }
+
+    fn resolve(&self, name: &str, stack: &mut Vec<String>) -> Map<String, Value> {
+        match self.schemas.get(name) {
+            Some(schema) if name != JSON_SCHEMA_PROPS && !stack.iter().any(|s| s == name) => {
+                stack.push(name.to_owned());
+                let out = self.inline(schema, stack);
+                stack.pop();
+                out
+            }
+            _ => free_form(),
+        }
+    }
+
+    /// One schema with its references resolved. Descriptions are left out: pruning does not
+    /// read them, and `kubectl explain` reads the documents.
+    fn inline(&self, schema: &Value, stack: &mut Vec<String>) -> Map<String, Value> {
+        let Value::Object(map) = schema else {
+            return Map::new();
+        };
+        // `allOf: [{$ref}]` with siblings, as `RemoveRefSiblings` writes a described reference.
+        let target = ref_name(map).or_else(|| match map.get("allOf") {
+            Some(Value::Array(all)) if all.len() == 1 => all[0].as_object().and_then(ref_name),
+            _ => None,
+        });
+        let mut out = match target {
+            Some(name) => self.resolve(name, stack),
+            None => Map::new(),
+        };
+        for (key, value) in map {
+            let inlined = match key.as_str() {
+                "$ref" | "description" => continue,
+                "allOf" if target.is_some() => continue,
+                "properties" | "patternProperties" => match value {
+                    Value::Object(fields) => Value::Object(
+                        fields
+                            .iter()
+                            .map(|(field, s)| (field.clone(), Value::Object(self.inline(s, stack))))
+                            .collect(),
+                    ),
+                    other => other.clone(),
+                },
+                "items" | "additionalProperties" | "not" if value.is_object() => {
+                    Value::Object(self.inline(value, stack))
+                }
+                "allOf" | "anyOf" | "oneOf" => match value {
+                    Value::Array(all) => Value::Array(
+                        all.iter()
+                            .map(|s| Value::Object(self.inline(s, stack)))
+                            .collect(),
+                    ),
+                    other => other.clone(),
+                },
+                _ => value.clone(),
+            };
+            out.insert(key.clone(), inlined);
+        }
+        out
+    }
+}
+
+fn ref_name(map: &Map<String, Value>) -> Option<&str> {
+    map.get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix(REF_PREFIX))
+}
+
+fn collect_refs(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(name) = ref_name(map) {
+                out.push(name.to_owned());
+            }
+            for v in map.values() {
+                collect_refs(v, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, out)),
+        _ => {}
+    }
+}
+
+/// An object whose content is not described: nothing in it is pruned.
+pub fn free_form() -> Map<String, Value> {
+    let mut map = Map::new();
+    map.insert("type".into(), "object".into());
+    map.insert("x-kubernetes-preserve-unknown-fields".into(), true.into());
+    map
+}
+
+/// `k8s-openapi` marks `metadata` required because its Rust field is not optional; upstream
+/// never requires it.
+fn drop_required_metadata(schema: &mut Value) {
+    let Value::Object(map) = schema else { return };
+    let empty = match map.get_mut("required") {
+        Some(Value::Array(required)) => {
+            required.retain(|r| r != "metadata");
+            required.is_empty()
+        }
+        _ => false,
+    };
+    if empty {
+        map.remove("required");
+    }
+}
+
+/// Types whose content is free-form JSON.
+fn fix_special_types(schemas: &mut Map<String, Value>) {
+    for name in [
+        "io.k8s.apimachinery.pkg.runtime.RawExtension",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+    ] {
+        if let Some(Value::Object(schema)) = schemas.get_mut(name) {
+            schema.insert("type".into(), "object".into());
+            schema.insert("x-kubernetes-preserve-unknown-fields".into(), true.into());
+        }
+    }
+    // Any JSON value (defaults and examples in CRD schemas).
+    if let Some(Value::Object(schema)) =
+        schemas.get_mut("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON")
+    {
+        schema.remove("type");
+        schema.insert("x-kubernetes-preserve-unknown-fields".into(), true.into());
+    }
+}
+
+fn list_schema(group: &str, version: &str, list_kind: &str, kind: &str, item: &str) -> Value {
+    json!({
+        "description": format!("{list_kind} is a list of {kind} objects."),
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "apiVersion": {
+                "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+                "type": "string"
+            },
+            "items": {
+                "description": format!("List of {kind} objects."),
+                "type": "array",
+                "items": {"$ref": format!("{REF_PREFIX}{item}")}
+            },
+            "kind": {
+                "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+                "type": "string"
+            },
+            "metadata": {
+                "allOf": [{"$ref": format!("{REF_PREFIX}{LIST_META}")}],
+                "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+            }
+        },
+        "x-kubernetes-group-version-kind": [{"group": group, "version": version, "kind": list_kind}]
+    })
+}
+
+fn apply_list_rule(schemas: &mut Map<String, Value>, rule: &ListRule) {
+    let Some(Value::Object(property)) = schemas
+        .get_mut(rule.definition)
+        .and_then(|s| s.get_mut("properties"))
+        .and_then(|p| p.get_mut(rule.property))
+    else {
+        return;
+    };
+    if let Some(strategy) = rule.patch_strategy {
+        property.insert("x-kubernetes-patch-strategy".into(), strategy.into());
+    }
+    if let Some(key) = rule.merge_key {
+        property.insert("x-kubernetes-patch-merge-key".into(), key.into());
+    }
+    property.insert("x-kubernetes-list-type".into(), rule.list_type.into());
+    if !rule.map_keys.is_empty() {
+        property.insert("x-kubernetes-list-map-keys".into(), json!(rule.map_keys));
+    }
+}
+
+/// Definition names reachable from one, for tests.
+#[cfg(test)]
+pub fn reachable(name: &str) -> HashSet<String> {
+    Definitions::get().closure([name]).keys().cloned().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defs() -> &'static Definitions {
+        Definitions::get()
+    }
+
+    #[test]
+    fn kinds_carry_upstream_names_and_gvk() {
+        let name = defs().kind_definition("apps", "v1", "Deployment").unwrap();
+        assert_eq!(name, "io.k8s.api.apps.v1.Deployment");
+        let schema = defs().schema(name).unwrap();
+        assert_eq!(
+            schema["x-kubernetes-group-version-kind"],
+            json!([{"group": "apps", "version": "v1", "kind": "Deployment"}])
+        );
+        assert!(schema.get("required").is_none(), "metadata is not required");
+        let list = defs()
+            .kind_definition("apps", "v1", "DeploymentList")
+            .unwrap();
+        assert_eq!(
+            defs().schema(list).unwrap()["properties"]["items"]["items"]["$ref"],
+            "#/components/schemas/io.k8s.api.apps.v1.Deployment"
+        );
+        assert!(reachable(name).contains(OBJECT_META));
+        assert!(reachable(name).contains("io.k8s.api.core.v1.Container"));
+    }
+
+    #[test]
+    fn strategic_merge_extensions_are_present() {
+        let spec = &defs().schema(POD_SPEC).unwrap()["properties"];
+        assert_eq!(spec["containers"]["x-kubernetes-patch-merge-key"], "name");
+        assert_eq!(spec["containers"]["x-kubernetes-patch-strategy"], "merge");
+        assert_eq!(spec["containers"]["x-kubernetes-list-type"], "map");
+        assert_eq!(
+            spec["volumes"]["x-kubernetes-patch-strategy"],
+            "merge,retainKeys"
+        );
+        let container = &defs().schema(CONTAINER).unwrap()["properties"];
+        assert_eq!(
+            container["ports"]["x-kubernetes-list-map-keys"],
+            json!(["containerPort", "protocol"])
+        );
+        assert_eq!(container["env"]["x-kubernetes-patch-merge-key"], "name");
+        assert_eq!(
+            container["volumeMounts"]["x-kubernetes-patch-merge-key"],
+            "mountPath"
+        );
+        let meta = &defs().schema(OBJECT_META).unwrap()["properties"];
+        assert_eq!(meta["finalizers"]["x-kubernetes-list-type"], "set");
+        assert_eq!(
+            meta["ownerReferences"]["x-kubernetes-patch-merge-key"],
+            "uid"
+        );
+        let status = &defs()
+            .schema("io.k8s.api.apps.v1.DeploymentStatus")
+            .unwrap()["properties"];
+        assert_eq!(status["conditions"]["x-kubernetes-patch-merge-key"], "type");
+        let deployment = &defs().schema("io.k8s.api.apps.v1.DeploymentSpec").unwrap()["properties"];
+        assert_eq!(
+            deployment["strategy"]["x-kubernetes-patch-strategy"],
+            "retainKeys"
+        );
+        // Every rule names a property that exists.
+        for rule in LIST_RULES {
+            let property = &defs().schema(rule.definition).unwrap()["properties"][rule.property];
+            assert_eq!(
+                property["x-kubernetes-list-type"], rule.list_type,
+                "{}.{}",
+                rule.definition, rule.property
+            );
+        }
+    }
+
+    #[test]
+    fn special_types_read_as_upstream() {
+        let int_or_string = defs()
+            .schema("io.k8s.apimachinery.pkg.util.intstr.IntOrString")
+            .unwrap();
+        assert_eq!(int_or_string["x-kubernetes-int-or-string"], true);
+        let quantity = defs()
+            .schema("io.k8s.apimachinery.pkg.api.resource.Quantity")
+            .unwrap();
+        assert_eq!(quantity["x-kubernetes-int-or-string"], true);
+        let time = defs()
+            .schema("io.k8s.apimachinery.pkg.apis.meta.v1.Time")
+            .unwrap();
+        assert_eq!(time["format"], "date-time");
+        assert_eq!(time["type"], "string");
+    }
+
+    #[test]
+    fn structural_schemas_inline_every_reference() {
+        let pod = defs().structural("io.k8s.api.core.v1.Pod").unwrap();
+        let text = pod.to_string();
+        assert!(!text.contains("$ref"));
+        assert!(!text.contains("allOf"));
+        let container = &pod["properties"]["spec"]["properties"]["containers"]["items"];
+        assert_eq!(container["properties"]["name"]["type"], "string");
+        assert_eq!(
+            container["properties"]["ports"]["items"]["properties"]["containerPort"]["type"],
+            "integer"
+        );
+        assert_eq!(
+            pod["properties"]["metadata"]["properties"]["labels"]["additionalProperties"]["type"],
+            "string"
+        );
+        // managedFields' field sets are free-form.
+        let fields = &pod["properties"]["metadata"]["properties"]["managedFields"]["items"]["properties"]
+            ["fieldsV1"];
+        assert_eq!(fields["x-kubernetes-preserve-unknown-fields"], true);
+    }
+
+    #[test]
+    fn crd_schemas_are_free_form_in_structural_form() {
+        let crd = defs()
+            .structural(
+                "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+            )
+            .unwrap();
+        let validation = &crd["properties"]["spec"]["properties"]["versions"]["items"]["properties"]
+            ["schema"]["properties"]["openAPIV3Schema"];
+        assert_eq!(validation["x-kubernetes-preserve-unknown-fields"], true);
+        assert_eq!(validation["type"], "object");
+    }
+}
