@@ -442,21 +442,8 @@ impl Store {
     ) -> Result<Written> {
         check_type_meta(&mut object, rt)?;
         set_namespace(&mut object, rt, ns)?;
-        match object["metadata"]["name"].as_str() {
-            Some(n) if n == name => {}
-            Some("") | None => {
-                meta_mut(&mut object).insert("name".into(), json!(name));
-            }
-            Some(other) => {
-                return Err(Error::BadRequest(format!(
-                    "the name of the object ({other}) does not match the name on the URL ({name})"
-                )));
-            }
-        }
-        let precondition = match object["metadata"].get("resourceVersion") {
-            Some(Value::String(rv)) if !rv.is_empty() => Some(parse_resource_version(rv)?),
-            _ => None,
-        };
+        settle_name(&mut object, name)?;
+        let precondition = precondition(&object)?;
         if precondition.is_none() && !rt.builtin && subresource.is_none() {
             return Err(Error::invalid(
                 &rt.qualified_kind(),
@@ -584,21 +571,13 @@ impl Store {
                     "the patch did not produce an object".into(),
                 ));
             }
-            let precondition = match patched["metadata"].get("resourceVersion") {
-                Some(Value::String(rv)) if !rv.is_empty() => Some(parse_resource_version(rv)?),
-                _ => None,
-            };
+            let precondition = precondition(&patched)?;
             if let Some(rv) = precondition
                 && rv != kv.mod_revision
             {
                 return Err(conflict(rt, name));
             }
-            if patched["metadata"]["name"].as_str() != Some(name) {
-                return Err(Error::BadRequest(format!(
-                    "the name of the object ({}) does not match the name on the URL ({name})",
-                    patched["metadata"]["name"].as_str().unwrap_or_default()
-                )));
-            }
+            settle_name(&mut patched, name)?;
             match self
                 .commit_update(
                     rt,
@@ -636,17 +615,7 @@ impl Store {
         }
         check_type_meta(&mut config, rt)?;
         set_namespace(&mut config, rt, ns)?;
-        match config["metadata"]["name"].as_str() {
-            Some(n) if n == name => {}
-            Some(other) => {
-                return Err(Error::BadRequest(format!(
-                    "the name of the object ({other}) does not match the name on the URL ({name})"
-                )));
-            }
-            None => {
-                meta_mut(&mut config).insert("name".into(), json!(name));
-            }
-        }
+        settle_name(&mut config, name)?;
         if let Some(o) = config.as_object_mut() {
             match subresource {
                 Some("status") => o.retain(|k, _| {
@@ -658,10 +627,7 @@ impl Store {
                 _ => {}
             }
         }
-        let precondition = match config["metadata"].get("resourceVersion") {
-            Some(Value::String(rv)) if !rv.is_empty() => Some(parse_resource_version(rv)?),
-            _ => None,
-        };
+        let precondition = precondition(&config)?;
         if let Some(m) = config["metadata"].as_object_mut() {
             m.remove("resourceVersion");
         }
@@ -1523,6 +1489,28 @@ fn generate_name(object: &mut Value) {
         &prefix
     };
     meta_mut(object).insert("name".into(), json!(format!("{prefix}{suffix}")));
+}
+
+/// The `metadata.resourceVersion` an object was sent with, as a precondition of its write.
+fn precondition(object: &Value) -> Result<Option<Revision>> {
+    match object["metadata"].get("resourceVersion") {
+        Some(Value::String(rv)) if !rv.is_empty() => parse_resource_version(rv).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Fills `metadata.name` from the URL when the body has none; rejects a body naming another object.
+fn settle_name(object: &mut Value, name: &str) -> Result<()> {
+    match object["metadata"]["name"].as_str() {
+        Some(n) if n == name => Ok(()),
+        Some("") | None => {
+            meta_mut(object).insert("name".into(), json!(name));
+            Ok(())
+        }
+        Some(other) => Err(Error::BadRequest(format!(
+            "the name of the object ({other}) does not match the name on the URL ({name})"
+        ))),
+    }
 }
 
 fn parse_resource_version(rv: &str) -> Result<Revision> {
