@@ -20,7 +20,8 @@
 //!
 //! Run with `cargo build --release -p atoll && cargo bench -p atoll-tests --bench apiserver`;
 //! `-- --quick` runs small op counts for a smoke run. Without `--bench` (as `cargo test --benches`
-//! runs it) the quick plan is used too. Every load loop is bounded by an op count and a time cap,
+//! runs it) the quick plan is used too. `--only creates,lists` and `--backend sqlite` narrow a run
+//! (to profile one phase, say). Every load loop is bounded by an op count and a time cap,
 //! and all traffic goes to 127.0.0.1. The program fails (after printing every table) when a
 //! request fails or a watcher misses an event.
 
@@ -77,18 +78,21 @@ struct Plan {
     total_cap: Duration,
     /// How long the separate process idles before its memory is read again.
     idle: Duration,
+    /// How long a phase waits for other processes to leave the CPUs before it starts anyway.
+    quiet_wait: Duration,
 }
 
 const FULL: Plan = Plan {
     name: "full",
-    creates: [2_000, 5_000, 5_000],
-    updates: [2_000, 5_000, 5_000],
-    lists: [500, 1_000, 1_000],
+    creates: [3_000, 10_000, 10_000],
+    updates: [3_000, 10_000, 10_000],
+    lists: [1_000, 2_000, 2_000],
     watch_events: 1_000,
     watch_rate: 100,
     phase_cap: Duration::from_secs(60),
-    total_cap: Duration::from_secs(15 * 60),
+    total_cap: Duration::from_secs(20 * 60),
     idle: Duration::from_secs(5),
+    quiet_wait: Duration::from_secs(30),
 };
 
 const QUICK: Plan = Plan {
@@ -101,10 +105,85 @@ const QUICK: Plan = Plan {
     phase_cap: Duration::from_secs(5),
     total_cap: Duration::from_secs(50),
     idle: Duration::from_secs(2),
+    quiet_wait: Duration::ZERO,
 };
 
+/// Which phases and backends a run measures.
+struct Options {
+    plan: Plan,
+    backends: Vec<StorageKind>,
+    phases: Vec<Phase>,
+}
+
+/// One part of the benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Memory,
+    Creates,
+    Updates,
+    Lists,
+    Watch,
+}
+
+const PHASES: [(&str, Phase); 5] = [
+    ("memory", Phase::Memory),
+    ("creates", Phase::Creates),
+    ("updates", Phase::Updates),
+    ("lists", Phase::Lists),
+    ("watch", Phase::Watch),
+];
+
+const USAGE: &str = "arguments: [--quick] [--only memory,creates,updates,lists,watch] \
+                     [--backend sqlite|memory] (cargo adds --bench)";
+
+impl Options {
+    fn parse(mut args: impl Iterator<Item = String>) -> anyhow::Result<Self> {
+        let mut bench = false;
+        let mut quick = false;
+        let mut backends = vec![StorageKind::Sqlite, StorageKind::Memory];
+        let mut phases: Vec<Phase> = PHASES.iter().map(|(_, phase)| *phase).collect();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--bench" => bench = true,
+                "--quick" => quick = true,
+                "--only" => {
+                    let list = args.next().context(USAGE)?;
+                    phases = list
+                        .split(',')
+                        .map(|name| {
+                            PHASES
+                                .iter()
+                                .find(|(known, _)| *known == name)
+                                .map(|(_, phase)| *phase)
+                                .with_context(|| format!("unknown phase {name:?}; {USAGE}"))
+                        })
+                        .collect::<anyhow::Result<_>>()?;
+                }
+                "--backend" => {
+                    backends = match args.next().as_deref() {
+                        Some("sqlite") => vec![StorageKind::Sqlite],
+                        Some("memory") => vec![StorageKind::Memory],
+                        _ => bail!(USAGE),
+                    };
+                }
+                other => bail!("unknown argument {other:?}; {USAGE}"),
+            }
+        }
+        Ok(Options {
+            plan: if bench && !quick { FULL } else { QUICK },
+            backends,
+            phases,
+        })
+    }
+
+    fn runs(&self, phase: Phase) -> bool {
+        self.phases.contains(&phase)
+    }
+}
+
 fn main() -> anyhow::Result<()> {
-    let plan = plan_from_args(std::env::args().skip(1))?;
+    let options = Options::parse(std::env::args().skip(1))?;
+    let plan = options.plan;
     let started = Instant::now();
     let deadline = started + plan.total_cap;
     let mut report = Report::default();
@@ -113,13 +192,16 @@ fn main() -> anyhow::Result<()> {
         "# atoll-apiserver benchmark ({} plan)\n\n{} CPU(s); data directories on {}; client and server \
          runtimes with {WORKER_THREADS} worker threads each. CPU columns: % of one core used by \
          the server threads (of which the SQLite writer thread) and by the client threads while \
-         the phase ran.\n",
+         the phase ran, and by other processes on the machine (figures taken while that is high \
+         are disturbed).\n",
         plan.name,
         std::thread::available_parallelism().map_or(0, usize::from),
         filesystem_of(data_root.path()),
     );
 
-    memory_phase(&plan, data_root.path(), &mut report)?;
+    if options.runs(Phase::Memory) {
+        memory_phase(&plan, data_root.path(), &mut report)?;
+    }
 
     let client = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(WORKER_THREADS)
@@ -128,12 +210,12 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     let mut loads = Vec::new();
     let mut watches = Vec::new();
-    for storage in [StorageKind::Sqlite, StorageKind::Memory] {
+    for &storage in &options.backends {
         let dir = data_root.path().join(backend_name(storage));
         let server = ServerRuntime::start(storage, &dir)?;
         let endpoint = server.endpoint()?;
         let outcome = client.block_on(drive(
-            &plan,
+            &options,
             storage,
             endpoint,
             deadline,
@@ -157,19 +239,6 @@ fn main() -> anyhow::Result<()> {
         eprintln!("FAILED: {failure}");
     }
     bail!("{} check(s) failed", report.failures.len())
-}
-
-fn plan_from_args(args: impl Iterator<Item = String>) -> anyhow::Result<Plan> {
-    let mut bench = false;
-    let mut quick = false;
-    for arg in args {
-        match arg.as_str() {
-            "--bench" => bench = true,
-            "--quick" => quick = true,
-            other => bail!("unknown argument {other:?}: expected --quick (and --bench from cargo)"),
-        }
-    }
-    Ok(if bench && !quick { FULL } else { QUICK })
 }
 
 /// What went wrong over the run; printed at the end.
@@ -397,6 +466,20 @@ struct CpuSample {
     /// The SQLite writer thread alone.
     writer: u64,
     client: u64,
+    /// Every process on the machine (busy time from `/proc/stat`).
+    machine: u64,
+    /// This whole process.
+    process: u64,
+}
+
+/// Percent of one core used over a phase, by side.
+#[derive(Clone, Copy, Default)]
+struct CpuUse {
+    server: f64,
+    writer: f64,
+    client: f64,
+    /// Other processes on the machine (a build, say): the figures are disturbed if high.
+    other: f64,
 }
 
 impl CpuSample {
@@ -425,27 +508,45 @@ impl CpuSample {
         // Exited threads (blocking pools) count in the process total only: charge them to the
         // server, the only side that has such threads.
         sample.server = total.saturating_sub(sample.client + harness);
+        sample.process = total;
+        sample.machine = machine_busy_ticks().unwrap_or(0);
         sample
     }
 
-    /// Percent of one core used by (server, writer, client) since `earlier`.
-    fn since(&self, earlier: &CpuSample) -> (f64, f64, f64) {
+    /// Percent of one core used by each side since `earlier`.
+    fn since(&self, earlier: &CpuSample) -> CpuUse {
         let elapsed = match (self.at, earlier.at) {
             (Some(now), Some(then)) => now.duration_since(then).as_secs_f64(),
             _ => 0.0,
         };
         if elapsed <= 0.0 {
-            return (0.0, 0.0, 0.0);
+            return CpuUse::default();
         }
         let percent = |now: u64, then: u64| {
             now.saturating_sub(then) as f64 / clock_ticks_per_second() / elapsed * 100.0
         };
-        (
-            percent(self.server, earlier.server),
-            percent(self.writer, earlier.writer),
-            percent(self.client, earlier.client),
-        )
+        let ours = self.process.saturating_sub(earlier.process);
+        let all = self.machine.saturating_sub(earlier.machine);
+        CpuUse {
+            server: percent(self.server, earlier.server),
+            writer: percent(self.writer, earlier.writer),
+            client: percent(self.client, earlier.client),
+            other: percent(all.saturating_sub(ours), 0),
+        }
     }
+}
+
+/// Busy time of the whole machine (all but idle and iowait), in clock ticks.
+fn machine_busy_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let total: u64 = fields.iter().take(8).sum();
+    let idle = fields.get(3)? + fields.get(4)?;
+    Some(total.saturating_sub(idle))
 }
 
 /// utime + stime of a `/proc/.../stat` file, in clock ticks.
@@ -509,7 +610,7 @@ struct Measured {
     latencies: Vec<Duration>,
     first_error: Option<String>,
     capped: bool,
-    cpu: (f64, f64, f64),
+    cpu: CpuUse,
 }
 
 impl Measured {
@@ -598,18 +699,26 @@ where
 
 /// Every phase against one server.
 async fn drive(
-    plan: &Plan,
+    options: &Options,
     storage: StorageKind,
     endpoint: Endpoint,
     deadline: Instant,
     loads: &mut Vec<LoadResult>,
     watches: &mut Vec<WatchResult>,
 ) -> anyhow::Result<()> {
+    let plan = &options.plan;
     let mut admin = endpoint.connect().await?;
 
     // Creates, then updates of what was created, each level in a namespace of its own.
     let mut created = [0usize; 3];
-    for operation in [Operation::Create, Operation::Update] {
+    let mut writes = Vec::new();
+    if options.runs(Phase::Creates) || options.runs(Phase::Updates) {
+        writes.push(Operation::Create);
+    }
+    if options.runs(Phase::Updates) {
+        writes.push(Operation::Update);
+    }
+    for operation in writes {
         for (level, &clients) in LEVELS.iter().enumerate() {
             if Instant::now() >= deadline {
                 bail!(
@@ -619,9 +728,12 @@ async fn drive(
             }
             let namespace = format!("bench-write-{clients}");
             let path = config_maps(&namespace);
+            if operation == Operation::Create {
+                create_namespace(&mut admin, &namespace).await?;
+            }
+            wait_for_quiet(plan.quiet_wait).await;
             let measured = match operation {
                 Operation::Create => {
-                    create_namespace(&mut admin, &namespace).await?;
                     load(
                         &endpoint,
                         clients,
@@ -660,6 +772,9 @@ async fn drive(
             };
             if operation == Operation::Create {
                 created[level] = measured.ok;
+                if !options.runs(Phase::Creates) {
+                    continue;
+                }
             }
             loads.push(LoadResult {
                 storage,
@@ -670,9 +785,36 @@ async fn drive(
         }
     }
 
-    // Lists of a namespace holding exactly LIST_OBJECTS ConfigMaps.
+    if options.runs(Phase::Lists) {
+        lists(plan, storage, &endpoint, &mut admin, deadline, loads).await?;
+    }
+    if options.runs(Phase::Watch) {
+        for &watchers in &LEVELS {
+            let budget =
+                Duration::from_secs_f64(plan.watch_events as f64 / f64::from(plan.watch_rate));
+            if Instant::now() + budget + WATCH_GRACE >= deadline {
+                bail!("the overall time cap passed before the watch with {watchers} watchers");
+            }
+            let namespace = format!("bench-watch-{watchers}");
+            create_namespace(&mut admin, &namespace).await?;
+            wait_for_quiet(plan.quiet_wait).await;
+            watches.push(watch(plan, storage, &endpoint, &namespace, watchers).await?);
+        }
+    }
+    Ok(())
+}
+
+/// Lists of a namespace holding exactly [`LIST_OBJECTS`] ConfigMaps.
+async fn lists(
+    plan: &Plan,
+    storage: StorageKind,
+    endpoint: &Endpoint,
+    admin: &mut Connection,
+    deadline: Instant,
+    loads: &mut Vec<LoadResult>,
+) -> anyhow::Result<()> {
     let namespace = "bench-list";
-    create_namespace(&mut admin, namespace).await?;
+    create_namespace(admin, namespace).await?;
     for i in 0..LIST_OBJECTS {
         admin
             .call(Call::json(
@@ -695,8 +837,9 @@ async fn drive(
             bail!("the overall time cap passed before lists at {clients} clients");
         }
         let path = config_maps(namespace);
+        wait_for_quiet(plan.quiet_wait).await;
         let measured = load(
-            &endpoint,
+            endpoint,
             clients,
             plan.lists[level],
             plan.phase_cap,
@@ -710,18 +853,20 @@ async fn drive(
             measured,
         });
     }
-
-    // Watch delivery.
-    for &watchers in &LEVELS {
-        let budget = Duration::from_secs_f64(plan.watch_events as f64 / f64::from(plan.watch_rate));
-        if Instant::now() + budget + WATCH_GRACE >= deadline {
-            bail!("the overall time cap passed before the watch with {watchers} watchers");
-        }
-        let namespace = format!("bench-watch-{watchers}");
-        create_namespace(&mut admin, &namespace).await?;
-        watches.push(watch(plan, storage, &endpoint, &namespace, watchers).await?);
-    }
     Ok(())
+}
+
+/// Waits, at most `limit`, for a half second in which other processes use less than a fifth of a
+/// core, so that a build running beside the benchmark disturbs it less.
+async fn wait_for_quiet(limit: Duration) {
+    let give_up = Instant::now() + limit;
+    while Instant::now() < give_up {
+        let before = CpuSample::now();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        if CpuSample::now().since(&before).other < 20.0 {
+            return;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -743,7 +888,7 @@ struct WatchResult {
     write_latencies: Vec<Duration>,
     /// What a watcher saw that was not the expected ADDED event, if anything.
     anomaly: Option<String>,
-    cpu: (f64, f64, f64),
+    cpu: CpuUse,
 }
 
 /// The part of a watch event the benchmark reads.
@@ -1057,12 +1202,15 @@ fn quantile(sorted: &[Duration], q: f64) -> f64 {
 
 fn print_loads(loads: &[LoadResult], report: &mut Report) {
     for operation in [Operation::Create, Operation::Update, Operation::List] {
+        if !loads.iter().any(|r| r.operation == operation) {
+            continue;
+        }
         let mut table = String::new();
         let _ = writeln!(
             table,
             "## {} ({})\n\n\
-             | backend | clients | ops | errors | elapsed s | {}/s | p50 ms | p99 ms | server CPU % | (writer %) | client CPU % |\n\
-             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+             | backend | clients | ops | errors | elapsed s | {}/s | p50 ms | p99 ms | server CPU % | (writer %) | client CPU % | other CPU % |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             operation.name(),
             match operation {
                 Operation::Create => "POST of a ConfigMap with 5 data keys",
@@ -1074,7 +1222,7 @@ fn print_loads(loads: &[LoadResult], report: &mut Report) {
         for result in loads.iter().filter(|r| r.operation == operation) {
             let _ = writeln!(
                 table,
-                "| {} | {} | {}{} | {} | {:.2} | {:.0} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} |",
+                "| {} | {} | {}{} | {} | {:.2} | {:.0} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} |",
                 backend_name(result.storage),
                 result.clients,
                 result.measured.ok,
@@ -1088,9 +1236,10 @@ fn print_loads(loads: &[LoadResult], report: &mut Report) {
                 result.measured.rate(),
                 quantile(&result.measured.latencies, 0.5),
                 quantile(&result.measured.latencies, 0.99),
-                result.measured.cpu.0,
-                result.measured.cpu.1,
-                result.measured.cpu.2,
+                result.measured.cpu.server,
+                result.measured.cpu.writer,
+                result.measured.cpu.client,
+                result.measured.cpu.other,
             );
             if result.measured.errors > 0 {
                 report.fail(format!(
@@ -1108,14 +1257,17 @@ fn print_loads(loads: &[LoadResult], report: &mut Report) {
 }
 
 fn print_watches(plan: &Plan, watches: &[WatchResult], report: &mut Report) {
+    if watches.is_empty() {
+        return;
+    }
     let mut table = String::new();
     let _ = writeln!(
         table,
         "## Watch delivery\n\n\
          One writer creates ConfigMaps at {} per second into a namespace that every watcher \
          watches; latency runs from the write's send to a watcher's read of its event.\n\n\
-         | backend | watchers | writes | elapsed s | events per watcher (min / max of {}) | deliveries | p50 ms | p99 ms | max ms | write p50 ms | server CPU % | (writer %) | client CPU % |\n\
-         |---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+         | backend | watchers | writes | elapsed s | events per watcher (min / max of {}) | deliveries | p50 ms | p99 ms | max ms | write p50 ms | server CPU % | (writer %) | client CPU % | other CPU % |\n\
+         |---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         plan.watch_rate, plan.watch_events,
     );
     for result in watches {
@@ -1123,7 +1275,7 @@ fn print_watches(plan: &Plan, watches: &[WatchResult], report: &mut Report) {
         let max = result.received.iter().copied().max().unwrap_or(0);
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {:.2} | {min} / {max} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} |",
+            "| {} | {} | {} | {:.2} | {min} / {max} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} |",
             backend_name(result.storage),
             result.watchers,
             result.written,
@@ -1133,9 +1285,10 @@ fn print_watches(plan: &Plan, watches: &[WatchResult], report: &mut Report) {
             quantile(&result.latencies, 0.99),
             quantile(&result.latencies, 1.0),
             quantile(&result.write_latencies, 0.5),
-            result.cpu.0,
-            result.cpu.1,
-            result.cpu.2,
+            result.cpu.server,
+            result.cpu.writer,
+            result.cpu.client,
+            result.cpu.other,
         );
         if result.write_errors > 0 || min < plan.watch_events || result.anomaly.is_some() {
             report.fail(format!(
