@@ -22,8 +22,9 @@ pub struct CachedEvent {
     pub key: String,
     /// The object after the change (for deletions: its last state, at the delete's revision).
     pub object: Arc<Value>,
-    /// The object before the change.
-    pub prev: Option<Arc<Value>>,
+    /// The stored object before the change, decoded only when a watcher with selectors asks.
+    prev_stored: Option<crate::storage::KeyValue>,
+    prev: OnceLock<Option<Value>>,
     json: OnceLock<Bytes>,
 }
 
@@ -34,15 +35,22 @@ impl CachedEvent {
             .get_or_init(|| Bytes::from(serde_json::to_vec(&*self.object).unwrap_or_default()))
     }
 
+    /// The object before the change (for updates and deletes).
+    pub fn prev(&self) -> Option<&Value> {
+        self.prev
+            .get_or_init(|| self.prev_stored.as_ref().and_then(|kv| decode(kv).ok()))
+            .as_ref()
+    }
+
     fn from_storage(event: &crate::storage::Event) -> Option<Self> {
         let object = decode(&event.kv).ok()?;
-        let prev = event.prev.as_ref().and_then(|kv| decode(kv).ok());
         Some(CachedEvent {
             revision: event.revision(),
             kind: event.kind,
             key: event.kv.key.clone(),
             object: Arc::new(object),
-            prev: prev.map(Arc::new),
+            prev_stored: event.prev.clone(),
+            prev: OnceLock::new(),
             json: OnceLock::new(),
         })
     }

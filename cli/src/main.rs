@@ -8,6 +8,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod logging;
 mod up;
 
+/// mimalloc: the API server allocates many small JSON values per request, and glibc's malloc
+/// spent a fifth of the server's CPU on them under load.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "atoll", version, about = "A multicluster hub for Kubernetes")]
 struct Cli {

@@ -65,17 +65,20 @@ impl Representation {
             metadata["remainingItemCount"] = json!(remaining);
         }
         match self {
-            Representation::Object => json!({
-                "kind": rt.list_kind,
-                "apiVersion": rt.api_version(),
-                "metadata": metadata,
-                "items": page.items,
-            }),
+            Representation::Object => {
+                // Built by hand: `json!` would copy every item through serialization.
+                let mut list = serde_json::Map::with_capacity(4);
+                list.insert("kind".into(), json!(rt.list_kind));
+                list.insert("apiVersion".into(), json!(rt.api_version()));
+                list.insert("metadata".into(), metadata);
+                list.insert("items".into(), Value::Array(page.items));
+                Value::Object(list)
+            }
             Representation::PartialMetadata => json!({
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": metadata,
-                "items": page.items.iter().map(partial).collect::<Vec<_>>(),
+                "items": Value::Array(page.items.iter().map(partial).collect()),
             }),
             Representation::Table(version, include) => table::table_in(
                 *version,

@@ -259,10 +259,16 @@ impl Watcher {
     /// ADDED, one that stops matching is DELETED.
     async fn deliver(&self, event: &CachedEvent) -> Result<(), Closed> {
         let now_matches = matches(&event.object, &self.list.labels, &self.list.fields);
-        let before = event
-            .prev
-            .as_ref()
-            .is_some_and(|p| matches(p, &self.list.labels, &self.list.fields));
+        let filtered = !self.list.labels.is_empty() || !self.list.fields.is_empty();
+        // Without selectors every object matches, before and after; only a filtered watch needs
+        // the previous state decoded.
+        let before = if filtered {
+            event
+                .prev()
+                .is_some_and(|p| matches(p, &self.list.labels, &self.list.fields))
+        } else {
+            event.kind != EventKind::Create
+        };
         let kind = match (event.kind, before, now_matches) {
             (EventKind::Create, _, true) => "ADDED",
             (EventKind::Update, true, true) => "MODIFIED",

@@ -410,7 +410,7 @@ impl Store {
                 warnings,
             });
         }
-        let stored = to_storage(&object, rt)?;
+        let stored = to_storage(&mut object, rt)?;
         let revision = match self.backend.create(&rt.key(ns, name), stored).await {
             Ok(rev) => rev,
             Err(storage::Error::AlreadyExists(_)) => {
@@ -804,11 +804,7 @@ impl Store {
                 &lists(rt),
             );
         }
-        let mut unchanged = current.clone();
-        if let Some(m) = unchanged["metadata"].as_object_mut() {
-            m.remove("resourceVersion");
-        }
-        if new == unchanged {
+        if same_except(current, &new, &[], &["resourceVersion"]) {
             return Ok(Written {
                 object: current.clone(),
                 created: false,
@@ -851,7 +847,7 @@ impl Store {
                 warnings,
             });
         }
-        let stored = to_storage(&new, rt)?;
+        let stored = to_storage(&mut new, rt)?;
         match self
             .backend
             .update(&rt.key(ns, name), stored, kv.mod_revision)
@@ -930,7 +926,7 @@ impl Store {
                 if options.dry_run {
                     return Ok(Deleted::Pending(marked));
                 }
-                let stored = to_storage(&marked, rt)?;
+                let stored = to_storage(&mut marked, rt)?;
                 match self
                     .backend
                     .update(&rt.key(ns, name), stored, kv.mod_revision)
@@ -1343,13 +1339,27 @@ pub fn decode(kv: &KeyValue) -> Result<Value> {
     Ok(object)
 }
 
-fn to_storage(object: &Value, rt: &ResourceType) -> Result<Bytes> {
-    let mut stored = object.clone();
-    if let Some(m) = stored["metadata"].as_object_mut() {
-        m.remove("resourceVersion");
+/// The bytes stored for an object: without `resourceVersion` (storage assigns it), at the storage
+/// version. Serializes in place rather than cloning the object.
+fn to_storage(object: &mut Value, rt: &ResourceType) -> Result<Bytes> {
+    let resource_version = object["metadata"]
+        .as_object_mut()
+        .and_then(|m| m.remove("resourceVersion"));
+    let storage_version = super::api_version(&rt.group, &rt.storage_version);
+    let served = object
+        .as_object_mut()
+        .and_then(|o| o.insert("apiVersion".into(), json!(storage_version)));
+    let bytes = serde_json::to_vec(&*object);
+    if let Some(o) = object.as_object_mut() {
+        match served {
+            Some(v) => o.insert("apiVersion".into(), v),
+            None => o.remove("apiVersion"),
+        };
     }
-    stored["apiVersion"] = json!(super::api_version(&rt.group, &rt.storage_version));
-    serde_json::to_vec(&stored)
+    if let (Some(rv), Some(m)) = (resource_version, object["metadata"].as_object_mut()) {
+        m.insert("resourceVersion".into(), rv);
+    }
+    bytes
         .map(Bytes::from)
         .map_err(|e| Error::Internal(format!("cannot encode object: {e}")))
 }
@@ -1387,17 +1397,33 @@ fn finalizers(object: &Value) -> impl Iterator<Item = &Value> {
 
 /// Whether anything outside `metadata` (and `status`, when it is a subresource) changed.
 fn spec_changed(old: &Value, new: &Value, status_subresource: bool) -> bool {
-    let strip = |v: &Value| -> Value {
-        let mut v = v.clone();
-        if let Some(o) = v.as_object_mut() {
-            o.remove("metadata");
-            if status_subresource {
-                o.remove("status");
-            }
-        }
-        v
+    let skip: &[&str] = if status_subresource {
+        &["metadata", "status"]
+    } else {
+        &["metadata"]
     };
-    strip(old) != strip(new)
+    !same_object_fields(old, new, skip)
+}
+
+/// Whether two objects are equal but for the top-level fields `skip` and the metadata fields
+/// `skip_meta`, without copying either.
+fn same_except(a: &Value, b: &Value, skip: &[&str], skip_meta: &[&str]) -> bool {
+    same_object_fields(a, b, &[&["metadata"], skip].concat())
+        && same_object_fields(&a["metadata"], &b["metadata"], skip_meta)
+}
+
+fn same_object_fields(a: &Value, b: &Value, skip: &[&str]) -> bool {
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => {
+            let counted =
+                |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
+            counted(a) == counted(b)
+                && a.iter()
+                    .filter(|(k, _)| !skip.contains(&k.as_str()))
+                    .all(|(k, v)| b.get(k) == Some(v))
+        }
+        _ => a == b,
+    }
 }
 
 /// Defaults `apiVersion` and `kind` from the URL (the Python client omits them) and rejects a
