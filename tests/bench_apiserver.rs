@@ -1,33 +1,48 @@
-//! Throughput, watch latency and idle memory of the API server.
+//! Throughput, watch latency and idle memory of the API server, side by side with bare etcd.
 //!
 //! A benchmark program, not a test: it asserts no timings. It starts the API server in this
 //! process on its own tokio runtime (its own threads, so that client and server scheduling stay
 //! apart), once over durable SQLite in a temporary directory and once in memory, and drives it
 //! over HTTPS on 127.0.0.1 with a lean client (one hyper HTTP/1.1 connection per client task,
-//! rustls pinned to the server's CA, the admin bearer token). It prints markdown tables of:
+//! rustls pinned to the server's CA, the admin bearer token). Then, when `etcd` is installed
+//! (Debian's `etcd-server`, etcd 3.4), it starts an etcd of its own on free loopback ports with a
+//! data directory of its own (default durability: the WAL is fsynced at every commit) and runs
+//! the same workloads directly against it through its gRPC API (the `etcd-client` crate, one
+//! connection per client task), with the ConfigMap's JSON as the value under
+//! `/registry/configmaps/NAMESPACE/NAME`. It prints markdown tables of:
 //!
-//! - creates/s (POST of a ConfigMap with 5 data keys), updates/s (merge-PATCH of one key of an
-//!   existing ConfigMap) and lists/s (LIST of a namespace holding 100 ConfigMaps), at 1, 10 and
-//!   100 concurrent clients;
+//! - creates/s (POST of a ConfigMap with 5 data keys; etcd: put of a new key), updates/s
+//!   (merge-PATCH of one key of an existing ConfigMap; etcd: put over an existing key), gets/s
+//!   (GET of one ConfigMap; etcd: range of one key) and lists/s (LIST of a namespace holding 100
+//!   ConfigMaps; etcd: range over a prefix holding 100 keys), at 1, 10 and 100 concurrent clients;
 //! - watch delivery latency with 1, 10 and 100 watchers on one namespace, while one writer creates
 //!   ConfigMaps at a steady rate: from the moment the write is sent to the moment each watcher has
 //!   read the event, and how many events each watcher got (all must arrive);
 //! - the resident memory of a freshly started `atoll apiserver` process (SQLite) once it is ready
-//!   and after it has been idle a few seconds.
+//!   and after it has been idle a few seconds;
+//! - atoll against etcd: each throughput and watch figure of both atoll backends beside etcd's,
+//!   with the ratio atoll/etcd.
 //!
-//! Each figure comes with its op count, elapsed time and the CPU the server and the client threads
-//! used meanwhile (out of 100% per core), which tells which side bounds it.
+//! Each figure comes with its op count, elapsed time and the CPU the server (atoll's server
+//! threads, or the etcd process) and the client threads used meanwhile (out of 100% per core),
+//! which tells which side bounds it.
 //!
 //! Run with `cargo build --release -p atoll && cargo bench -p atoll-tests --bench apiserver`;
 //! `-- --quick` runs small op counts for a smoke run. Without `--bench` (as `cargo test --benches`
-//! runs it) the quick plan is used too. `--only creates,lists` and `--backend sqlite` narrow a run
-//! (to profile one phase, say). Every load loop is bounded by an op count and a time cap,
-//! and all traffic goes to 127.0.0.1. The program fails (after printing every table) when a
-//! request fails or a watcher misses an event.
+//! runs it) the quick plan is used too. `--only creates,lists` and `--backend sqlite,etcd` narrow a
+//! run (to profile one phase, say). Without `etcd` on the PATH the etcd part is skipped with a
+//! line that says so, unless `--backend` names etcd. Every load loop is bounded by an op count and
+//! a time cap, and all traffic goes to 127.0.0.1. The program fails (after printing every table)
+//! when a request fails or a watcher misses an event.
+
+/// The same allocator as the `atoll` binary, so that the in-process server is measured as it runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -36,6 +51,7 @@ use anyhow::{Context as _, bail};
 use atoll_apiserver::{Config, Server, StorageKind};
 use atoll_tests::{Process, free_addr};
 use bytes::{Bytes, BytesMut};
+use etcd_client::{EventType, GetOptions, KvClient, WatchOptions};
 use http::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
 use http::{HeaderValue, Method, Request, StatusCode};
 use http_body_util::{BodyExt as _, Full};
@@ -45,11 +61,12 @@ use rustls::pki_types::ServerName;
 use serde::Deserialize;
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
+use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
 
 /// Concurrency levels: clients for the load phases, watchers for the watch phase.
 const LEVELS: [usize; 3] = [1, 10, 100];
-/// ConfigMaps in the namespace that the list phase reads.
+/// ConfigMaps in the namespace that the get and list phases read.
 const LIST_OBJECTS: usize = 100;
 /// How long one request may take before the op counts as failed.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -57,6 +74,10 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 const WATCH_GRACE: Duration = Duration::from_secs(10);
 /// Server and client runtimes get this many worker threads each (the machine has 2 cores).
 const WORKER_THREADS: usize = 2;
+/// How long etcd may take to start serving.
+const ETCD_START: Duration = Duration::from_secs(30);
+/// How to install etcd, for the line printed when it is missing.
+const ETCD_INSTALL: &str = "apt-get install -y etcd-server (or scripts/install-clients)";
 
 /// How much work each phase does.
 #[derive(Clone, Copy, Debug)]
@@ -66,6 +87,8 @@ struct Plan {
     creates: [usize; 3],
     /// Updates at 1, 10 and 100 clients.
     updates: [usize; 3],
+    /// Gets of one object at 1, 10 and 100 clients.
+    gets: [usize; 3],
     /// Lists at 1, 10 and 100 clients.
     lists: [usize; 3],
     /// Events the writer creates per watch level.
@@ -84,9 +107,12 @@ struct Plan {
 
 const FULL: Plan = Plan {
     name: "full",
-    creates: [3_000, 10_000, 10_000],
-    updates: [3_000, 10_000, 10_000],
-    lists: [1_000, 2_000, 2_000],
+    // Enough for phases of a few seconds at 10 and 100 clients: shorter ones vary by a fifth
+    // from run to run.
+    creates: [3_000, 30_000, 30_000],
+    updates: [3_000, 30_000, 30_000],
+    gets: [10_000, 30_000, 30_000],
+    lists: [1_000, 5_000, 5_000],
     watch_events: 1_000,
     watch_rate: 100,
     phase_cap: Duration::from_secs(60),
@@ -99,6 +125,7 @@ const QUICK: Plan = Plan {
     name: "quick",
     creates: [100, 300, 300],
     updates: [100, 300, 300],
+    gets: [100, 300, 300],
     lists: [30, 100, 100],
     watch_events: 100,
     watch_rate: 100,
@@ -111,7 +138,9 @@ const QUICK: Plan = Plan {
 /// Which phases and backends a run measures.
 struct Options {
     plan: Plan,
-    backends: Vec<StorageKind>,
+    backends: Vec<Backend>,
+    /// Whether `--backend` named etcd: then a missing etcd is a failure, not a skip.
+    etcd_required: bool,
     phases: Vec<Phase>,
 }
 
@@ -121,26 +150,54 @@ enum Phase {
     Memory,
     Creates,
     Updates,
+    Gets,
     Lists,
     Watch,
 }
 
-const PHASES: [(&str, Phase); 5] = [
+const PHASES: [(&str, Phase); 6] = [
     ("memory", Phase::Memory),
     ("creates", Phase::Creates),
     ("updates", Phase::Updates),
+    ("gets", Phase::Gets),
     ("lists", Phase::Lists),
     ("watch", Phase::Watch),
 ];
 
-const USAGE: &str = "arguments: [--quick] [--only memory,creates,updates,lists,watch] \
-                     [--backend sqlite|memory] (cargo adds --bench)";
+/// What a figure was measured against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Backend {
+    /// atoll's API server over one of its storage backends.
+    Atoll(StorageKind),
+    /// etcd, driven directly through its gRPC API.
+    Etcd,
+}
+
+const BACKENDS: [(&str, Backend); 3] = [
+    ("sqlite", Backend::Atoll(StorageKind::Sqlite)),
+    ("memory", Backend::Atoll(StorageKind::Memory)),
+    ("etcd", Backend::Etcd),
+];
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Atoll(StorageKind::Sqlite) => "sqlite",
+            Backend::Atoll(StorageKind::Memory) => "memory",
+            Backend::Etcd => "etcd",
+        }
+    }
+}
+
+const USAGE: &str = "arguments: [--quick] [--only memory,creates,updates,gets,lists,watch] \
+                     [--backend sqlite,memory,etcd] (cargo adds --bench)";
 
 impl Options {
     fn parse(mut args: impl Iterator<Item = String>) -> anyhow::Result<Self> {
         let mut bench = false;
         let mut quick = false;
-        let mut backends = vec![StorageKind::Sqlite, StorageKind::Memory];
+        let mut backends: Vec<Backend> = BACKENDS.iter().map(|(_, backend)| *backend).collect();
+        let mut etcd_required = false;
         let mut phases: Vec<Phase> = PHASES.iter().map(|(_, phase)| *phase).collect();
         while let Some(arg) = args.next() {
             match arg.as_str() {
@@ -160,11 +217,18 @@ impl Options {
                         .collect::<anyhow::Result<_>>()?;
                 }
                 "--backend" => {
-                    backends = match args.next().as_deref() {
-                        Some("sqlite") => vec![StorageKind::Sqlite],
-                        Some("memory") => vec![StorageKind::Memory],
-                        _ => bail!(USAGE),
-                    };
+                    let list = args.next().context(USAGE)?;
+                    backends = list
+                        .split(',')
+                        .map(|name| {
+                            BACKENDS
+                                .iter()
+                                .find(|(known, _)| *known == name)
+                                .map(|(_, backend)| *backend)
+                                .with_context(|| format!("unknown backend {name:?}; {USAGE}"))
+                        })
+                        .collect::<anyhow::Result<_>>()?;
+                    etcd_required = backends.contains(&Backend::Etcd);
                 }
                 other => bail!("unknown argument {other:?}; {USAGE}"),
             }
@@ -172,6 +236,7 @@ impl Options {
         Ok(Options {
             plan: if bench && !quick { FULL } else { QUICK },
             backends,
+            etcd_required,
             phases,
         })
     }
@@ -191,9 +256,9 @@ fn main() -> anyhow::Result<()> {
     println!(
         "# atoll-apiserver benchmark ({} plan)\n\n{} CPU(s); data directories on {}; client and server \
          runtimes with {WORKER_THREADS} worker threads each. CPU columns: % of one core used by \
-         the server threads (of which the SQLite writer thread) and by the client threads while \
-         the phase ran, and by other processes on the machine (figures taken while that is high \
-         are disturbed).\n",
+         the server (atoll's server threads, of which the SQLite writer thread; or the etcd \
+         process) and by the client threads while the phase ran, and by other processes on the \
+         machine (figures taken while that is high are disturbed).\n",
         plan.name,
         std::thread::available_parallelism().map_or(0, usize::from),
         filesystem_of(data_root.path()),
@@ -208,29 +273,54 @@ fn main() -> anyhow::Result<()> {
         .thread_name("bench-client")
         .enable_all()
         .build()?;
-    let mut loads = Vec::new();
-    let mut watches = Vec::new();
-    for &storage in &options.backends {
-        let dir = data_root.path().join(backend_name(storage));
-        let server = ServerRuntime::start(storage, &dir)?;
-        let endpoint = server.endpoint()?;
-        let outcome = client.block_on(drive(
-            &options,
-            storage,
-            endpoint,
-            deadline,
-            &mut loads,
-            &mut watches,
-        ));
-        server.stop();
+    let mut results = Results::default();
+    let mut etcd = EtcdRun::NotAsked;
+    for &backend in &options.backends {
+        let dir = data_root.path().join(backend.name());
+        let outcome = match backend {
+            Backend::Atoll(storage) => {
+                let server = ServerRuntime::start(storage, &dir)?;
+                let target = AtollTarget {
+                    storage,
+                    endpoint: server.endpoint()?,
+                };
+                let outcome = client.block_on(drive(&options, &target, deadline, &mut results));
+                server.stop();
+                outcome
+            }
+            Backend::Etcd => match EtcdProcess::start(&dir) {
+                Ok(Some(process)) => {
+                    etcd = EtcdRun::Ran {
+                        version: process.version.clone(),
+                    };
+                    let outcome = client.block_on(async {
+                        let target = EtcdTarget::connect(&process).await?;
+                        drive(&options, &target, deadline, &mut results).await
+                    });
+                    drop(process);
+                    outcome
+                }
+                Ok(None) => {
+                    etcd = EtcdRun::NotInstalled;
+                    if options.etcd_required {
+                        report.fail(format!(
+                            "etcd was asked for but is not installed: {ETCD_INSTALL}"
+                        ));
+                    }
+                    Ok(())
+                }
+                Err(err) => Err(err),
+            },
+        };
         if let Err(err) = outcome {
-            report.fail(format!("{}: {err:#}", backend_name(storage)));
+            report.fail(format!("{}: {err:#}", backend.name()));
         }
     }
     client.shutdown_timeout(Duration::from_secs(5));
 
-    print_loads(&loads, &mut report);
-    print_watches(&plan, &watches, &mut report);
+    print_loads(&results.loads, &mut report);
+    print_watches(&plan, &results.watches, &mut report);
+    print_comparison(&options, &results, &etcd);
     println!("Total time: {:.1} s.", started.elapsed().as_secs_f64());
     if report.failures.is_empty() {
         return Ok(());
@@ -253,11 +343,21 @@ impl Report {
     }
 }
 
-fn backend_name(storage: StorageKind) -> &'static str {
-    match storage {
-        StorageKind::Sqlite => "sqlite",
-        StorageKind::Memory => "memory",
-    }
+/// Every figure measured, in the order measured.
+#[derive(Default)]
+struct Results {
+    loads: Vec<LoadResult>,
+    watches: Vec<WatchResult>,
+}
+
+/// Whether the etcd part ran.
+enum EtcdRun {
+    /// `--backend` left etcd out.
+    NotAsked,
+    /// No `etcd` on the PATH.
+    NotInstalled,
+    /// etcd started ("etcd 3.4.23").
+    Ran { version: String },
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,6 +395,125 @@ impl ServerRuntime {
         runtime.block_on(server.shutdown());
         runtime.shutdown_timeout(Duration::from_secs(5));
     }
+}
+
+/// An etcd started by the benchmark: free loopback ports, a data directory of its own, killed
+/// when dropped. It never reuses an etcd already running on the machine.
+struct EtcdProcess {
+    child: Child,
+    client_url: String,
+    log: PathBuf,
+    /// "etcd 3.4.23", from `etcd --version`.
+    version: String,
+}
+
+impl EtcdProcess {
+    /// Starts etcd and waits until it says it serves clients; `None` when it is not installed.
+    fn start(dir: &Path) -> anyhow::Result<Option<Self>> {
+        let Some(binary) = on_path("etcd") else {
+            return Ok(None);
+        };
+        let version = Command::new(&binary)
+            .arg("--version")
+            .output()
+            .context("running etcd --version")?;
+        let version = String::from_utf8_lossy(&version.stdout)
+            .lines()
+            .find_map(|line| line.strip_prefix("etcd Version:"))
+            .map_or_else(
+                || "etcd (version unknown)".into(),
+                |v| format!("etcd {}", v.trim()),
+            );
+        std::fs::create_dir_all(dir)?;
+        let client = free_addr()?;
+        let mut peer = free_addr()?;
+        while peer == client {
+            peer = free_addr()?;
+        }
+        if !client.ip().is_loopback() || !peer.ip().is_loopback() {
+            bail!("etcd must listen on loopback only, not {client} and {peer}");
+        }
+        let client_url = format!("http://{client}");
+        let peer_url = format!("http://{peer}");
+        let log = dir.join("etcd.log");
+        let stderr = std::fs::File::create(&log)?;
+        let mut command = Command::new(&binary);
+        // Settings from the environment (ETCD_*) would change what is measured.
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("ETCD_") {
+                command.env_remove(key);
+            }
+        }
+        let child = command
+            .arg("--name")
+            .arg("default")
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .arg("--listen-client-urls")
+            .arg(&client_url)
+            .arg("--advertise-client-urls")
+            .arg(&client_url)
+            .arg("--listen-peer-urls")
+            .arg(&peer_url)
+            .arg("--initial-advertise-peer-urls")
+            .arg(&peer_url)
+            .arg("--initial-cluster")
+            .arg(format!("default={peer_url}"))
+            .arg("--logger")
+            .arg("zap")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .context("starting etcd")?;
+        let mut process = EtcdProcess {
+            child,
+            client_url,
+            log,
+            version,
+        };
+        process.wait_serving()?;
+        Ok(Some(process))
+    }
+
+    fn wait_serving(&mut self) -> anyhow::Result<()> {
+        let give_up = Instant::now() + ETCD_START;
+        loop {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            if let Some(status) = self.child.try_wait()? {
+                bail!("etcd exited with {status}:\n{log}");
+            }
+            // etcd 3.4 says this once it is leader and its client listener is up.
+            if log.contains("serving client traffic")
+                || log.contains("ready to serve client requests")
+            {
+                return Ok(());
+            }
+            if Instant::now() > give_up {
+                bail!("etcd did not serve within {ETCD_START:?}:\n{log}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for EtcdProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The executable `name` in a directory of the PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -423,14 +642,16 @@ fn namespace_body(name: &str) -> String {
 
 /// A ConfigMap with 5 data keys (about 400 bytes of JSON).
 fn config_map_body(name: &str) -> String {
-    let mut data = String::new();
-    for key in 0..5 {
-        if key > 0 {
-            data.push(',');
-        }
+    config_map_json(name, &format!("value 0 of {name}: some configuration text"))
+}
+
+/// A ConfigMap with 5 data keys, the first of them `key-0: first`.
+fn config_map_json(name: &str, first: &str) -> String {
+    let mut data = format!(r#""key-0":"{first}""#);
+    for key in 1..5 {
         let _ = write!(
             data,
-            r#""key-{key}":"value {key} of {name}: some configuration text""#
+            r#","key-{key}":"value {key} of {name}: some configuration text""#
         );
     }
     format!(
@@ -442,33 +663,409 @@ fn config_maps(namespace: &str) -> String {
     format!("/api/v1/namespaces/{namespace}/configmaps")
 }
 
-async fn create_namespace(connection: &mut Connection, name: &str) -> anyhow::Result<()> {
-    connection
-        .call(Call::json(
-            Method::POST,
-            "/api/v1/namespaces".into(),
-            "application/json",
-            namespace_body(name),
-        ))
-        .await?;
-    Ok(())
+// ---------------------------------------------------------------------------------------------
+// What is measured, on atoll and on etcd
+
+/// One kind of request of a load phase, on objects of one namespace.
+#[derive(Clone)]
+enum Workload {
+    /// Creates the object `{prefix}{op}`.
+    Create {
+        namespace: String,
+        prefix: &'static str,
+    },
+    /// Changes the first data key of the object `cm-{op % existing}` (made by a create phase).
+    Update { namespace: String, existing: usize },
+    /// Reads the object `listed-{op % LIST_OBJECTS}`.
+    Get { namespace: String },
+    /// Reads every object of the namespace.
+    List { namespace: String },
+}
+
+/// One client of a load phase: a connection of its own, one request at a time.
+trait Worker: Send + 'static {
+    /// Makes request number `op`.
+    fn run(&mut self, op: usize) -> impl Future<Output = anyhow::Result<()>> + Send;
+    /// Whether the connection broke, so that later requests would fail too.
+    fn broken(&self) -> bool;
+}
+
+/// What the benchmark drives: atoll's API server or etcd.
+trait Target {
+    type Worker: Worker;
+
+    fn backend(&self) -> Backend;
+
+    /// The separate process that serves, whose CPU counts as the server's.
+    fn server_pid(&self) -> Option<u32>;
+
+    /// Opens a connection for `workload`.
+    async fn worker(&self, workload: &Workload) -> anyhow::Result<Self::Worker>;
+
+    /// Makes the namespace (a no-op on etcd, where a namespace is a key prefix).
+    async fn create_namespace(&self, namespace: &str) -> anyhow::Result<()>;
+
+    /// How many objects the namespace holds.
+    async fn count(&self, namespace: &str) -> anyhow::Result<usize>;
+
+    /// Opens a watch of the namespace, waits until the server has taken it, and returns the task
+    /// that reads it until every one of `sent` has arrived or `deadline` passes.
+    async fn watcher(
+        &self,
+        namespace: &str,
+        sent: Arc<Vec<OnceLock<Instant>>>,
+        deadline: Instant,
+    ) -> anyhow::Result<JoinHandle<Watched>>;
+}
+
+/// atoll's API server over HTTPS.
+struct AtollTarget {
+    storage: StorageKind,
+    endpoint: Endpoint,
+}
+
+/// A connection to atoll's API server with its workload.
+struct AtollWorker {
+    connection: Connection,
+    workload: Workload,
+}
+
+impl Worker for AtollWorker {
+    async fn run(&mut self, op: usize) -> anyhow::Result<()> {
+        let call = match &self.workload {
+            Workload::Create { namespace, prefix } => Call::json(
+                Method::POST,
+                config_maps(namespace),
+                "application/json",
+                config_map_body(&format!("{prefix}{op}")),
+            ),
+            Workload::Update {
+                namespace,
+                existing,
+            } => Call::json(
+                Method::PATCH,
+                format!("{}/cm-{}", config_maps(namespace), op % (*existing).max(1)),
+                "application/merge-patch+json",
+                format!(r#"{{"data":{{"key-0":"update {op}"}}}}"#),
+            ),
+            Workload::Get { namespace } => Call::get(format!(
+                "{}/listed-{}",
+                config_maps(namespace),
+                op % LIST_OBJECTS
+            )),
+            Workload::List { namespace } => Call::get(config_maps(namespace)),
+        };
+        self.connection.call(call).await.map(drop)
+    }
+
+    fn broken(&self) -> bool {
+        self.connection.sender.is_closed()
+    }
+}
+
+impl Target for AtollTarget {
+    type Worker = AtollWorker;
+
+    fn backend(&self) -> Backend {
+        Backend::Atoll(self.storage)
+    }
+
+    fn server_pid(&self) -> Option<u32> {
+        None
+    }
+
+    async fn worker(&self, workload: &Workload) -> anyhow::Result<AtollWorker> {
+        Ok(AtollWorker {
+            connection: self.endpoint.connect().await?,
+            workload: workload.clone(),
+        })
+    }
+
+    async fn create_namespace(&self, namespace: &str) -> anyhow::Result<()> {
+        self.endpoint
+            .connect()
+            .await?
+            .call(Call::json(
+                Method::POST,
+                "/api/v1/namespaces".into(),
+                "application/json",
+                namespace_body(namespace),
+            ))
+            .await?;
+        Ok(())
+    }
+
+    async fn count(&self, namespace: &str) -> anyhow::Result<usize> {
+        let mut connection = self.endpoint.connect().await?;
+        let listed = connection.call(Call::get(config_maps(namespace))).await?;
+        Ok(
+            serde_json::from_slice::<serde_json::Value>(&listed)?["items"]
+                .as_array()
+                .map_or(0, Vec::len),
+        )
+    }
+
+    async fn watcher(
+        &self,
+        namespace: &str,
+        sent: Arc<Vec<OnceLock<Instant>>>,
+        deadline: Instant,
+    ) -> anyhow::Result<JoinHandle<Watched>> {
+        let mut connection = self.endpoint.connect().await?;
+        let response = tokio::time::timeout(
+            REQUEST_TIMEOUT,
+            connection.send(Call::get(format!("{}?watch=true", config_maps(namespace)))),
+        )
+        .await
+        .context("the watch did not answer")??;
+        if response.status() != StatusCode::OK {
+            bail!("the watch answered {}", response.status());
+        }
+        let mut body = response.into_body();
+        Ok(tokio::spawn(async move {
+            let _connection = connection;
+            let mut watched = Watched::new(sent.len());
+            let mut buffer = BytesMut::new();
+            while watched.latencies.len() < sent.len() {
+                let frame = match tokio::time::timeout_at(deadline.into(), body.frame()).await {
+                    Ok(Some(Ok(frame))) => frame,
+                    Ok(Some(Err(err))) => {
+                        watched.odd(format!("stream failed: {err}"));
+                        break;
+                    }
+                    Ok(None) => {
+                        watched.odd("the server ended the watch".into());
+                        break;
+                    }
+                    Err(_) => break,
+                };
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                let received = Instant::now();
+                buffer.extend_from_slice(&data);
+                while let Some(end) = buffer.iter().position(|&b| b == b'\n') {
+                    let line = buffer.split_to(end + 1);
+                    match serde_json::from_slice::<WatchEvent>(&line) {
+                        Ok(event) => watched.record(
+                            &event.kind,
+                            &event.object.metadata.name,
+                            received,
+                            &sent,
+                        ),
+                        Err(err) => watched.odd(format!("unreadable event: {err}")),
+                    }
+                }
+            }
+            watched
+        }))
+    }
+}
+
+/// etcd over gRPC, with the keys the Kubernetes API server would use.
+struct EtcdTarget {
+    url: String,
+    pid: u32,
+}
+
+impl EtcdTarget {
+    /// Connects to a started etcd and checks that it answers.
+    async fn connect(process: &EtcdProcess) -> anyhow::Result<Self> {
+        let target = EtcdTarget {
+            url: process.client_url.clone(),
+            pid: process.pid(),
+        };
+        target.client().await?;
+        Ok(target)
+    }
+
+    /// A client on a connection of its own, checked with one read.
+    async fn client(&self) -> anyhow::Result<etcd_client::Client> {
+        let exchange = async {
+            let mut client = etcd_client::Client::connect([self.url.as_str()], None).await?;
+            client.get("/registry/health", None).await?;
+            anyhow::Ok(client)
+        };
+        tokio::time::timeout(REQUEST_TIMEOUT, exchange)
+            .await
+            .with_context(|| format!("etcd at {} did not answer", self.url))?
+            .with_context(|| format!("reaching etcd at {}", self.url))
+    }
+}
+
+/// The key of an object, as the Kubernetes API server lays them out in etcd.
+fn etcd_key(namespace: &str, name: &str) -> String {
+    format!("/registry/configmaps/{namespace}/{name}")
+}
+
+/// The key prefix of a namespace's objects.
+fn etcd_prefix(namespace: &str) -> String {
+    format!("/registry/configmaps/{namespace}/")
+}
+
+/// A connection to etcd with its workload.
+struct EtcdWorker {
+    kv: KvClient,
+    workload: Workload,
+}
+
+impl EtcdWorker {
+    async fn exchange(&mut self, op: usize) -> anyhow::Result<()> {
+        match &self.workload {
+            Workload::Create { namespace, prefix } => {
+                let name = format!("{prefix}{op}");
+                self.kv
+                    .put(etcd_key(namespace, &name), config_map_body(&name), None)
+                    .await?;
+            }
+            Workload::Update {
+                namespace,
+                existing,
+            } => {
+                let name = format!("cm-{}", op % (*existing).max(1));
+                let value = config_map_json(&name, &format!("update {op}"));
+                self.kv.put(etcd_key(namespace, &name), value, None).await?;
+            }
+            Workload::Get { namespace } => {
+                let key = etcd_key(namespace, &format!("listed-{}", op % LIST_OBJECTS));
+                if self.kv.get(key.as_str(), None).await?.kvs().is_empty() {
+                    bail!("{key} is missing");
+                }
+            }
+            Workload::List { namespace } => {
+                let options = GetOptions::new().with_prefix();
+                self.kv.get(etcd_prefix(namespace), Some(options)).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Worker for EtcdWorker {
+    async fn run(&mut self, op: usize) -> anyhow::Result<()> {
+        tokio::time::timeout(REQUEST_TIMEOUT, self.exchange(op))
+            .await
+            .with_context(|| format!("no answer from etcd within {REQUEST_TIMEOUT:?}"))?
+    }
+
+    fn broken(&self) -> bool {
+        // The gRPC channel reconnects by itself.
+        false
+    }
+}
+
+impl Target for EtcdTarget {
+    type Worker = EtcdWorker;
+
+    fn backend(&self) -> Backend {
+        Backend::Etcd
+    }
+
+    fn server_pid(&self) -> Option<u32> {
+        Some(self.pid)
+    }
+
+    async fn worker(&self, workload: &Workload) -> anyhow::Result<EtcdWorker> {
+        Ok(EtcdWorker {
+            kv: self.client().await?.kv_client(),
+            workload: workload.clone(),
+        })
+    }
+
+    async fn create_namespace(&self, _namespace: &str) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    async fn count(&self, namespace: &str) -> anyhow::Result<usize> {
+        let options = GetOptions::new().with_prefix().with_count_only();
+        let counted = self
+            .client()
+            .await?
+            .get(etcd_prefix(namespace), Some(options))
+            .await?;
+        Ok(usize::try_from(counted.count())?)
+    }
+
+    async fn watcher(
+        &self,
+        namespace: &str,
+        sent: Arc<Vec<OnceLock<Instant>>>,
+        deadline: Instant,
+    ) -> anyhow::Result<JoinHandle<Watched>> {
+        let mut client = self.client().await?;
+        let prefix = etcd_prefix(namespace);
+        let mut stream = client
+            .watch(prefix.as_str(), Some(WatchOptions::new().with_prefix()))
+            .await?;
+        let created = tokio::time::timeout(REQUEST_TIMEOUT, stream.message())
+            .await
+            .context("the watch did not answer")??
+            .context("etcd ended the watch at once")?;
+        if !created.created() || created.canceled() {
+            bail!("etcd did not create the watch: {}", created.cancel_reason());
+        }
+        Ok(tokio::spawn(async move {
+            let _client = client;
+            let mut watched = Watched::new(sent.len());
+            while watched.latencies.len() < sent.len() {
+                let response =
+                    match tokio::time::timeout_at(deadline.into(), stream.message()).await {
+                        Ok(Ok(Some(response))) => response,
+                        Ok(Err(err)) => {
+                            watched.odd(format!("stream failed: {err}"));
+                            break;
+                        }
+                        Ok(Ok(None)) => {
+                            watched.odd("etcd ended the watch".into());
+                            break;
+                        }
+                        Err(_) => break,
+                    };
+                let received = Instant::now();
+                if response.canceled() {
+                    watched.odd(format!(
+                        "etcd canceled the watch: {}",
+                        response.cancel_reason()
+                    ));
+                    break;
+                }
+                for event in response.events() {
+                    let Some(kv) = event.kv() else {
+                        watched.odd("an event without its key".into());
+                        continue;
+                    };
+                    let kind = match event.event_type() {
+                        EventType::Put if kv.version() == 1 => "ADDED",
+                        EventType::Put => "MODIFIED",
+                        EventType::Delete => "DELETED",
+                    };
+                    let key = String::from_utf8_lossy(kv.key());
+                    let name = key.strip_prefix(prefix.as_str()).unwrap_or(&key);
+                    watched.record(kind, name, received, &sent);
+                }
+            }
+            watched
+        }))
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // CPU accounting from /proc
 
-/// CPU time used so far by the threads of this process, by side.
+/// CPU time used so far by the threads of this process, by side, and by the server process when
+/// the server runs apart (etcd).
 #[derive(Clone, Copy, Default)]
 struct CpuSample {
     at: Option<Instant>,
-    /// Server threads (every thread but the client's and the main thread), in clock ticks.
+    /// Server threads (every thread but the client's and the main thread), or the separate server
+    /// process, in clock ticks.
     server: u64,
     /// The SQLite writer thread alone.
     writer: u64,
     client: u64,
     /// Every process on the machine (busy time from `/proc/stat`).
     machine: u64,
-    /// This whole process.
+    /// This whole process, and the separate server process.
     process: u64,
 }
 
@@ -483,7 +1080,8 @@ struct CpuUse {
 }
 
 impl CpuSample {
-    fn now() -> Self {
+    /// The CPU used so far; `server` is the separate server process, if the server runs apart.
+    fn now(server: Option<u32>) -> Self {
         let mut sample = CpuSample {
             at: Some(Instant::now()),
             ..Default::default()
@@ -509,6 +1107,11 @@ impl CpuSample {
         // server, the only side that has such threads.
         sample.server = total.saturating_sub(sample.client + harness);
         sample.process = total;
+        if let Some(pid) = server {
+            let apart = read_ticks(Path::new(&format!("/proc/{pid}/stat"))).unwrap_or(0);
+            sample.server = apart;
+            sample.process += apart;
+        }
         sample.machine = machine_busy_ticks().unwrap_or(0);
         sample
     }
@@ -574,28 +1177,59 @@ fn clock_ticks_per_second() -> f64 {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Load phases: creates, updates, lists
+// Load phases: creates, updates, gets, lists
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Operation {
     Create,
     Update,
+    Get,
     List,
 }
+
+const OPERATIONS: [Operation; 4] = [
+    Operation::Create,
+    Operation::Update,
+    Operation::Get,
+    Operation::List,
+];
 
 impl Operation {
     fn name(self) -> &'static str {
         match self {
             Operation::Create => "creates",
             Operation::Update => "updates",
+            Operation::Get => "gets",
             Operation::List => "lists",
+        }
+    }
+
+    /// What one request is, on atoll and on etcd.
+    fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            Operation::Create => (
+                "POST of a ConfigMap with 5 data keys",
+                "put of a new key, the ConfigMap's JSON as value",
+            ),
+            Operation::Update => (
+                "merge-PATCH of one key of an existing ConfigMap",
+                "put over an existing key, the changed ConfigMap's JSON as value",
+            ),
+            Operation::Get => (
+                "GET of one ConfigMap of a namespace holding 100",
+                "range of one key",
+            ),
+            Operation::List => (
+                "LIST of a namespace holding 100 ConfigMaps",
+                "range over a prefix holding 100 keys",
+            ),
         }
     }
 }
 
 /// The result of one load phase at one concurrency level.
 struct LoadResult {
-    storage: StorageKind,
+    backend: Backend,
     operation: Operation,
     clients: usize,
     measured: Measured,
@@ -619,31 +1253,26 @@ impl Measured {
     }
 }
 
-/// Runs `ops` calls made by `make` over `clients` connections, each client one call at a time.
-/// Connections are opened before the clock starts.
-async fn load<F>(
-    endpoint: &Endpoint,
+/// Runs `ops` requests of `workload` over `clients` connections, each client one request at a
+/// time. Connections are opened before the clock starts.
+async fn load<T: Target>(
+    target: &T,
+    workload: &Workload,
     clients: usize,
     ops: usize,
     cap: Duration,
-    make: F,
-) -> anyhow::Result<Measured>
-where
-    F: Fn(usize) -> Call + Send + Sync + 'static,
-{
-    let mut connections = Vec::with_capacity(clients);
+) -> anyhow::Result<Measured> {
+    let mut workers = Vec::with_capacity(clients);
     for _ in 0..clients {
-        connections.push(endpoint.connect().await?);
+        workers.push(target.worker(workload).await?);
     }
-    let make = Arc::new(make);
     let next = Arc::new(AtomicUsize::new(0));
     let first_error = Arc::new(Mutex::new(None::<String>));
-    let before = CpuSample::now();
+    let before = CpuSample::now(target.server_pid());
     let start = Instant::now();
     let stop_at = start + cap;
     let mut tasks = Vec::with_capacity(clients);
-    for mut connection in connections {
-        let make = make.clone();
+    for mut worker in workers {
         let next = next.clone();
         let first_error = first_error.clone();
         tasks.push(tokio::spawn(async move {
@@ -658,14 +1287,14 @@ where
                     break;
                 }
                 let sent = Instant::now();
-                match connection.call(make(op)).await {
-                    Ok(_) => latencies.push(sent.elapsed()),
+                match worker.run(op).await {
+                    Ok(()) => latencies.push(sent.elapsed()),
                     Err(err) => {
                         errors += 1;
                         let mut first = first_error.lock().unwrap_or_else(|e| e.into_inner());
                         first.get_or_insert_with(|| format!("{err:#}"));
-                        // A broken connection would fail every later op: open a new one.
-                        if connection.sender.is_closed() {
+                        // A broken connection would fail every later op.
+                        if worker.broken() {
                             break;
                         }
                     }
@@ -682,7 +1311,7 @@ where
         errors += failed;
     }
     let elapsed = start.elapsed();
-    let cpu = CpuSample::now().since(&before);
+    let cpu = CpuSample::now(target.server_pid()).since(&before);
     latencies.sort_unstable();
     let capped = next.load(Ordering::Relaxed) < ops;
     let first_error = first_error.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -697,17 +1326,16 @@ where
     })
 }
 
-/// Every phase against one server.
-async fn drive(
+/// Every phase against one target.
+async fn drive<T: Target>(
     options: &Options,
-    storage: StorageKind,
-    endpoint: Endpoint,
+    target: &T,
     deadline: Instant,
-    loads: &mut Vec<LoadResult>,
-    watches: &mut Vec<WatchResult>,
+    results: &mut Results,
 ) -> anyhow::Result<()> {
     let plan = &options.plan;
-    let mut admin = endpoint.connect().await?;
+    let backend = target.backend();
+    let pid = target.server_pid();
 
     // Creates, then updates of what was created, each level in a namespace of its own.
     let mut created = [0usize; 3];
@@ -727,57 +1355,30 @@ async fn drive(
                 );
             }
             let namespace = format!("bench-write-{clients}");
-            let path = config_maps(&namespace);
-            if operation == Operation::Create {
-                create_namespace(&mut admin, &namespace).await?;
-            }
-            wait_for_quiet(plan.quiet_wait).await;
-            let measured = match operation {
-                Operation::Create => {
-                    load(
-                        &endpoint,
-                        clients,
-                        plan.creates[level],
-                        plan.phase_cap,
-                        move |op| {
-                            Call::json(
-                                Method::POST,
-                                path.clone(),
-                                "application/json",
-                                config_map_body(&format!("cm-{op}")),
-                            )
-                        },
-                    )
-                    .await?
-                }
-                _ => {
-                    let existing = created[level].max(1);
-                    load(
-                        &endpoint,
-                        clients,
-                        plan.updates[level],
-                        plan.phase_cap,
-                        move |op| {
-                            let name = format!("cm-{}", op % existing);
-                            Call::json(
-                                Method::PATCH,
-                                format!("{path}/{name}"),
-                                "application/merge-patch+json",
-                                format!(r#"{{"data":{{"key-0":"update {op}"}}}}"#),
-                            )
-                        },
-                    )
-                    .await?
-                }
+            let (workload, ops) = if operation == Operation::Create {
+                target.create_namespace(&namespace).await?;
+                let workload = Workload::Create {
+                    namespace,
+                    prefix: "cm-",
+                };
+                (workload, plan.creates[level])
+            } else {
+                let workload = Workload::Update {
+                    namespace,
+                    existing: created[level],
+                };
+                (workload, plan.updates[level])
             };
+            wait_for_quiet(plan.quiet_wait, pid).await;
+            let measured = load(target, &workload, clients, ops, plan.phase_cap).await?;
             if operation == Operation::Create {
                 created[level] = measured.ok;
                 if !options.runs(Phase::Creates) {
                     continue;
                 }
             }
-            loads.push(LoadResult {
-                storage,
+            results.loads.push(LoadResult {
+                backend,
                 operation,
                 clients,
                 measured,
@@ -785,8 +1386,8 @@ async fn drive(
         }
     }
 
-    if options.runs(Phase::Lists) {
-        lists(plan, storage, &endpoint, &mut admin, deadline, loads).await?;
+    if options.runs(Phase::Gets) || options.runs(Phase::Lists) {
+        reads(options, target, deadline, results).await?;
     }
     if options.runs(Phase::Watch) {
         for &watchers in &LEVELS {
@@ -796,74 +1397,82 @@ async fn drive(
                 bail!("the overall time cap passed before the watch with {watchers} watchers");
             }
             let namespace = format!("bench-watch-{watchers}");
-            create_namespace(&mut admin, &namespace).await?;
-            wait_for_quiet(plan.quiet_wait).await;
-            watches.push(watch(plan, storage, &endpoint, &namespace, watchers).await?);
+            target.create_namespace(&namespace).await?;
+            wait_for_quiet(plan.quiet_wait, pid).await;
+            results
+                .watches
+                .push(watch(plan, target, &namespace, watchers).await?);
         }
     }
     Ok(())
 }
 
-/// Lists of a namespace holding exactly [`LIST_OBJECTS`] ConfigMaps.
-async fn lists(
-    plan: &Plan,
-    storage: StorageKind,
-    endpoint: &Endpoint,
-    admin: &mut Connection,
+/// Gets of one object and lists of a namespace holding exactly [`LIST_OBJECTS`] objects.
+async fn reads<T: Target>(
+    options: &Options,
+    target: &T,
     deadline: Instant,
-    loads: &mut Vec<LoadResult>,
+    results: &mut Results,
 ) -> anyhow::Result<()> {
+    let plan = &options.plan;
     let namespace = "bench-list";
-    create_namespace(admin, namespace).await?;
-    for i in 0..LIST_OBJECTS {
-        admin
-            .call(Call::json(
-                Method::POST,
-                config_maps(namespace),
-                "application/json",
-                config_map_body(&format!("listed-{i}")),
-            ))
-            .await?;
-    }
-    let listed = admin.call(Call::get(config_maps(namespace))).await?;
-    let items = serde_json::from_slice::<serde_json::Value>(&listed)?["items"]
-        .as_array()
-        .map_or(0, Vec::len);
-    if items != LIST_OBJECTS {
-        bail!("the list namespace holds {items} ConfigMaps, not {LIST_OBJECTS}");
-    }
-    for (level, &clients) in LEVELS.iter().enumerate() {
-        if Instant::now() >= deadline {
-            bail!("the overall time cap passed before lists at {clients} clients");
-        }
-        let path = config_maps(namespace);
-        wait_for_quiet(plan.quiet_wait).await;
-        let measured = load(
-            endpoint,
-            clients,
-            plan.lists[level],
-            plan.phase_cap,
-            move |_| Call::get(path.clone()),
-        )
+    target.create_namespace(namespace).await?;
+    let mut seeder = target
+        .worker(&Workload::Create {
+            namespace: namespace.into(),
+            prefix: "listed-",
+        })
         .await?;
-        loads.push(LoadResult {
-            storage,
-            operation: Operation::List,
-            clients,
-            measured,
-        });
+    for i in 0..LIST_OBJECTS {
+        seeder.run(i).await?;
+    }
+    let items = target.count(namespace).await?;
+    if items != LIST_OBJECTS {
+        bail!("the list namespace holds {items} objects, not {LIST_OBJECTS}");
+    }
+    let mut phases = Vec::new();
+    if options.runs(Phase::Gets) {
+        let get = Workload::Get {
+            namespace: namespace.into(),
+        };
+        phases.push((Operation::Get, get, plan.gets));
+    }
+    if options.runs(Phase::Lists) {
+        let list = Workload::List {
+            namespace: namespace.into(),
+        };
+        phases.push((Operation::List, list, plan.lists));
+    }
+    for (operation, workload, ops) in phases {
+        for (level, &clients) in LEVELS.iter().enumerate() {
+            if Instant::now() >= deadline {
+                bail!(
+                    "the overall time cap passed before {} at {clients} clients",
+                    operation.name()
+                );
+            }
+            wait_for_quiet(plan.quiet_wait, target.server_pid()).await;
+            let measured = load(target, &workload, clients, ops[level], plan.phase_cap).await?;
+            results.loads.push(LoadResult {
+                backend: target.backend(),
+                operation,
+                clients,
+                measured,
+            });
+        }
     }
     Ok(())
 }
 
 /// Waits, at most `limit`, for a half second in which other processes use less than a fifth of a
-/// core, so that a build running beside the benchmark disturbs it less.
-async fn wait_for_quiet(limit: Duration) {
+/// core, so that a build running beside the benchmark disturbs it less. `server` is the separate
+/// server process, which does not count as other.
+async fn wait_for_quiet(limit: Duration, server: Option<u32>) {
     let give_up = Instant::now() + limit;
     while Instant::now() < give_up {
-        let before = CpuSample::now();
+        let before = CpuSample::now(server);
         tokio::time::sleep(Duration::from_millis(500)).await;
-        if CpuSample::now().since(&before).other < 20.0 {
+        if CpuSample::now(server).since(&before).other < 20.0 {
             return;
         }
     }
@@ -874,7 +1483,7 @@ async fn wait_for_quiet(limit: Duration) {
 
 /// The result of one watch level.
 struct WatchResult {
-    storage: StorageKind,
+    backend: Backend,
     watchers: usize,
     /// Writes the writer made successfully.
     written: usize,
@@ -891,7 +1500,7 @@ struct WatchResult {
     cpu: CpuUse,
 }
 
-/// The part of a watch event the benchmark reads.
+/// The part of an atoll watch event the benchmark reads.
 #[derive(Deserialize)]
 struct WatchEvent {
     #[serde(rename = "type")]
@@ -916,10 +1525,38 @@ struct Watched {
     anomaly: Option<String>,
 }
 
-async fn watch(
+impl Watched {
+    fn new(events: usize) -> Self {
+        Watched {
+            latencies: Vec::with_capacity(events),
+            anomaly: None,
+        }
+    }
+
+    /// Notes the first odd thing the watcher saw.
+    fn odd(&mut self, what: String) {
+        self.anomaly.get_or_insert(what);
+    }
+
+    /// Records one event (`kind` in the Kubernetes watch's words) of the object `name`, read at
+    /// `received`: the latency from its write's send, or what was odd about it.
+    fn record(&mut self, kind: &str, name: &str, received: Instant, sent: &[OnceLock<Instant>]) {
+        let index = name
+            .strip_prefix("w-")
+            .and_then(|i| i.parse::<usize>().ok());
+        match (kind, index.and_then(|i| sent.get(i))) {
+            ("ADDED", Some(slot)) => match slot.get() {
+                Some(at) => self.latencies.push(received.duration_since(*at)),
+                None => self.odd("an event arrived before its write was sent".into()),
+            },
+            (kind, _) => self.odd(format!("unexpected {kind} event for {name:?}")),
+        }
+    }
+}
+
+async fn watch<T: Target>(
     plan: &Plan,
-    storage: StorageKind,
-    endpoint: &Endpoint,
+    target: &T,
     namespace: &str,
     watchers: usize,
 ) -> anyhow::Result<WatchResult> {
@@ -929,89 +1566,39 @@ async fn watch(
     let period = Duration::from_secs_f64(1.0 / f64::from(plan.watch_rate));
     let writing_time = period * u32::try_from(events).unwrap_or(u32::MAX);
 
-    // Open every watch and wait for its response head before writing.
-    let mut streams = Vec::with_capacity(watchers);
-    for _ in 0..watchers {
-        let mut connection = endpoint.connect().await?;
-        let response = tokio::time::timeout(
-            REQUEST_TIMEOUT,
-            connection.send(Call::get(format!("{}?watch=true", config_maps(namespace)))),
-        )
-        .await
-        .context("the watch did not answer")??;
-        if response.status() != StatusCode::OK {
-            bail!("the watch answered {}", response.status());
-        }
-        streams.push((connection, response.into_body()));
-    }
+    // Open every watch and wait until the server has taken it before writing.
+    let watch_deadline = Instant::now() + REQUEST_TIMEOUT + writing_time + WATCH_GRACE * 2;
     let mut tasks = Vec::with_capacity(watchers);
-    let watch_deadline = Instant::now() + writing_time + WATCH_GRACE * 2;
-    for (connection, mut body) in streams {
-        let sent = sent.clone();
-        tasks.push(tokio::spawn(async move {
-            let _connection = connection;
-            let mut watched = Watched {
-                latencies: Vec::with_capacity(events),
-                anomaly: None,
-            };
-            let mut buffer = BytesMut::new();
-            while watched.latencies.len() < events {
-                let frame = match tokio::time::timeout_at(watch_deadline.into(), body.frame()).await
-                {
-                    Ok(Some(Ok(frame))) => frame,
-                    Ok(Some(Err(err))) => {
-                        watched
-                            .anomaly
-                            .get_or_insert(format!("stream failed: {err}"));
-                        break;
-                    }
-                    Ok(None) => {
-                        watched
-                            .anomaly
-                            .get_or_insert("the server ended the watch".into());
-                        break;
-                    }
-                    Err(_) => break,
-                };
-                let Ok(data) = frame.into_data() else {
-                    continue;
-                };
-                let received = Instant::now();
-                buffer.extend_from_slice(&data);
-                while let Some(end) = buffer.iter().position(|&b| b == b'\n') {
-                    let line = buffer.split_to(end + 1);
-                    record(&line, received, &sent, &mut watched);
-                }
-            }
-            watched
-        }));
+    for _ in 0..watchers {
+        tasks.push(
+            target
+                .watcher(namespace, sent.clone(), watch_deadline)
+                .await?,
+        );
     }
 
-    let before = CpuSample::now();
+    let before = CpuSample::now(target.server_pid());
     let start = Instant::now();
-    let mut writer = endpoint.connect().await?;
+    let workload = Workload::Create {
+        namespace: namespace.into(),
+        prefix: "w-",
+    };
+    let mut writer = target.worker(&workload).await?;
     let mut write_latencies = Vec::with_capacity(events);
     let mut write_errors = 0;
     let mut first_write_error = None;
-    let path = config_maps(namespace);
     for (i, slot) in sent.iter().enumerate() {
         tokio::time::sleep_until((start + period * u32::try_from(i).unwrap_or(u32::MAX)).into())
             .await;
-        let call = Call::json(
-            Method::POST,
-            path.clone(),
-            "application/json",
-            config_map_body(&format!("w-{i}")),
-        );
         let at = Instant::now();
         let _ = slot.set(at);
-        match writer.call(call).await {
-            Ok(_) => write_latencies.push(at.elapsed()),
+        match writer.run(i).await {
+            Ok(()) => write_latencies.push(at.elapsed()),
             Err(err) => {
                 write_errors += 1;
                 first_write_error.get_or_insert(format!("{err:#}"));
-                if writer.sender.is_closed() {
-                    writer = endpoint.connect().await?;
+                if writer.broken() {
+                    writer = target.worker(&workload).await?;
                 }
             }
         }
@@ -1028,11 +1615,11 @@ async fn watch(
         }
     }
     let elapsed = start.elapsed();
-    let cpu = CpuSample::now().since(&before);
+    let cpu = CpuSample::now(target.server_pid()).since(&before);
     latencies.sort_unstable();
     write_latencies.sort_unstable();
     Ok(WatchResult {
-        storage,
+        backend: target.backend(),
         watchers,
         written: write_latencies.len(),
         write_errors,
@@ -1043,41 +1630,6 @@ async fn watch(
         anomaly,
         cpu,
     })
-}
-
-/// Records one event line: the latency from its write's send, or what was odd about it.
-fn record(line: &[u8], received: Instant, sent: &[OnceLock<Instant>], watched: &mut Watched) {
-    let event: WatchEvent = match serde_json::from_slice(line) {
-        Ok(event) => event,
-        Err(err) => {
-            watched
-                .anomaly
-                .get_or_insert(format!("unreadable event: {err}"));
-            return;
-        }
-    };
-    let index = event
-        .object
-        .metadata
-        .name
-        .strip_prefix("w-")
-        .and_then(|i| i.parse::<usize>().ok());
-    match (event.kind.as_str(), index.and_then(|i| sent.get(i))) {
-        ("ADDED", Some(slot)) => match slot.get() {
-            Some(at) => watched.latencies.push(received.duration_since(*at)),
-            None => {
-                watched
-                    .anomaly
-                    .get_or_insert("an event arrived before its write was sent".into());
-            }
-        },
-        (kind, _) => {
-            watched.anomaly.get_or_insert(format!(
-                "unexpected {kind} event for {:?}",
-                event.object.metadata.name
-            ));
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1200,30 +1752,44 @@ fn quantile(sorted: &[Duration], q: f64) -> f64 {
     sorted[index].as_secs_f64() * 1000.0
 }
 
+/// A CPU figure, or a dash where the column does not apply.
+fn percent_or_dash(value: f64, applies: bool) -> String {
+    if applies {
+        format!("{value:.0}")
+    } else {
+        "–".into()
+    }
+}
+
 fn print_loads(loads: &[LoadResult], report: &mut Report) {
-    for operation in [Operation::Create, Operation::Update, Operation::List] {
+    for operation in OPERATIONS {
         if !loads.iter().any(|r| r.operation == operation) {
             continue;
         }
+        let (atoll, etcd) = operation.describe();
         let mut table = String::new();
         let _ = writeln!(
             table,
-            "## {} ({})\n\n\
+            "## {} ({atoll}{})\n\n\
              | backend | clients | ops | errors | elapsed s | {}/s | p50 ms | p99 ms | server CPU % | (writer %) | client CPU % | other CPU % |\n\
              |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             operation.name(),
-            match operation {
-                Operation::Create => "POST of a ConfigMap with 5 data keys",
-                Operation::Update => "merge-PATCH of one key of an existing ConfigMap",
-                Operation::List => "LIST of a namespace holding 100 ConfigMaps",
+            if loads
+                .iter()
+                .any(|r| r.operation == operation && r.backend == Backend::Etcd)
+            {
+                format!("; etcd: {etcd}")
+            } else {
+                String::new()
             },
             operation.name(),
         );
         for result in loads.iter().filter(|r| r.operation == operation) {
+            let atoll = result.backend != Backend::Etcd;
             let _ = writeln!(
                 table,
-                "| {} | {} | {}{} | {} | {:.2} | {:.0} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} |",
-                backend_name(result.storage),
+                "| {} | {} | {}{} | {} | {:.2} | {:.0} | {:.2} | {:.2} | {:.0} | {} | {:.0} | {:.0} |",
+                result.backend.name(),
                 result.clients,
                 result.measured.ok,
                 if result.measured.capped {
@@ -1237,14 +1803,14 @@ fn print_loads(loads: &[LoadResult], report: &mut Report) {
                 quantile(&result.measured.latencies, 0.5),
                 quantile(&result.measured.latencies, 0.99),
                 result.measured.cpu.server,
-                result.measured.cpu.writer,
+                percent_or_dash(result.measured.cpu.writer, atoll),
                 result.measured.cpu.client,
                 result.measured.cpu.other,
             );
             if result.measured.errors > 0 {
                 report.fail(format!(
                     "{} {} at {} clients: {} failed, first: {}",
-                    backend_name(result.storage),
+                    result.backend.name(),
                     operation.name(),
                     result.clients,
                     result.measured.errors,
@@ -1265,7 +1831,9 @@ fn print_watches(plan: &Plan, watches: &[WatchResult], report: &mut Report) {
         table,
         "## Watch delivery\n\n\
          One writer creates ConfigMaps at {} per second into a namespace that every watcher \
-         watches; latency runs from the write's send to a watcher's read of its event.\n\n\
+         watches (etcd: puts new keys under a prefix that every watcher watches, each watcher on \
+         a connection of its own); latency runs from the write's send to a watcher's read of its \
+         event.\n\n\
          | backend | watchers | writes | elapsed s | events per watcher (min / max of {}) | deliveries | p50 ms | p99 ms | max ms | write p50 ms | server CPU % | (writer %) | client CPU % | other CPU % |\n\
          |---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         plan.watch_rate, plan.watch_events,
@@ -1275,8 +1843,8 @@ fn print_watches(plan: &Plan, watches: &[WatchResult], report: &mut Report) {
         let max = result.received.iter().copied().max().unwrap_or(0);
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {:.2} | {min} / {max} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} |",
-            backend_name(result.storage),
+            "| {} | {} | {} | {:.2} | {min} / {max} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.0} | {} | {:.0} | {:.0} |",
+            result.backend.name(),
             result.watchers,
             result.written,
             result.elapsed.as_secs_f64(),
@@ -1286,14 +1854,14 @@ fn print_watches(plan: &Plan, watches: &[WatchResult], report: &mut Report) {
             quantile(&result.latencies, 1.0),
             quantile(&result.write_latencies, 0.5),
             result.cpu.server,
-            result.cpu.writer,
+            percent_or_dash(result.cpu.writer, result.backend != Backend::Etcd),
             result.cpu.client,
             result.cpu.other,
         );
         if result.write_errors > 0 || min < plan.watch_events || result.anomaly.is_some() {
             report.fail(format!(
                 "{} watch with {} watchers: {} write(s) failed, {} of {} watchers got every event{}",
-                backend_name(result.storage),
+                result.backend.name(),
                 result.watchers,
                 result.write_errors,
                 result.received.iter().filter(|&&n| n == plan.watch_events).count(),
@@ -1307,4 +1875,193 @@ fn print_watches(plan: &Plan, watches: &[WatchResult], report: &mut Report) {
         }
     }
     println!("{table}");
+}
+
+/// `a / b` with two decimals, or a dash when either is missing.
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 && a.is_finite() && b.is_finite() => format!("{:.2}", a / b),
+        _ => "–".into(),
+    }
+}
+
+/// A figure with `decimals` decimals, or a dash when it is missing.
+fn figure(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "–".into(), |v| format!("{v:.decimals$}"))
+}
+
+/// The side-by-side table: both atoll backends against etcd, with the ratios atoll/etcd.
+fn print_comparison(options: &Options, results: &Results, etcd: &EtcdRun) {
+    let version = match etcd {
+        EtcdRun::NotAsked => return,
+        EtcdRun::NotInstalled => {
+            println!(
+                "## atoll against etcd\n\nskipped: etcd is not installed (no `etcd` on the PATH). \
+                 Install it with: {ETCD_INSTALL}\n"
+            );
+            return;
+        }
+        EtcdRun::Ran { version } => version,
+    };
+    let sqlite = Backend::Atoll(StorageKind::Sqlite);
+    let memory = Backend::Atoll(StorageKind::Memory);
+    let rate = |backend: Backend, operation: Operation, clients: usize| {
+        results
+            .loads
+            .iter()
+            .find(|r| r.backend == backend && r.operation == operation && r.clients == clients)
+            .map(|r| r.measured.rate())
+    };
+    let mut table = String::new();
+    let _ = writeln!(
+        table,
+        "## atoll against etcd\n\n\
+         {version} (started by the benchmark on loopback, data directory on the same filesystem, \
+         WAL fsynced at every commit), driven directly over gRPC with one connection per client; \
+         values are the ConfigMap's JSON ({} bytes) under `/registry/configmaps/NAMESPACE/NAME`; \
+         reads are etcd's default linearizable ranges. atoll's figures include the whole \
+         Kubernetes API: HTTPS, authentication, decoding, defaulting, validation, the object's \
+         metadata and the watch fan-out. Ratios are atoll/etcd: above 1 atoll is faster. Server \
+         and client share the machine's cores, so a client that costs more CPU per request \
+         (etcd's gRPC client against atoll's lean HTTP/1.1 one) lowers its server's figure too: \
+         the CPU table after this one tells each side's own cost.\n\n\
+         | op | clients | atoll sqlite /s | atoll memory /s | etcd /s | ratio sqlite/etcd | ratio memory/etcd |\n\
+         |---|---:|---:|---:|---:|---:|---:|",
+        config_map_body("cm-0").len(),
+    );
+    let mut rows = 0;
+    for operation in OPERATIONS {
+        for &clients in &LEVELS {
+            let (s, m, e) = (
+                rate(sqlite, operation, clients),
+                rate(memory, operation, clients),
+                rate(Backend::Etcd, operation, clients),
+            );
+            if s.is_none() && m.is_none() && e.is_none() {
+                continue;
+            }
+            rows += 1;
+            let _ = writeln!(
+                table,
+                "| {} | {clients} | {} | {} | {} | {} | {} |",
+                operation.name(),
+                figure(s, 0),
+                figure(m, 0),
+                figure(e, 0),
+                ratio(s, e),
+                ratio(m, e),
+            );
+        }
+    }
+    if rows == 0 {
+        table.clear();
+        let _ = writeln!(table, "## atoll against etcd ({version})\n");
+    }
+    let target: Vec<String> = [Operation::Create, Operation::Update]
+        .into_iter()
+        .filter_map(|operation| {
+            let s = rate(sqlite, operation, 100)?;
+            let e = rate(Backend::Etcd, operation, 100)?;
+            let verdict = if s >= e { "met" } else { "not met" };
+            Some(format!("{} {:.2} ({verdict})", operation.name(), s / e))
+        })
+        .collect();
+    if !target.is_empty() {
+        let _ = writeln!(
+            table,
+            "\nTarget, atoll over SQLite at least as fast as etcd at 100 clients (ratio ≥ 1.00): {}.",
+            target.join(", ")
+        );
+    }
+    print_cpu_per_op(&mut table, results);
+    if options.runs(Phase::Watch) && !results.watches.is_empty() {
+        let latency = |backend: Backend, watchers: usize, q: f64| {
+            results
+                .watches
+                .iter()
+                .find(|w| w.backend == backend && w.watchers == watchers)
+                .map(|w| quantile(&w.latencies, q))
+        };
+        let _ = writeln!(
+            table,
+            "\nWatch delivery, one writer at {} writes/s: latency from a write's send to a \
+             watcher's read of its event. Ratios are atoll/etcd latency: below 1 atoll delivers \
+             sooner.\n\n\
+             | watchers | sqlite p50 ms | sqlite p99 ms | memory p50 ms | memory p99 ms | etcd p50 ms | etcd p99 ms | sqlite/etcd p50 | sqlite/etcd p99 | memory/etcd p50 | memory/etcd p99 |\n\
+             |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            options.plan.watch_rate,
+        );
+        for &watchers in &LEVELS {
+            let [s50, s99, m50, m99, e50, e99] = [
+                latency(sqlite, watchers, 0.5),
+                latency(sqlite, watchers, 0.99),
+                latency(memory, watchers, 0.5),
+                latency(memory, watchers, 0.99),
+                latency(Backend::Etcd, watchers, 0.5),
+                latency(Backend::Etcd, watchers, 0.99),
+            ];
+            let _ = writeln!(
+                table,
+                "| {watchers} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                figure(s50, 2),
+                figure(s99, 2),
+                figure(m50, 2),
+                figure(m99, 2),
+                figure(e50, 2),
+                figure(e99, 2),
+                ratio(s50, e50),
+                ratio(s99, e99),
+                ratio(m50, e50),
+                ratio(m99, e99),
+            );
+        }
+    }
+    println!("{table}");
+}
+
+/// CPU time per request, server's and client's, of each backend: what bounds a figure when the
+/// server and the client together fill the machine's cores.
+fn print_cpu_per_op(table: &mut String, results: &Results) {
+    let per_op = |backend: Backend, operation: Operation, clients: usize| {
+        results
+            .loads
+            .iter()
+            .find(|r| r.backend == backend && r.operation == operation && r.clients == clients)
+            .filter(|r| r.measured.ok > 0)
+            .map(|r| {
+                let micros = |percent: f64| percent / 100.0 / r.measured.rate() * 1e6;
+                format!(
+                    "{:.0} / {:.0}",
+                    micros(r.measured.cpu.server),
+                    micros(r.measured.cpu.client)
+                )
+            })
+            .unwrap_or_else(|| "–".into())
+    };
+    let _ = writeln!(
+        table,
+        "\nCPU per request, server / client, in µs (server: atoll's server threads, or the etcd \
+         process).\n\n\
+         | op | clients | atoll sqlite | atoll memory | etcd |\n\
+         |---|---:|---:|---:|---:|"
+    );
+    for operation in OPERATIONS {
+        for &clients in &LEVELS {
+            if !results
+                .loads
+                .iter()
+                .any(|r| r.operation == operation && r.clients == clients)
+            {
+                continue;
+            }
+            let _ = writeln!(
+                table,
+                "| {} | {clients} | {} | {} | {} |",
+                operation.name(),
+                per_op(Backend::Atoll(StorageKind::Sqlite), operation, clients),
+                per_op(Backend::Atoll(StorageKind::Memory), operation, clients),
+                per_op(Backend::Etcd, operation, clients),
+            );
+        }
+    }
 }

@@ -1280,6 +1280,40 @@ fn wait_delete_diff_auth() {
             .stdout_is("yes");
     });
 
+    s.step("create token and auth whoami", || {
+        k.run(&["create", "serviceaccount", "builder"])
+            .success()
+            .stdout_is("serviceaccount/builder created");
+        let token = k
+            .run(&["create", "token", "builder", "--duration=15m"])
+            .success()
+            .stdout
+            .trim()
+            .to_owned();
+        assert_eq!(token.len(), 64, "a bearer token: {token}");
+        k.run(&[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ])
+        .success()
+        .stdout_is("atoll-admin");
+        k.run(&[
+            "auth",
+            "whoami",
+            "--token",
+            &token,
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ])
+        .success()
+        .stdout_is("system:serviceaccount:default:builder");
+        k.run(&["create", "token", "nobody"])
+            .failure()
+            .stderr_has("serviceaccounts \"nobody\" not found");
+    });
+
     s.finish();
 }
 

@@ -90,6 +90,7 @@ fn message_for(api_version: &str, kind: &str) -> Option<&'static Message> {
             &catalog::SELF_SUBJECT_ACCESS_REVIEW
         }
         ("authentication.k8s.io/v1", "TokenRequest") => &catalog::TOKEN_REQUEST,
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => &catalog::SELF_SUBJECT_REVIEW,
         // The other `kubectl create` generators.
         ("v1", "Service") => &catalog::SERVICE,
         ("v1", "ResourceQuota") => &catalog::RESOURCE_QUOTA,

@@ -126,6 +126,13 @@ pub(super) static TOKEN_REQUEST: Message = Message::new(
     ],
 );
 
+/// `authentication/v1 SelfSubjectReview` (`kubectl auth whoami`): the request carries only
+/// metadata; the status is the server's answer.
+pub(super) static SELF_SUBJECT_REVIEW: Message = Message::new(
+    "SelfSubjectReview",
+    &[f(1, "metadata", Object(&OBJECT_META), Single, Omit)],
+);
+
 /// `batch/v1 Job`.
 pub(super) static JOB: Message = Message::new(
     "Job",
