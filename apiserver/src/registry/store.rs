@@ -531,39 +531,11 @@ impl Store {
                 PatchType::Merge => patch::merge_patch(&mut patched, &patch_doc),
                 PatchType::Strategic => {
                     let meta = patch::strategic::BuiltinPatchMeta::for_kind(&rt.group, &rt.kind);
-                    patch::strategic::apply(&mut patched, &patch_doc, &meta).map_err(|err| {
-                        if err.is_bad_request() {
-                            Error::BadRequest(err.to_string())
-                        } else {
-                            Error::invalid(
-                                &rt.qualified_kind(),
-                                rt.target(name),
-                                vec![validation::FieldError {
-                                    cause: validation::CauseType::Invalid,
-                                    field: String::new(),
-                                    message: err.to_string(),
-                                    value: None,
-                                }],
-                            )
-                        }
-                    })?
+                    patch::strategic::apply(&mut patched, &patch_doc, &meta)
+                        .map_err(|err| patch_failed(rt, name, err.is_bad_request(), &err))?
                 }
-                PatchType::Json => patch::json_patch(&mut patched, &patch_doc).map_err(|err| {
-                    if err.is_malformed() {
-                        Error::BadRequest(err.to_string())
-                    } else {
-                        Error::invalid(
-                            &rt.qualified_kind(),
-                            rt.target(name),
-                            vec![validation::FieldError {
-                                cause: validation::CauseType::Invalid,
-                                field: String::new(),
-                                message: err.to_string(),
-                                value: None,
-                            }],
-                        )
-                    }
-                })?,
+                PatchType::Json => patch::json_patch(&mut patched, &patch_doc)
+                    .map_err(|err| patch_failed(rt, name, err.is_malformed(), &err))?,
                 PatchType::Apply => unreachable!("apply is handled above"),
             }
             if !patched.is_object() {
@@ -1223,6 +1195,28 @@ fn conflict(rt: &ResourceType, name: &str) -> Error {
         target: rt.target(name),
         reason: MODIFIED.into(),
     }
+}
+
+/// A patch that could not be applied: 400 when the patch itself is malformed, otherwise 422.
+fn patch_failed(
+    rt: &ResourceType,
+    name: &str,
+    malformed: bool,
+    err: &dyn std::fmt::Display,
+) -> Error {
+    if malformed {
+        return Error::BadRequest(err.to_string());
+    }
+    Error::invalid(
+        &rt.qualified_kind(),
+        rt.target(name),
+        vec![validation::FieldError {
+            cause: validation::CauseType::Invalid,
+            field: String::new(),
+            message: err.to_string(),
+            value: None,
+        }],
+    )
 }
 
 fn apply_error(rt: &ResourceType, name: &str, err: apply::ApplyError) -> Error {
