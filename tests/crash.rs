@@ -171,3 +171,20 @@ async fn up_writes_the_hub_kubeconfig_and_reuses_its_ca() {
     .await
     .unwrap();
 }
+
+#[tokio::test]
+async fn a_second_server_on_the_same_data_directory_is_refused() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("member");
+        let _first = Process::apiserver(&data, free_addr().unwrap()).unwrap();
+        let second = Process::apiserver(&data, free_addr().unwrap());
+        let err = second
+            .err()
+            .expect("the second start must fail")
+            .to_string();
+        assert!(err.contains("is in use by another atoll process"), "{err}");
+    })
+    .await
+    .unwrap();
+}

@@ -90,6 +90,8 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("the data directory {path} is in use by another atoll process")]
+    DataDirInUse { path: PathBuf },
     #[error("cannot open storage")]
     Storage(#[from] storage::Error),
     #[error("cannot set up TLS")]
@@ -108,6 +110,8 @@ pub enum Error {
 
 /// A running API server.
 pub struct Server {
+    /// Held for the server's life: one process per data directory.
+    _lock: std::fs::File,
     addr: SocketAddr,
     kubeconfig: PathBuf,
     admin_token: String,
@@ -125,6 +129,7 @@ impl Server {
             path: config.data_dir.clone(),
             source,
         })?;
+        let lock = lock_data_dir(&config.data_dir)?;
         let backend: Arc<dyn Backend> = match config.storage {
             StorageKind::Sqlite => {
                 let path = config.data_dir.join("state.db");
@@ -206,6 +211,7 @@ impl Server {
             tokio::spawn(serve::run(listener, tls, http::router(state), shutdown_rx)),
         ];
         Ok(Server {
+            _lock: lock,
             addr,
             kubeconfig,
             admin_token,
@@ -263,6 +269,28 @@ impl Server {
         for task in self.tasks {
             let _ = task.await;
         }
+    }
+}
+
+/// Takes the data directory's lock file, so that a second server on the same directory fails
+/// at start instead of writing the same database.
+fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, Error> {
+    let path = dir.join("lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| Error::DataDir {
+            path: path.clone(),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::DataDirInUse {
+            path: dir.to_owned(),
+        }),
+        Err(std::fs::TryLockError::Error(source)) => Err(Error::DataDir { path, source }),
     }
 }
 
