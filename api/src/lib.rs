@@ -3,11 +3,15 @@
 //! generation.
 //!
 //! Types only: this crate must not depend on a Kubernetes client, networking, or any other atoll
-//! crate. The types arrive with the inventory issue; today the crate holds the names every part
-//! already agrees on.
+//! crate. It uses `kube-core` and `kube-derive`, never the `kube` client.
 
-/// The inventory namespace on the hub, where ClusterProfiles live.
-pub const INVENTORY_NAMESPACE: &str = "fleet-system";
+pub mod clusterset;
+pub mod crd;
+pub mod hosted;
+pub mod inventory;
+pub mod names;
+pub mod placement;
+mod schema;
+pub mod work;
 
-/// The namespace on the hub for atoll's own internals (CA, hashed credentials, bootstrap tokens).
-pub const SYSTEM_NAMESPACE: &str = "atoll-system";
+pub use names::{INVENTORY_NAMESPACE, SYSTEM_NAMESPACE};

@@ -1,0 +1,54 @@
+//! Well-known names every part of atoll agrees on: namespaces, labels, ClusterProperty names and
+//! condition types.
+
+/// The inventory namespace on the hub, where ClusterProfiles live.
+pub const INVENTORY_NAMESPACE: &str = "fleet-system";
+
+/// The namespace on the hub for atoll's own internals (CA, hashed credentials, bootstrap tokens).
+pub const SYSTEM_NAMESPACE: &str = "atoll-system";
+
+/// The default namespace of HostedClusters on the hub.
+pub const HOSTED_CLUSTERS_NAMESPACE: &str = "clusters";
+
+/// The name atoll uses as cluster manager (`spec.clusterManager.name` and the label value).
+pub const CLUSTER_MANAGER_NAME: &str = "atoll";
+
+/// Label on a ClusterProfile naming its cluster manager; its value equals
+/// `spec.clusterManager.name`.
+pub const LABEL_CLUSTER_MANAGER: &str = "x-k8s.io/cluster-manager";
+
+/// Label on a ClusterProfile naming the ClusterSet the cluster belongs to.
+pub const LABEL_CLUSTER_SET: &str = "multicluster.x-k8s.io/clusterset";
+
+/// ClusterProperty holding the cluster ID, unique within its ClusterSet.
+pub const PROPERTY_CLUSTER_ID: &str = "cluster.clusterset.k8s.io";
+
+/// ClusterProperty naming the ClusterSet a member cluster belongs to; absent outside a set.
+pub const PROPERTY_CLUSTER_SET: &str = "clusterset.k8s.io";
+
+/// ClusterProfile condition: the member's control plane is healthy.
+pub const CONDITION_CONTROL_PLANE_HEALTHY: &str = "ControlPlaneHealthy";
+
+/// ClusterProfile condition: the cluster is under management by the cluster manager.
+pub const CONDITION_JOINED: &str = "Joined";
+
+/// Work condition: the manifests were applied.
+pub const CONDITION_APPLIED: &str = "Applied";
+
+/// Work and WorkPlacement condition: a rollout is under way.
+pub const CONDITION_PROGRESSING: &str = "Progressing";
+
+/// Work and WorkPlacement condition: the applied resources are available.
+pub const CONDITION_AVAILABLE: &str = "Available";
+
+/// Work and WorkPlacement condition: the applied resources do not match their desired state.
+pub const CONDITION_DEGRADED: &str = "Degraded";
+
+/// ClusterSet and HostedCluster condition: the object is ready for use.
+pub const CONDITION_READY: &str = "Ready";
+
+/// Finalizer on a Work, removed once the member cluster has deleted what it applied.
+pub const FINALIZER_WORK_CLEANUP: &str = "multicluster.x-k8s.io/work-cleanup";
+
+/// Field manager the work agent applies manifests with.
+pub const FIELD_MANAGER_WORK_AGENT: &str = "atoll-work-agent";
