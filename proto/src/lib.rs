@@ -1,4 +1,15 @@
 //! atoll-proto: the hub-agent gRPC protocol (`atoll.hub.v1`): join, heartbeat, one sync stream and
-//! status reports, with generated code committed so that building needs no `protoc`.
+//! status reports. The protocol is `proto/atoll/hub/v1/hub.proto`; the Rust code generated from it
+//! is committed in `src/generated/`, so building needs no `protoc`. `tests/generated.rs` fails when
+//! the two drift apart and says how to regenerate.
 //!
-//! Must not depend on any other atoll crate. The protocol arrives with the inventory issue.
+//! Must not depend on any other atoll crate.
+
+/// `atoll.hub.v1`: messages, the `Hub` client and the `Hub` server trait.
+pub mod v1 {
+    #![allow(clippy::all, clippy::pedantic, missing_docs, rust_2018_idioms)]
+    include!("generated/atoll.hub.v1.rs");
+}
+
+/// The metadata key every call carries its token in, as `Bearer <token>`.
+pub const AUTHORIZATION: &str = "authorization";
