@@ -346,6 +346,16 @@ pub fn validate_property_update(
     Ok(())
 }
 
+/// The longest ClusterProfile property value (the inventory API's limit, tighter than
+/// ClusterProperty's).
+pub const PROFILE_PROPERTY_VALUE_MAX_CHARS: usize = 1024;
+
+/// Whether `s` is an RFC 1123 DNS label: 1 to 63 lower-case alphanumerics and `-`, starting and
+/// ending alphanumeric. Cluster names are labels, since each names a namespace on the hub.
+pub fn is_dns_label(s: &str) -> bool {
+    s.len() <= 63 && !s.contains('.') && is_dns_subdomain(s)
+}
+
 /// Whether `s` is an RFC 1123 DNS subdomain: at most 253 characters, dot-separated labels of
 /// lower-case alphanumerics and `-` that start and end alphanumeric.
 pub fn is_dns_subdomain(s: &str) -> bool {

@@ -60,15 +60,35 @@ impl CertificateAuthority {
                 common_name: common_name.to_owned(),
             });
         }
+        let ca = Self::generate(common_name)?;
+        write_private(&key_path, ca.key_pem().as_bytes())?;
+        write(&cert_path, ca.cert_pem.as_bytes())?;
+        Ok(ca)
+    }
+
+    /// Generates a new CA, kept only in memory until the caller stores [`Self::key_pem`].
+    pub fn generate(common_name: &str) -> Result<Self> {
         let key = KeyPair::generate()?;
         let cert_pem = ca_params(common_name)?.self_signed(&key)?.pem();
-        write_private(&key_path, key.serialize_pem().as_bytes())?;
-        write(&cert_path, cert_pem.as_bytes())?;
         Ok(Self {
             cert_pem,
             key,
             common_name: common_name.to_owned(),
         })
+    }
+
+    /// A CA from its PEM certificate and key, as [`Self::generate`] made them.
+    pub fn from_pem(cert_pem: &str, key_pem: &str, common_name: &str) -> Result<Self> {
+        Ok(Self {
+            cert_pem: cert_pem.to_owned(),
+            key: KeyPair::from_pem(key_pem)?,
+            common_name: common_name.to_owned(),
+        })
+    }
+
+    /// The CA's private key, PEM encoded.
+    pub fn key_pem(&self) -> String {
+        self.key.serialize_pem()
     }
 
     /// The CA certificate, PEM encoded, as clients pin it.

@@ -5,7 +5,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod client;
+mod clusters;
+mod clustersets;
 mod logging;
+mod output;
+mod tokens;
 mod up;
 
 /// mimalloc: the API server allocates many small JSON values per request, and glibc's malloc
@@ -19,16 +24,41 @@ struct Cli {
     /// Log format.
     #[arg(long, global = true, env = "ATOLL_LOG_FORMAT", value_enum, default_value_t = logging::Format::Plain)]
     log_format: logging::Format,
+    /// The hub's kubeconfig [default: $KUBECONFIG, else .atoll/hub.kubeconfig when it exists,
+    /// else ~/.kube/config].
+    #[arg(long, global = true, env = "ATOLL_KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Start the embedded hub in the foreground: its API server over SQLite, served over HTTPS.
-    Up(ServerArgs),
+    /// Start the embedded hub in the foreground: its API server over SQLite, served over HTTPS,
+    /// the hub controllers, and the gRPC server agents join.
+    Up(UpArgs),
     /// Start a plain API server (a member cluster for tests and demos) in the foreground.
     Apiserver(ServerArgs),
+    /// Show resources of the hub.
+    Get {
+        #[command(subcommand)]
+        what: GetCommand,
+    },
+    /// Accept or remove member clusters.
+    Cluster {
+        #[command(subcommand)]
+        command: ClusterCommand,
+    },
+    /// Administer ClusterSets and their membership.
+    Clusterset {
+        #[command(subcommand)]
+        command: ClusterSetCommand,
+    },
+    /// Bootstrap tokens that let agents join.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
 }
 
 /// Flags shared by `up` and `apiserver`.
@@ -46,6 +76,24 @@ struct ServerArgs {
     storage: Storage,
 }
 
+#[derive(Args)]
+struct UpArgs {
+    #[command(flatten)]
+    server: ServerArgs,
+    /// Address the gRPC server for agents listens on.
+    #[arg(long, env = "ATOLL_GRPC_ADDR", default_value = "127.0.0.1:9443")]
+    grpc_addr: SocketAddr,
+    /// Accept every cluster that joins with a valid bootstrap token, without `atoll cluster accept`.
+    #[arg(long, env = "ATOLL_AUTO_ACCEPT")]
+    auto_accept: bool,
+    /// How often agents send heartbeats, in seconds.
+    #[arg(long, env = "ATOLL_LEASE_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    lease_seconds: u64,
+    /// How many leases may pass without a heartbeat before a cluster shows Unknown.
+    #[arg(long, env = "ATOLL_MISSED_LEASES", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    missed_leases: u32,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum Storage {
     Sqlite,
@@ -61,17 +109,109 @@ impl From<Storage> for atoll_apiserver::StorageKind {
     }
 }
 
+#[derive(Subcommand)]
+enum GetCommand {
+    /// The cluster inventory: one line per member cluster.
+    Clusters(clusters::GetArgs),
+}
+
+#[derive(Subcommand)]
+enum ClusterCommand {
+    /// Let a cluster that asked to join in: its agent receives its credential.
+    Accept {
+        /// The cluster's name.
+        name: String,
+    },
+    /// Remove a member cluster: its credential stops working, its profile and namespace go.
+    Remove {
+        /// The cluster's name.
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum ClusterSetCommand {
+    /// Create a ClusterSet.
+    Create {
+        /// The set's name.
+        name: String,
+        /// What the set is for.
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Delete a ClusterSet; its members leave it.
+    Delete {
+        /// The set's name.
+        name: String,
+    },
+    /// List ClusterSets with their member counts.
+    List {
+        #[arg(short, long, value_enum, default_value_t = output::Format::Table)]
+        output: output::Format,
+    },
+    /// Put clusters in a set (a cluster is in at most one: this moves it).
+    Add {
+        /// The set.
+        set: String,
+        /// The clusters.
+        #[arg(required = true)]
+        clusters: Vec<String>,
+    },
+    /// Take clusters out of a set.
+    Remove {
+        /// The set.
+        set: String,
+        /// The clusters.
+        #[arg(required = true)]
+        clusters: Vec<String>,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Create a bootstrap token and print it (shown only this once).
+    Create {
+        /// How long it works: e.g. 30m, 24h, 7d; 0 for no expiry.
+        #[arg(long, default_value = "24h", value_parser = tokens::parse_ttl)]
+        ttl: tokens::Ttl,
+        /// What the token is for.
+        #[arg(long, default_value = "")]
+        description: String,
+    },
+    /// Delete a bootstrap token (by id or in full); clusters that joined with it stay.
+    Delete {
+        /// The token's id (the part before the dot) or the whole token.
+        token: String,
+    },
+    /// List bootstrap tokens (ids and expiry, never secrets).
+    List,
+}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     logging::init(cli.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    let kubeconfig = cli.kubeconfig;
     runtime.block_on(async move {
         match cli.command {
             Command::Up(args) => {
-                let data_dir = args.data_dir.unwrap_or_else(|| ".atoll".into());
-                up::run(up::Mode::Hub, data_dir, args.api_addr, args.storage.into()).await
+                let data_dir = args.server.data_dir.unwrap_or_else(|| ".atoll".into());
+                let mut hub = atoll_hub::Config::new(args.grpc_addr);
+                hub.auto_accept = args.auto_accept;
+                hub.leases = atoll_hub::Leases {
+                    lease: std::time::Duration::from_secs(args.lease_seconds),
+                    missed: args.missed_leases,
+                };
+                let mode = up::Mode::Hub(hub);
+                up::run(
+                    mode,
+                    data_dir,
+                    args.server.api_addr,
+                    args.server.storage.into(),
+                )
+                .await
             }
             Command::Apiserver(args) => {
                 let data_dir = args.data_dir.unwrap_or_else(|| ".atoll-apiserver".into());
@@ -82,6 +222,45 @@ fn main() -> anyhow::Result<()> {
                     args.storage.into(),
                 )
                 .await
+            }
+            Command::Get { what } => {
+                let client = client::hub(kubeconfig.as_deref()).await?;
+                match what {
+                    GetCommand::Clusters(args) => clusters::get(client, args).await,
+                }
+            }
+            Command::Cluster { command } => {
+                let client = client::hub(kubeconfig.as_deref()).await?;
+                match command {
+                    ClusterCommand::Accept { name } => clusters::accept(client, &name).await,
+                    ClusterCommand::Remove { name } => clusters::remove(client, &name).await,
+                }
+            }
+            Command::Clusterset { command } => {
+                let client = client::hub(kubeconfig.as_deref()).await?;
+                match command {
+                    ClusterSetCommand::Create { name, description } => {
+                        clustersets::create(client, &name, description).await
+                    }
+                    ClusterSetCommand::Delete { name } => clustersets::delete(client, &name).await,
+                    ClusterSetCommand::List { output } => clustersets::list(client, output).await,
+                    ClusterSetCommand::Add { set, clusters } => {
+                        clustersets::add(client, &set, &clusters).await
+                    }
+                    ClusterSetCommand::Remove { set, clusters } => {
+                        clustersets::remove(client, &set, &clusters).await
+                    }
+                }
+            }
+            Command::Token { command } => {
+                let client = client::hub(kubeconfig.as_deref()).await?;
+                match command {
+                    TokenCommand::Create { ttl, description } => {
+                        tokens::create(client, ttl, &description).await
+                    }
+                    TokenCommand::Delete { token } => tokens::delete(client, &token).await,
+                    TokenCommand::List => tokens::list(client).await,
+                }
             }
         }
     })

@@ -1,6 +1,279 @@
-//! atoll-hub: the hub controllers (kube-runtime), the gRPC server for agents and the hosted
-//! control plane manager.
+//! atoll-hub: the hub. It keeps the cluster inventory (one ClusterProfile per member cluster in
+//! `fleet-system`), administers ClusterSet membership, and serves the agents' gRPC protocol over
+//! TLS with a CA it generates and keeps in `atoll-system`.
 //!
-//! Talks to every API server only through kube-rs over HTTPS; may depend on `atoll-api`,
-//! `atoll-proto`, and `atoll-apiserver` only to run hosted control planes. The controllers arrive
-//! with the inventory issue.
+//! It talks to its API server only through kube-rs, whether that is atoll's embedded server or a
+//! real cluster's. Modules: `bootstrap` (join tokens), `record` (member records and the
+//! administrator's accept/remove), `grpc` (the agents' service), `fleet` (the in-memory view the
+//! service answers from), `inventory` (ClusterProfile status and leases), `clusterset`
+//! (membership), `sources` (the watches feeding the view), `setup` (namespaces, CRDs, CA).
+
+pub mod bootstrap;
+pub mod clusterset;
+pub mod conditions;
+pub mod digest;
+pub mod fleet;
+pub mod grpc;
+pub mod inventory;
+pub mod record;
+pub mod setup;
+pub mod sources;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use atoll_api::clusterset::ClusterSet;
+use atoll_api::inventory::ClusterProfile;
+use atoll_api::names::{
+    CLUSTER_MANAGER_NAME, INVENTORY_NAMESPACE, LABEL_CLUSTER_MANAGER, SYSTEM_NAMESPACE,
+};
+use atoll_proto::v1::hub_server::HubServer;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ListParams};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use fleet::{Fleet, Leases};
+
+use crate::clusterset::Decision;
+use crate::record::Record;
+
+/// Why the hub cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot set up {what} on the hub's API server")]
+    Setup {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("{0}")]
+    Crds(String),
+    #[error("cannot create or load the hub's CA")]
+    Ca(#[from] atoll_apiserver::pki::Error),
+    #[error("cannot listen for agents on {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot configure TLS for the gRPC server")]
+    Tls(#[from] tonic::transport::Error),
+}
+
+/// How the hub runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where agents connect (gRPC over TLS).
+    pub grpc_addr: SocketAddr,
+    /// Names and addresses in the gRPC serving certificate, besides `localhost` and the listen
+    /// address.
+    pub grpc_hosts: Vec<String>,
+    /// Accept every cluster that presents a valid bootstrap token, without `atoll cluster accept`.
+    pub auto_accept: bool,
+    /// Heartbeat lease and how many may be missed.
+    pub leases: Leases,
+}
+
+impl Config {
+    /// Defaults: listen on `grpc_addr`, no auto-accept, 10 s leases, Unknown after 3.
+    pub fn new(grpc_addr: SocketAddr) -> Self {
+        Self {
+            grpc_addr,
+            grpc_hosts: Vec::new(),
+            auto_accept: false,
+            leases: Leases::default(),
+        }
+    }
+}
+
+/// A running hub.
+pub struct Hub {
+    grpc_addr: SocketAddr,
+    ca_pem: String,
+    fleet: Arc<Fleet>,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Hub {
+    /// Sets up the hub's API server, loads what it knows, and starts serving agents.
+    pub async fn start(client: kube::Client, config: Config) -> Result<Self, Error> {
+        setup::install(&client).await?;
+        let ca = setup::load_or_create_ca(&client).await?;
+        let fleet = Fleet::new(config.leases);
+        let written = load(&fleet, &client).await?;
+
+        let listener = tokio::net::TcpListener::bind(config.grpc_addr)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: config.grpc_addr,
+                source,
+            })?;
+        let grpc_addr = listener.local_addr().map_err(|source| Error::Bind {
+            addr: config.grpc_addr,
+            source,
+        })?;
+        let mut hosts = vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            grpc_addr.ip().to_string(),
+        ];
+        hosts.extend(config.grpc_hosts.iter().cloned());
+        let serving = ca.issue_serving(&hosts)?;
+        let identity = tonic::transport::Identity::from_pem(&serving.cert_pem, &serving.key_pem);
+
+        let (shutdown, stop) = watch::channel(false);
+        let service = grpc::HubService::new(fleet.clone(), client.clone(), config.auto_accept);
+        let server = tonic::transport::Server::builder()
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))?
+            .http2_keepalive_interval(Some(std::time::Duration::from_secs(30)))
+            .add_service(HubServer::new(service));
+        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let mut server_stop = stop.clone();
+        let mut tasks = vec![tokio::spawn(async move {
+            let signal = async move {
+                let _ = server_stop.changed().await;
+            };
+            if let Err(error) = server.serve_with_incoming_shutdown(incoming, signal).await {
+                tracing::error!(%error, "the hub's gRPC server stopped");
+            }
+        })];
+        tasks.push(tokio::spawn(sources::records(
+            fleet.clone(),
+            client.clone(),
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(sources::profiles(
+            fleet.clone(),
+            client.clone(),
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(sources::cluster_sets(
+            fleet.clone(),
+            client.clone(),
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(inventory::write_profiles(
+            fleet.clone(),
+            client.clone(),
+            written,
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(inventory::watch_leases(
+            fleet.clone(),
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(clusterset::run(fleet.clone(), client, stop)));
+        fleet.membership_dirty.notify_one();
+        fleet.profiles_dirty.notify_one();
+        tracing::info!(%grpc_addr, clusters = fleet.len(), auto_accept = config.auto_accept, "hub is serving agents");
+        Ok(Self {
+            grpc_addr,
+            ca_pem: ca.cert_pem().to_owned(),
+            fleet,
+            shutdown,
+            tasks,
+        })
+    }
+
+    /// The address agents connect to.
+    pub fn grpc_addr(&self) -> SocketAddr {
+        self.grpc_addr
+    }
+
+    /// The CA certificate agents pin, PEM encoded.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// The hub's view of its members.
+    pub fn fleet(&self) -> &Arc<Fleet> {
+        &self.fleet
+    }
+
+    /// Stops serving and waits for every task.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Builds the fleet view from the API server: member records, their profiles (labels, status
+/// already written) and the ClusterSets with the members they admitted. Returns the stored
+/// profile statuses.
+async fn load(fleet: &Fleet, client: &kube::Client) -> Result<inventory::Written, Error> {
+    let setup = |what: &str| {
+        let what = what.to_owned();
+        move |source| Error::Setup { what, source }
+    };
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    let records = secrets
+        .list(&ListParams::default().labels(record::LABEL_CLUSTER))
+        .await
+        .map_err(setup("member records"))?;
+    for r in records.iter().filter_map(Record::from_secret) {
+        fleet.upsert_record(
+            &r.name,
+            r.accepted,
+            r.join_secret,
+            r.credential,
+            &r.cluster_id,
+        );
+    }
+    let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
+    let selector = format!("{LABEL_CLUSTER_MANAGER}={CLUSTER_MANAGER_NAME}");
+    let listed = profiles
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(setup("ClusterProfiles"))?;
+    let mut written = inventory::Written::new();
+    for profile in &listed {
+        sources::observe_profile(fleet, profile);
+        let name = profile.metadata.name.clone().unwrap_or_default();
+        if let (Some(member), Some(status)) = (fleet.get(&name), profile.status.clone()) {
+            // The stored properties stand until the agent's first heartbeat.
+            fleet.update(&name, |m| {
+                m.properties = status.properties.clone();
+                m.version = status
+                    .version
+                    .as_ref()
+                    .and_then(|v| v.kubernetes.clone())
+                    .unwrap_or_default();
+                (fleet::Changes::default(), ())
+            });
+            written.insert(member.name, (profile.metadata.uid.clone(), status));
+        }
+    }
+    for member in fleet.members() {
+        if !written.contains_key(&member.name)
+            && !listed
+                .iter()
+                .any(|p| p.metadata.name.as_deref() == Some(&member.name))
+        {
+            inventory::ensure_profile(client.clone(), &member.name, None)
+                .await
+                .map_err(setup("ClusterProfiles"))?;
+        }
+    }
+    let sets: Api<ClusterSet> = Api::all(client.clone());
+    for set in sets
+        .list(&ListParams::default())
+        .await
+        .map_err(setup("ClusterSets"))?
+    {
+        let name = set.metadata.name.clone().unwrap_or_default();
+        fleet.set_cluster_set(&name, true);
+        for admitted in set.status.map(|s| s.members).unwrap_or_default() {
+            fleet.update(&admitted.name, |m| {
+                if m.label_set.as_deref() == Some(name.as_str()) {
+                    m.membership = Decision::Member { set: name.clone() };
+                }
+                (fleet::Changes::default(), ())
+            });
+        }
+    }
+    Ok(written)
+}

@@ -1,5 +1,369 @@
-//! atoll-agent: joins a hub over gRPC, pulls its Work, applies it with server-side apply, and
-//! reports status, health and ClusterProperties.
+//! atoll-agent: the agent in a member cluster. It joins a hub over gRPC with a bootstrap token
+//! (keeping the credential it receives in a Secret of its own cluster, so a restart does not join
+//! again), heartbeats with its API server's readiness, version and ClusterProperties, and writes
+//! the ClusterSet membership the hub sends. When the hub is away it retries with jittered
+//! exponential backoff.
 //!
-//! May depend on `atoll-api` and `atoll-proto`, never on hub internals. The agent arrives with the
-//! inventory issue.
+//! May depend on `atoll-api` and `atoll-proto`, never on hub internals. Modules: `hub` (the
+//! channel), `credential` (its stored state), `properties` (ClusterProperties).
+
+pub mod credential;
+pub mod hub;
+pub mod properties;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use atoll_proto::v1::{
+    Health, HeartbeatRequest, JoinRequest, Property, SyncRequest, join_response, sync_event,
+};
+use backon::BackoffBuilder as _;
+use futures::StreamExt as _;
+use rand::Rng as _;
+use tokio::sync::{Notify, watch};
+use tonic::Code;
+
+use crate::credential::Stored;
+
+/// Field manager of what the agent writes in its cluster.
+pub const FIELD_MANAGER: &str = atoll_api::names::FIELD_MANAGER_WORK_AGENT;
+
+/// Why the agent stops.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot reach its own cluster's API server ({what})")]
+    Member {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("{0}")]
+    Crd(String),
+    #[error("{0}")]
+    Hub(String),
+    #[error("the hub refused the join of cluster {cluster:?}: {message}")]
+    JoinRefused { cluster: String, message: String },
+}
+
+impl Error {
+    fn member(what: &str) -> impl FnOnce(kube::Error) -> Error + '_ {
+        move |source| Error::Member {
+            what: what.to_owned(),
+            source,
+        }
+    }
+}
+
+/// How the agent runs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The hub's gRPC address, `https://HOST:PORT`.
+    pub hub: String,
+    /// The hub's CA certificate, PEM.
+    pub hub_ca_pem: String,
+    /// The bootstrap token, used only when the agent has no credential yet.
+    pub bootstrap_token: String,
+    /// The cluster's name on the hub.
+    pub cluster_name: String,
+    /// A ClusterSet to join with, if any.
+    pub cluster_set: Option<String>,
+}
+
+/// Runs the agent until `shutdown` turns true. Returns an error only for what retrying cannot
+/// fix: a refused join, or a cluster whose API server rejects the agent.
+pub async fn run(
+    config: Config,
+    member: kube::Client,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), Error> {
+    properties::install_crds(&member).await?;
+    let cluster_id = properties::ensure_cluster_id(&member).await?;
+    let channel = hub::channel(&config.hub, &config.hub_ca_pem)?;
+    loop {
+        let stored = credential::load(&member)
+            .await
+            .map_err(Error::member("Secret atoll-system/atoll-agent"))?
+            .filter(|s| s.hub == config.hub && s.cluster_name == config.cluster_name);
+        let credential = match stored.as_ref().and_then(|s| s.credential.clone()) {
+            Some(c) => c,
+            None => {
+                let stored =
+                    stored.unwrap_or_else(|| Stored::new(&config.hub, &config.cluster_name));
+                tokio::select! {
+                    joined = join(&config, &member, &channel, &cluster_id, stored) => joined?,
+                    _ = shutdown.changed() => return Ok(()),
+                }
+            }
+        };
+        let session = Session {
+            config: &config,
+            member: &member,
+            client: hub::client(channel.clone(), &credential)?,
+            beat_now: Arc::new(Notify::new()),
+        };
+        tokio::select! {
+            ended = session.run() => match ended {
+                Ended::Unauthenticated(message) => {
+                    tracing::warn!(%message, "the hub no longer accepts this cluster's credential; joining again");
+                    let mut fresh = Stored::new(&config.hub, &config.cluster_name);
+                    fresh.credential = None;
+                    credential::save(&member, &fresh).await.map_err(Error::member("Secret atoll-system/atoll-agent"))?;
+                }
+                Ended::Fatal(e) => return Err(e),
+            },
+            _ = shutdown.changed() => return Ok(()),
+        }
+    }
+}
+
+/// The jittered exponential backoff between attempts to reach the hub.
+fn backoff() -> impl Iterator<Item = Duration> {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(200))
+        .with_max_delay(Duration::from_secs(30))
+        .with_jitter()
+        .without_max_times()
+        .build()
+}
+
+async fn join(
+    config: &Config,
+    member: &kube::Client,
+    channel: &tonic::transport::Channel,
+    cluster_id: &str,
+    mut stored: Stored,
+) -> Result<String, Error> {
+    credential::save(member, &stored)
+        .await
+        .map_err(Error::member("Secret atoll-system/atoll-agent"))?;
+    let mut client = hub::client(channel.clone(), config.bootstrap_token.trim())?;
+    let mut delays = backoff();
+    let mut announced = false;
+    loop {
+        let (version, props) = observe(member).await;
+        let request = JoinRequest {
+            cluster_name: config.cluster_name.clone(),
+            cluster_id: cluster_id.to_owned(),
+            kubernetes_version: version,
+            properties: props,
+            join_secret: stored.join_secret.clone(),
+            cluster_set: config.cluster_set.clone().unwrap_or_default(),
+        };
+        match client.join(request).await {
+            Ok(response) => {
+                let response = response.into_inner();
+                if response.state == join_response::State::Accepted as i32 {
+                    stored.credential = Some(response.credential.clone());
+                    credential::save(member, &stored)
+                        .await
+                        .map_err(Error::member("Secret atoll-system/atoll-agent"))?;
+                    tracing::info!(cluster = %config.cluster_name, hub = %config.hub, "joined the hub");
+                    return Ok(response.credential);
+                }
+                if !announced {
+                    tracing::info!(message = %response.message, "join pending");
+                    announced = true;
+                }
+                delays = backoff();
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            Err(status) if retryable(status.code()) => {
+                let delay = delays.next().unwrap_or(Duration::from_secs(30));
+                tracing::warn!(code = ?status.code(), message = %status.message(), ?delay, "cannot reach the hub to join; retrying");
+                tokio::time::sleep(delay).await;
+            }
+            Err(status) => {
+                return Err(Error::JoinRefused {
+                    cluster: config.cluster_name.clone(),
+                    message: status.message().to_owned(),
+                });
+            }
+        }
+    }
+}
+
+fn retryable(code: Code) -> bool {
+    matches!(
+        code,
+        Code::Unavailable
+            | Code::Unknown
+            | Code::DeadlineExceeded
+            | Code::Aborted
+            | Code::ResourceExhausted
+            | Code::Internal
+    )
+}
+
+/// The member's Kubernetes version and ClusterProperties, as far as they can be read.
+async fn observe(member: &kube::Client) -> (String, Vec<Property>) {
+    let version = member
+        .apiserver_version()
+        .await
+        .map(|v| v.git_version)
+        .unwrap_or_default();
+    let props = match properties::list(member).await {
+        Ok(list) => list
+            .into_iter()
+            .map(|(name, value)| Property { name, value })
+            .collect(),
+        Err(error) => {
+            tracing::warn!(%error, "cannot read ClusterProperties");
+            Vec::new()
+        }
+    };
+    (version, props)
+}
+
+/// The member API server's readiness, from `/readyz`.
+async fn readiness(member: &kube::Client) -> Health {
+    let request = http::Request::get("/readyz").body(Vec::new());
+    let result = match request {
+        Ok(r) => member.request_text(r).await,
+        Err(e) => {
+            return Health {
+                ready: false,
+                message: e.to_string(),
+            };
+        }
+    };
+    match result {
+        Ok(_) => Health {
+            ready: true,
+            message: String::new(),
+        },
+        Err(error) => Health {
+            ready: false,
+            message: format!("/readyz failed: {error}"),
+        },
+    }
+}
+
+enum Ended {
+    Unauthenticated(String),
+    Fatal(Error),
+}
+
+struct Session<'a> {
+    config: &'a Config,
+    member: &'a kube::Client,
+    client: hub::Client,
+    beat_now: Arc<Notify>,
+}
+
+impl Session<'_> {
+    async fn run(&self) -> Ended {
+        tokio::select! {
+            ended = self.heartbeats() => ended,
+            ended = self.sync() => ended,
+        }
+    }
+
+    async fn heartbeats(&self) -> Ended {
+        let mut client = self.client.clone();
+        let mut lease = Duration::from_secs(10);
+        let mut delays = backoff();
+        loop {
+            let (version, props) = observe(self.member).await;
+            let request = HeartbeatRequest {
+                cluster_name: self.config.cluster_name.clone(),
+                health: Some(readiness(self.member).await),
+                kubernetes_version: version,
+                properties: props,
+            };
+            let wait = match client.heartbeat(request).await {
+                Ok(response) => {
+                    delays = backoff();
+                    let seconds = response.into_inner().lease_seconds.max(1);
+                    lease = Duration::from_secs(u64::from(seconds));
+                    // Beat a little early, with jitter, so one late beat never costs a lease.
+                    lease.mul_f64(rand::rng().random_range(0.7..0.9))
+                }
+                Err(status) if status.code() == Code::Unauthenticated => {
+                    return Ended::Unauthenticated(status.message().to_owned());
+                }
+                Err(status) if retryable(status.code()) => {
+                    let delay = delays.next().unwrap_or(lease).min(lease);
+                    tracing::warn!(code = ?status.code(), message = %status.message(), ?delay, "heartbeat failed; retrying");
+                    delay
+                }
+                Err(status) => {
+                    return Ended::Fatal(Error::Hub(format!(
+                        "the hub refused a heartbeat: {}",
+                        status.message()
+                    )));
+                }
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = self.beat_now.notified() => {}
+            }
+        }
+    }
+
+    async fn sync(&self) -> Ended {
+        let mut client = self.client.clone();
+        let mut delays = backoff();
+        loop {
+            let request = SyncRequest {
+                cluster_name: self.config.cluster_name.clone(),
+                works: Vec::new(),
+            };
+            match client.sync(request).await {
+                Ok(response) => {
+                    tracing::info!("connected to the hub");
+                    let mut stream = response.into_inner();
+                    while let Some(item) = stream.next().await {
+                        match item {
+                            Ok(event) => {
+                                delays = backoff();
+                                if let Err(e) = self.handle(event).await {
+                                    tracing::warn!(error = %e, "cannot carry out what the hub sent");
+                                }
+                            }
+                            Err(status) if status.code() == Code::Unauthenticated => {
+                                return Ended::Unauthenticated(status.message().to_owned());
+                            }
+                            Err(status) => {
+                                tracing::warn!(code = ?status.code(), message = %status.message(), "the sync stream broke");
+                                break;
+                            }
+                        }
+                    }
+                }
+                Err(status) if status.code() == Code::Unauthenticated => {
+                    return Ended::Unauthenticated(status.message().to_owned());
+                }
+                Err(status) if !retryable(status.code()) => {
+                    return Ended::Fatal(Error::Hub(format!(
+                        "the hub refused the sync stream: {}",
+                        status.message()
+                    )));
+                }
+                Err(status) => {
+                    tracing::warn!(code = ?status.code(), message = %status.message(), "cannot open the sync stream");
+                }
+            }
+            let delay = delays.next().unwrap_or(Duration::from_secs(30));
+            tracing::info!(?delay, "reconnecting to the hub");
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    async fn handle(&self, event: atoll_proto::v1::SyncEvent) -> Result<(), Error> {
+        match event.event {
+            Some(sync_event::Event::Membership(m)) => {
+                if properties::set_cluster_set(self.member, &m.cluster_set).await? {
+                    self.beat_now.notify_one();
+                }
+            }
+            Some(sync_event::Event::Keepalive(_)) | None => {}
+            Some(sync_event::Event::WorkUpsert(w)) => {
+                tracing::debug!(work = %w.name, "Work received; applying Work arrives with the Work issue");
+            }
+            Some(sync_event::Event::WorkDelete(w)) => {
+                tracing::debug!(work = %w.name, "Work deletion received");
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,408 @@
+//! The hub's in-memory view of its member clusters: who they are (records and credential hashes),
+//! what their agents last reported, their ClusterSet membership and their open sync streams.
+//!
+//! The API server holds the durable truth (member records as Secrets in `atoll-system`,
+//! ClusterProfiles, ClusterSets); this view is rebuilt from it at start and kept current by
+//! watches, so the gRPC paths answer from memory and write only when something changed.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use atoll_api::inventory::Property;
+use atoll_proto::v1::SyncEvent;
+use tokio::sync::{Notify, mpsc};
+
+use crate::clusterset::Decision;
+use crate::digest::Digest;
+
+/// The sending half of an agent's sync stream.
+pub type SyncSender = mpsc::Sender<Result<SyncEvent, tonic::Status>>;
+
+/// How the hub judges heartbeats.
+#[derive(Debug, Clone, Copy)]
+pub struct Leases {
+    /// How often an agent must send a heartbeat.
+    pub lease: Duration,
+    /// How many leases may pass without one before the cluster is shown Unknown.
+    pub missed: u32,
+}
+
+impl Leases {
+    /// How long the hub waits for a heartbeat before it calls a cluster Unknown.
+    pub fn grace(&self) -> Duration {
+        self.lease * self.missed
+    }
+}
+
+impl Default for Leases {
+    fn default() -> Self {
+        Self {
+            lease: Duration::from_secs(10),
+            missed: 3,
+        }
+    }
+}
+
+/// The health of a member's control plane, as the hub concluded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    /// No heartbeat yet since the cluster was accepted or the hub started.
+    Awaiting,
+    /// A fresh heartbeat reported a ready API server.
+    Ready,
+    /// A fresh heartbeat reported an API server that is not ready, and why.
+    NotReady(String),
+    /// Heartbeats stopped: the last one arrived at this wall-clock time (if ever).
+    Lost(Option<jiff::Timestamp>),
+}
+
+/// One member cluster.
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// The cluster's name: its ClusterProfile, its namespace on the hub.
+    pub name: String,
+    /// Whether an administrator (or auto-accept) let it in.
+    pub accepted: bool,
+    /// Hash of the secret the agent presented when it asked to join.
+    pub join_secret: Option<Digest>,
+    /// Hash of the cluster's credential, once issued.
+    pub credential: Option<Digest>,
+    /// The cluster ID the hub holds for it.
+    pub cluster_id: String,
+    /// The cluster ID its agent last reported (differs from `cluster_id` only when it changed
+    /// while the cluster was in a ClusterSet).
+    pub reported_cluster_id: String,
+    /// Kubernetes version from the last heartbeat or the join.
+    pub version: String,
+    /// ClusterProperties from the last heartbeat or the join.
+    pub properties: Vec<Property>,
+    /// The control plane's health.
+    pub health: Health,
+    /// When the last heartbeat arrived (or the hub started watching).
+    pub last_heartbeat: Instant,
+    /// Wall-clock time of the last heartbeat.
+    pub last_heartbeat_at: Option<jiff::Timestamp>,
+    /// The ClusterSet its ClusterProfile's label names.
+    pub label_set: Option<String>,
+    /// When its ClusterProfile was created (orders who keeps a contested cluster ID).
+    pub created: Option<jiff::Timestamp>,
+    /// The UID of its ClusterProfile, as last seen.
+    pub profile_uid: Option<String>,
+    /// The hub's membership decision.
+    pub membership: Decision,
+    /// The open sync stream of its agent.
+    pub stream: Option<SyncSender>,
+}
+
+impl Member {
+    /// A member as a join creates it.
+    pub fn new(name: &str, cluster_id: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            accepted: false,
+            join_secret: None,
+            credential: None,
+            cluster_id: cluster_id.to_owned(),
+            reported_cluster_id: cluster_id.to_owned(),
+            version: String::new(),
+            properties: Vec::new(),
+            health: Health::Awaiting,
+            last_heartbeat: Instant::now(),
+            last_heartbeat_at: None,
+            label_set: None,
+            created: None,
+            profile_uid: None,
+            membership: Decision::None,
+            stream: None,
+        }
+    }
+
+    /// The ClusterSet this member belongs to, if admitted.
+    pub fn cluster_set(&self) -> Option<&str> {
+        match &self.membership {
+            Decision::Member { set } => Some(set),
+            _ => None,
+        }
+    }
+}
+
+/// What changed in a member, so the right loops wake.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Changes {
+    /// The ClusterProfile status needs a write.
+    pub profile: bool,
+    /// ClusterSet membership needs a new decision (label, ID, health or set changes).
+    pub membership: bool,
+}
+
+/// The shared view.
+pub struct Fleet {
+    inner: Mutex<Inner>,
+    leases: Leases,
+    /// Wakes the ClusterProfile status writer.
+    pub profiles_dirty: Notify,
+    /// Wakes the ClusterSet membership loop.
+    pub membership_dirty: Notify,
+}
+
+#[derive(Default)]
+struct Inner {
+    members: HashMap<String, Member>,
+    by_credential: HashMap<Digest, String>,
+    dirty: HashSet<String>,
+    sets: BTreeSet<String>,
+}
+
+impl Fleet {
+    /// An empty view.
+    pub fn new(leases: Leases) -> Arc<Self> {
+        Arc::new(Self {
+            inner: Mutex::new(Inner::default()),
+            leases,
+            profiles_dirty: Notify::new(),
+            membership_dirty: Notify::new(),
+        })
+    }
+
+    /// The lease settings.
+    pub fn leases(&self) -> Leases {
+        self.leases
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves plain data behind; carry on with it.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The member a credential belongs to.
+    pub fn identify(&self, credential: &Digest) -> Option<String> {
+        self.lock().by_credential.get(credential).cloned()
+    }
+
+    /// A copy of one member.
+    pub fn get(&self, name: &str) -> Option<Member> {
+        self.lock().members.get(name).cloned()
+    }
+
+    /// A copy of every member.
+    pub fn members(&self) -> Vec<Member> {
+        self.lock().members.values().cloned().collect()
+    }
+
+    /// The number of members.
+    pub fn len(&self) -> usize {
+        self.lock().members.len()
+    }
+
+    /// Whether there are no members.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Inserts or replaces a member's durable record (from a join or a watch of the records),
+    /// keeping what only memory knows (health, streams, membership).
+    pub fn upsert_record(
+        &self,
+        name: &str,
+        accepted: bool,
+        join_secret: Option<Digest>,
+        credential: Option<Digest>,
+        cluster_id: &str,
+    ) {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let member = inner
+            .members
+            .entry(name.to_owned())
+            .or_insert_with(|| Member::new(name, cluster_id));
+        let was_accepted = member.accepted;
+        if let Some(old) = member.credential.take() {
+            inner.by_credential.remove(&old);
+        }
+        member.accepted = accepted;
+        member.join_secret = join_secret;
+        member.credential = credential;
+        if member.cluster_id.is_empty() || member.cluster_set().is_none() {
+            member.cluster_id = cluster_id.to_owned();
+        }
+        if let Some(credential) = credential {
+            inner.by_credential.insert(credential, name.to_owned());
+        }
+        if accepted && !was_accepted {
+            member.last_heartbeat = Instant::now();
+            member.health = Health::Awaiting;
+        }
+        inner.dirty.insert(name.to_owned());
+        drop(guard);
+        self.profiles_dirty.notify_one();
+        self.membership_dirty.notify_one();
+    }
+
+    /// Forgets a member; its credential stops working and its stream ends.
+    pub fn remove(&self, name: &str) -> Option<Member> {
+        let mut inner = self.lock();
+        let member = inner.members.remove(name)?;
+        if let Some(credential) = &member.credential {
+            inner.by_credential.remove(credential);
+        }
+        inner.dirty.remove(name);
+        drop(inner);
+        self.membership_dirty.notify_one();
+        Some(member)
+    }
+
+    /// Applies `change` to a member and wakes the loops that must react. Returns `None` when
+    /// there is no such member.
+    pub fn update<T>(
+        &self,
+        name: &str,
+        change: impl FnOnce(&mut Member) -> (Changes, T),
+    ) -> Option<T> {
+        let mut inner = self.lock();
+        let member = inner.members.get_mut(name)?;
+        let (changes, out) = change(member);
+        if changes.profile {
+            inner.dirty.insert(name.to_owned());
+        }
+        drop(inner);
+        if changes.profile {
+            self.profiles_dirty.notify_one();
+        }
+        if changes.membership {
+            self.membership_dirty.notify_one();
+        }
+        Some(out)
+    }
+
+    /// Takes the names whose ClusterProfile status may need a write.
+    pub fn take_dirty(&self) -> Vec<String> {
+        self.lock().dirty.drain().collect()
+    }
+
+    /// Marks a member's ClusterProfile status for another write attempt.
+    pub fn mark_dirty(&self, name: &str) {
+        self.lock().dirty.insert(name.to_owned());
+        self.profiles_dirty.notify_one();
+    }
+
+    /// Records that a ClusterSet exists (`true`) or was deleted (`false`).
+    pub fn set_cluster_set(&self, name: &str, exists: bool) {
+        let mut inner = self.lock();
+        let changed = if exists {
+            inner.sets.insert(name.to_owned())
+        } else {
+            inner.sets.remove(name)
+        };
+        drop(inner);
+        if changed {
+            self.membership_dirty.notify_one();
+        }
+    }
+
+    /// The ClusterSets that exist.
+    pub fn cluster_sets(&self) -> BTreeSet<String> {
+        self.lock().sets.clone()
+    }
+
+    /// Registers an agent's sync stream, replacing an older one (which then ends).
+    pub fn attach_stream(&self, name: &str, sender: SyncSender) -> bool {
+        self.update(name, |m| {
+            m.stream = Some(sender);
+            (Changes::default(), ())
+        })
+        .is_some()
+    }
+
+    /// Sends an event to a member's agent if it is connected; drops a stream that has gone.
+    pub fn send(&self, name: &str, event: SyncEvent) {
+        let mut inner = self.lock();
+        let Some(member) = inner.members.get_mut(name) else {
+            return;
+        };
+        if let Some(stream) = &member.stream
+            && let Err(mpsc::error::TrySendError::Closed(_)) = stream.try_send(Ok(event))
+        {
+            member.stream = None;
+        }
+    }
+
+    /// Sends an event to every connected agent.
+    pub fn broadcast(&self, event: &SyncEvent) {
+        let mut inner = self.lock();
+        for member in inner.members.values_mut() {
+            if let Some(stream) = &member.stream
+                && let Err(mpsc::error::TrySendError::Closed(_)) =
+                    stream.try_send(Ok(event.clone()))
+            {
+                member.stream = None;
+            }
+        }
+    }
+
+    /// Marks accepted members whose heartbeats stopped as lost; returns how many changed.
+    pub fn expire_leases(&self, now: Instant) -> usize {
+        let grace = self.leases.grace();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let mut changed = 0;
+        for member in inner.members.values_mut() {
+            if !member.accepted || matches!(member.health, Health::Lost(_)) {
+                continue;
+            }
+            if now.duration_since(member.last_heartbeat) > grace {
+                member.health = Health::Lost(member.last_heartbeat_at);
+                inner.dirty.insert(member.name.clone());
+                changed += 1;
+            }
+        }
+        drop(guard);
+        if changed > 0 {
+            self.profiles_dirty.notify_one();
+            self.membership_dirty.notify_one();
+        }
+        changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::sha256;
+
+    fn fleet() -> Arc<Fleet> {
+        Fleet::new(Leases {
+            lease: Duration::from_millis(10),
+            missed: 3,
+        })
+    }
+
+    #[test]
+    fn credentials_identify_their_member_until_removed_or_replaced() {
+        let fleet = fleet();
+        let first = sha256(b"first");
+        fleet.upsert_record("a", true, None, Some(first), "id-a");
+        assert_eq!(fleet.identify(&first).as_deref(), Some("a"));
+        let second = sha256(b"second");
+        fleet.upsert_record("a", true, None, Some(second), "id-a");
+        assert_eq!(fleet.identify(&first), None);
+        assert_eq!(fleet.identify(&second).as_deref(), Some("a"));
+        fleet.remove("a");
+        assert_eq!(fleet.identify(&second), None);
+    }
+
+    #[test]
+    fn missed_leases_turn_an_accepted_member_lost_once() {
+        let fleet = fleet();
+        fleet.upsert_record("a", true, None, None, "id-a");
+        fleet.upsert_record("pending", false, None, None, "id-p");
+        fleet.take_dirty();
+        let start = Instant::now();
+        assert_eq!(fleet.expire_leases(start + Duration::from_millis(20)), 0);
+        assert_eq!(fleet.expire_leases(start + Duration::from_millis(40)), 1);
+        assert_eq!(fleet.get("a").unwrap().health, Health::Lost(None));
+        assert_eq!(fleet.take_dirty(), vec!["a".to_owned()]);
+        assert_eq!(fleet.expire_leases(start + Duration::from_millis(80)), 0);
+        assert_eq!(fleet.get("pending").unwrap().health, Health::Awaiting);
+    }
+}

@@ -1,0 +1,461 @@
+//! The gRPC service agents call (`atoll.hub.v1.Hub`). Join authenticates with a bootstrap token;
+//! every other call with the cluster's credential, from which the hub derives who is calling. A
+//! request naming another cluster is refused with PERMISSION_DENIED before anything is read or
+//! written.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use atoll_api::inventory::{Property, is_dns_label, validate_property};
+use atoll_api::names::{
+    HOSTED_CLUSTERS_NAMESPACE, INVENTORY_NAMESPACE, PROPERTY_CLUSTER_ID, SYSTEM_NAMESPACE,
+};
+use atoll_api::work::Work;
+use atoll_proto::AUTHORIZATION;
+use atoll_proto::v1::hub_server::Hub;
+use atoll_proto::v1::{
+    HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, SyncEvent, SyncRequest,
+    WorkStatusAck, WorkStatusReport, join_response,
+};
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use rand::Rng as _;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status};
+
+use crate::bootstrap::{self, Token};
+use crate::clusterset::membership_event;
+use crate::digest::sha256;
+use crate::fleet::{Changes, Fleet, Health};
+use crate::inventory::ensure_profile;
+use crate::record::{self, Record};
+
+/// The shortest join secret the hub accepts.
+const JOIN_SECRET_MIN_LEN: usize = 16;
+/// How many events may wait for a slow agent before the hub drops its stream.
+const SYNC_BUFFER: usize = 256;
+/// The largest Work status an agent may report, in bytes.
+const STATUS_MAX_BYTES: usize = 1024 * 1024;
+
+/// The hub's side of the protocol.
+pub struct HubService {
+    fleet: Arc<Fleet>,
+    client: kube::Client,
+    auto_accept: bool,
+}
+
+impl HubService {
+    /// A service over the fleet view, writing through `client`.
+    pub fn new(fleet: Arc<Fleet>, client: kube::Client, auto_accept: bool) -> Self {
+        Self {
+            fleet,
+            client,
+            auto_accept,
+        }
+    }
+
+    /// The cluster a call's credential belongs to, checked against the name the call states.
+    fn identify<T>(&self, request: &Request<T>, stated: &str) -> Result<String, Status> {
+        let credential = bearer(request)?;
+        let name = self
+            .fleet
+            .identify(&sha256(credential.as_bytes()))
+            .ok_or_else(|| {
+                Status::unauthenticated(
+                    "unknown cluster credential: the cluster was removed from the hub or never joined; join again with a bootstrap token",
+                )
+            })?;
+        if stated != name {
+            return Err(Status::permission_denied(format!(
+                "this credential belongs to cluster {name:?}, not {stated:?}"
+            )));
+        }
+        Ok(name)
+    }
+
+    fn lease_seconds(&self) -> u32 {
+        self.fleet.leases().lease.as_secs().max(1) as u32
+    }
+
+    async fn issue_credential(
+        &self,
+        name: &str,
+        mut record: Record,
+    ) -> Result<JoinResponse, Status> {
+        let credential = new_credential();
+        record.credential = Some(sha256(credential.as_bytes()));
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), SYSTEM_NAMESPACE);
+        let patch = serde_json::json!({"data": record.to_secret().data});
+        secrets
+            .patch(
+                &record::secret_name(name),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(internal)?;
+        self.fleet.upsert_record(
+            name,
+            record.accepted,
+            record.join_secret,
+            record.credential,
+            &record.cluster_id,
+        );
+        tracing::info!(cluster = %name, "credential issued");
+        Ok(JoinResponse {
+            state: join_response::State::Accepted as i32,
+            credential,
+            message: format!("cluster {name:?} joined the hub"),
+            lease_seconds: self.lease_seconds(),
+        })
+    }
+
+    fn pending(&self, name: &str) -> JoinResponse {
+        JoinResponse {
+            state: join_response::State::Pending as i32,
+            credential: String::new(),
+            message: format!(
+                "cluster {name:?} waits for an administrator to accept it on the hub: atoll cluster accept {name}"
+            ),
+            lease_seconds: self.lease_seconds(),
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl Hub for HubService {
+    async fn join(&self, request: Request<JoinRequest>) -> Result<Response<JoinResponse>, Status> {
+        let token =
+            Token::parse(&bearer(&request)?).map_err(|e| Status::unauthenticated(e.to_string()))?;
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), SYSTEM_NAMESPACE);
+        let stored = secrets
+            .get_opt(&bootstrap::secret_name(token.id()))
+            .await
+            .map_err(internal)?;
+        token
+            .verify(stored.as_ref(), jiff::Timestamp::now())
+            .map_err(|e| Status::unauthenticated(e.to_string()))?;
+        let req = request.into_inner();
+        validate_join(&req)?;
+        let name = req.cluster_name.as_str();
+        let join_secret = sha256(req.join_secret.as_bytes());
+
+        if let Some(member) = self.fleet.get(name) {
+            if member.join_secret != Some(join_secret) {
+                return Err(Status::already_exists(format!(
+                    "cluster {name:?} has already joined this hub from another agent; to replace it, remove it first (atoll cluster remove {name}) and join again"
+                )));
+            }
+            let properties = to_properties(&req.properties);
+            let version = req.kubernetes_version.clone();
+            self.fleet.update(name, |m| {
+                let changed = m.version != version || m.properties != properties;
+                m.version = version;
+                m.properties = properties;
+                (
+                    Changes {
+                        profile: changed,
+                        membership: false,
+                    },
+                    (),
+                )
+            });
+            let record = Record {
+                name: name.to_owned(),
+                accepted: member.accepted,
+                join_secret: Some(join_secret),
+                credential: member.credential,
+                cluster_id: member.cluster_id.clone(),
+            };
+            return if member.accepted {
+                self.issue_credential(name, record).await.map(Response::new)
+            } else {
+                Ok(Response::new(self.pending(name)))
+            };
+        }
+
+        let cluster_set = (!req.cluster_set.is_empty()).then_some(req.cluster_set.as_str());
+        if let Some(set) = cluster_set {
+            if !self.fleet.cluster_sets().contains(set) {
+                return Err(Status::not_found(format!(
+                    "ClusterSet {set:?} does not exist on the hub; create it first (atoll clusterset create {set})"
+                )));
+            }
+            if let Some(holder) = self
+                .fleet
+                .members()
+                .into_iter()
+                .find(|m| m.cluster_set() == Some(set) && m.cluster_id == req.cluster_id)
+            {
+                return Err(Status::already_exists(format!(
+                    "cluster ID {:?} is already used by cluster {:?} in ClusterSet {set:?}; IDs must be unique in a set",
+                    req.cluster_id, holder.name
+                )));
+            }
+        }
+
+        let record = Record {
+            name: name.to_owned(),
+            accepted: self.auto_accept,
+            join_secret: Some(join_secret),
+            credential: None,
+            cluster_id: req.cluster_id.clone(),
+        };
+        match secrets
+            .create(&PostParams::default(), &record.to_secret())
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                return Err(Status::aborted(format!(
+                    "another join of cluster {name:?} is under way; try again"
+                )));
+            }
+            Err(e) => return Err(internal(e)),
+        }
+        self.fleet.upsert_record(
+            name,
+            record.accepted,
+            record.join_secret,
+            None,
+            &record.cluster_id,
+        );
+        let properties = to_properties(&req.properties);
+        let version = req.kubernetes_version.clone();
+        self.fleet.update(name, |m| {
+            m.version = version;
+            m.properties = properties;
+            (
+                Changes {
+                    profile: true,
+                    membership: false,
+                },
+                (),
+            )
+        });
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                labels: Some([(record::LABEL_CLUSTER.to_owned(), name.to_owned())].into()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        match namespaces.create(&PostParams::default(), &namespace).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(internal(e)),
+        }
+        ensure_profile(self.client.clone(), name, cluster_set)
+            .await
+            .map_err(internal)?;
+        self.fleet.mark_dirty(name);
+        tracing::info!(cluster = %name, cluster_id = %req.cluster_id, accepted = self.auto_accept, "cluster asked to join");
+        if self.auto_accept {
+            self.issue_credential(name, record).await.map(Response::new)
+        } else {
+            Ok(Response::new(self.pending(name)))
+        }
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<HeartbeatRequest>,
+    ) -> Result<Response<HeartbeatResponse>, Status> {
+        let name = self.identify(&request, &request.get_ref().cluster_name)?;
+        let req = request.into_inner();
+        for p in &req.properties {
+            validate_property(&p.name, &p.value)
+                .map_err(|e| Status::invalid_argument(format!("cluster {name:?}: {e}")))?;
+        }
+        let health = match req.health {
+            Some(h) if h.ready => Health::Ready,
+            Some(h) => Health::NotReady(if h.message.is_empty() {
+                "no reason given".to_owned()
+            } else {
+                h.message
+            }),
+            None => Health::NotReady("the agent sent no health".to_owned()),
+        };
+        let properties = to_properties(&req.properties);
+        let reported_id = properties
+            .iter()
+            .find(|p| p.name == PROPERTY_CLUSTER_ID)
+            .map(|p| p.value.clone());
+        self.fleet.update(&name, |m| {
+            let mut changes = Changes::default();
+            m.last_heartbeat = Instant::now();
+            m.last_heartbeat_at =
+                jiff::Timestamp::from_second(jiff::Timestamp::now().as_second()).ok();
+            if m.health != health {
+                changes.profile = true;
+                changes.membership = true;
+                m.health = health;
+            }
+            if m.version != req.kubernetes_version {
+                m.version = req.kubernetes_version;
+                changes.profile = true;
+            }
+            if m.properties != properties {
+                m.properties = properties;
+                changes.profile = true;
+            }
+            if let Some(id) = reported_id
+                && id != m.reported_cluster_id
+            {
+                if m.cluster_set().is_none() {
+                    m.cluster_id = id.clone();
+                }
+                m.reported_cluster_id = id;
+                changes.membership = true;
+            }
+            (changes, ())
+        });
+        Ok(Response::new(HeartbeatResponse {
+            lease_seconds: self.lease_seconds(),
+        }))
+    }
+
+    type SyncStream = ReceiverStream<Result<SyncEvent, Status>>;
+
+    async fn sync(
+        &self,
+        request: Request<SyncRequest>,
+    ) -> Result<Response<Self::SyncStream>, Status> {
+        let name = self.identify(&request, &request.get_ref().cluster_name)?;
+        let (sender, receiver) = tokio::sync::mpsc::channel(SYNC_BUFFER);
+        let set = self
+            .fleet
+            .get(&name)
+            .and_then(|m| m.cluster_set().map(str::to_owned))
+            .unwrap_or_default();
+        // The first event is always the membership, so the agent converges at once.
+        let _ = sender.try_send(Ok(membership_event(&set)));
+        self.fleet.attach_stream(&name, sender);
+        tracing::debug!(cluster = %name, "agent connected its sync stream");
+        Ok(Response::new(ReceiverStream::new(receiver)))
+    }
+
+    async fn report_work_status(
+        &self,
+        request: Request<WorkStatusReport>,
+    ) -> Result<Response<WorkStatusAck>, Status> {
+        let name = self.identify(&request, &request.get_ref().cluster_name)?;
+        let report = request.into_inner();
+        if report.status.len() > STATUS_MAX_BYTES {
+            return Err(Status::invalid_argument(format!(
+                "the status of Work {:?} is {} bytes, more than the limit of {STATUS_MAX_BYTES}",
+                report.work_name,
+                report.status.len()
+            )));
+        }
+        let status: serde_json::Value = serde_json::from_slice(&report.status).map_err(|e| {
+            Status::invalid_argument(format!(
+                "the status of Work {:?} is not JSON: {e}",
+                report.work_name
+            ))
+        })?;
+        let works: Api<Work> = Api::namespaced(self.client.clone(), &name);
+        let work = works.get_opt(&report.work_name).await.map_err(internal)?;
+        match work {
+            Some(w) if w.metadata.uid.as_deref() == Some(report.work_uid.as_str()) => {}
+            _ => {
+                return Err(Status::not_found(format!(
+                    "cluster {name:?} has no Work {:?} with UID {:?}",
+                    report.work_name, report.work_uid
+                )));
+            }
+        }
+        works
+            .patch_status(
+                &report.work_name,
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({ "status": status })),
+            )
+            .await
+            .map_err(internal)?;
+        Ok(Response::new(WorkStatusAck {}))
+    }
+}
+
+/// The bearer token of a call.
+fn bearer<T>(request: &Request<T>) -> Result<String, Status> {
+    let value = request.metadata().get(AUTHORIZATION).ok_or_else(|| {
+        Status::unauthenticated("the call carries no credential (authorization: Bearer ...)")
+    })?;
+    let text = value
+        .to_str()
+        .map_err(|_| Status::unauthenticated("the authorization metadata is not text"))?;
+    text.strip_prefix("Bearer ")
+        .map(|t| t.trim().to_owned())
+        .ok_or_else(|| {
+            Status::unauthenticated("the authorization metadata must read \"Bearer <token>\"")
+        })
+}
+
+fn validate_join(req: &JoinRequest) -> Result<(), Status> {
+    let name = req.cluster_name.as_str();
+    if !is_dns_label(name) {
+        return Err(Status::invalid_argument(format!(
+            "cluster name {name:?} is not a DNS label (RFC 1123: at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)"
+        )));
+    }
+    let reserved = name.starts_with("kube-")
+        || [
+            "default",
+            INVENTORY_NAMESPACE,
+            SYSTEM_NAMESPACE,
+            HOSTED_CLUSTERS_NAMESPACE,
+        ]
+        .contains(&name);
+    if reserved {
+        return Err(Status::invalid_argument(format!(
+            "cluster name {name:?} is reserved on the hub (it names a system namespace); choose another"
+        )));
+    }
+    if req.cluster_id.is_empty() {
+        return Err(Status::invalid_argument(format!(
+            "cluster {name:?}: the cluster ID is missing (the value of ClusterProperty {PROPERTY_CLUSTER_ID})"
+        )));
+    }
+    validate_property(PROPERTY_CLUSTER_ID, &req.cluster_id)
+        .map_err(|e| Status::invalid_argument(format!("cluster {name:?}: {e}")))?;
+    for p in &req.properties {
+        validate_property(&p.name, &p.value)
+            .map_err(|e| Status::invalid_argument(format!("cluster {name:?}: {e}")))?;
+    }
+    if req.join_secret.len() < JOIN_SECRET_MIN_LEN {
+        return Err(Status::invalid_argument(format!(
+            "cluster {name:?}: the join secret must be at least {JOIN_SECRET_MIN_LEN} characters"
+        )));
+    }
+    Ok(())
+}
+
+fn to_properties(properties: &[atoll_proto::v1::Property]) -> Vec<Property> {
+    let mut out: Vec<Property> = properties
+        .iter()
+        .map(|p| Property {
+            name: p.name.clone(),
+            value: p.value.clone(),
+            last_observed_time: None,
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+fn new_credential() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    let body: String = (0..43)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("atoll-cluster.{body}")
+}
+
+fn internal(e: kube::Error) -> Status {
+    tracing::warn!(error = %e, "hub API server call failed");
+    Status::unavailable(format!("the hub cannot reach its API server: {e}"))
+}

@@ -1,0 +1,173 @@
+//! Watches that keep the fleet view current: member records (Secrets in `atoll-system`),
+//! ClusterProfiles (labels an administrator sets, deletions) and ClusterSets. Also the removal of a
+//! member: its record gone, the hub deletes its ClusterProfile and namespace.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use atoll_api::clusterset::ClusterSet;
+use atoll_api::inventory::ClusterProfile;
+use atoll_api::names::{
+    CLUSTER_MANAGER_NAME, INVENTORY_NAMESPACE, LABEL_CLUSTER_MANAGER, LABEL_CLUSTER_SET,
+    SYSTEM_NAMESPACE,
+};
+use futures::{Stream, StreamExt as _};
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Api, DeleteParams};
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::watch;
+
+use crate::fleet::{Changes, Fleet};
+use crate::record::{self, Record};
+
+/// Feeds member record changes into the fleet; cleans up after removed members.
+pub async fn records(fleet: Arc<Fleet>, client: kube::Client, shutdown: watch::Receiver<bool>) {
+    let api: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    let config = watcher::Config::default().labels(record::LABEL_CLUSTER);
+    run(watcher::watcher(api, config), shutdown, "member records", |event| match event {
+        Event::Apply(secret) | Event::InitApply(secret) => {
+            if let Some(r) = Record::from_secret(&secret) {
+                let current = fleet.get(&r.name);
+                let same = current.as_ref().is_some_and(|m| {
+                    m.accepted == r.accepted && m.credential == r.credential && m.join_secret == r.join_secret
+                });
+                if !same {
+                    fleet.upsert_record(&r.name, r.accepted, r.join_secret, r.credential, &r.cluster_id);
+                }
+            }
+        }
+        Event::Delete(secret) => {
+            if let Some(r) = Record::from_secret(&secret)
+                && fleet.remove(&r.name).is_some()
+            {
+                tracing::info!(cluster = %r.name, "cluster removed; deleting its ClusterProfile and namespace");
+                tokio::spawn(clean_up(client.clone(), r.name));
+            }
+        }
+        Event::Init | Event::InitDone => {}
+    })
+    .await;
+}
+
+async fn clean_up(client: kube::Client, name: String) {
+    let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
+    let namespaces: Api<Namespace> = Api::all(client);
+    for result in [
+        profiles
+            .delete(&name, &DeleteParams::default())
+            .await
+            .map(|_| ()),
+        namespaces
+            .delete(&name, &DeleteParams::default())
+            .await
+            .map(|_| ()),
+    ] {
+        match result {
+            Ok(()) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(error) => {
+                tracing::warn!(cluster = %name, %error, "cannot clean up after a removed cluster")
+            }
+        }
+    }
+}
+
+/// Feeds ClusterProfile labels into the fleet; a deleted profile removes its member.
+pub async fn profiles(fleet: Arc<Fleet>, client: kube::Client, shutdown: watch::Receiver<bool>) {
+    let api: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
+    let config = watcher::Config::default()
+        .labels(&format!("{LABEL_CLUSTER_MANAGER}={CLUSTER_MANAGER_NAME}"));
+    run(watcher::watcher(api, config), shutdown, "ClusterProfiles", |event| match event {
+        Event::Apply(profile) | Event::InitApply(profile) => observe_profile(&fleet, &profile),
+        Event::Delete(profile) => {
+            let name = profile.metadata.name.unwrap_or_default();
+            if fleet.get(&name).is_some() {
+                let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+                tokio::spawn(async move {
+                    match secrets.delete(&record::secret_name(&name), &DeleteParams::default()).await {
+                        Ok(_) => {}
+                        Err(kube::Error::Api(e)) if e.code == 404 => {}
+                        Err(error) => tracing::warn!(cluster = %name, %error, "cannot delete the record of a removed cluster"),
+                    }
+                });
+            }
+        }
+        Event::Init | Event::InitDone => {}
+    })
+    .await;
+}
+
+/// Takes what the fleet needs from a ClusterProfile: its ClusterSet label and creation time.
+pub fn observe_profile(fleet: &Fleet, profile: &ClusterProfile) {
+    let name = profile.metadata.name.clone().unwrap_or_default();
+    let label = profile
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL_CLUSTER_SET))
+        .filter(|s| !s.is_empty())
+        .cloned();
+    let created = profile.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let uid = profile.metadata.uid.clone();
+    fleet.update(&name, |m| {
+        let changed = m.label_set != label || m.created != created;
+        // A new UID is a new or recreated profile: it needs its status written.
+        let recreated = m.profile_uid != uid;
+        m.label_set = label;
+        m.created = created;
+        m.profile_uid = uid;
+        (
+            Changes {
+                profile: recreated,
+                membership: changed,
+            },
+            (),
+        )
+    });
+}
+
+/// Feeds which ClusterSets exist into the fleet.
+pub async fn cluster_sets(
+    fleet: Arc<Fleet>,
+    client: kube::Client,
+    shutdown: watch::Receiver<bool>,
+) {
+    let api: Api<ClusterSet> = Api::all(client);
+    run(
+        watcher::watcher(api, watcher::Config::default()),
+        shutdown,
+        "ClusterSets",
+        |event| match event {
+            Event::Apply(set) | Event::InitApply(set) => {
+                fleet.set_cluster_set(&set.metadata.name.unwrap_or_default(), true);
+            }
+            Event::Delete(set) => {
+                fleet.set_cluster_set(&set.metadata.name.unwrap_or_default(), false)
+            }
+            Event::Init | Event::InitDone => {}
+        },
+    )
+    .await;
+}
+
+async fn run<K>(
+    stream: impl Stream<Item = Result<Event<K>, watcher::Error>>,
+    mut shutdown: watch::Receiver<bool>,
+    what: &str,
+    mut handle: impl FnMut(Event<K>),
+) {
+    let mut stream = std::pin::pin!(stream);
+    loop {
+        tokio::select! {
+            item = stream.next() => match item {
+                Some(Ok(event)) => handle(event),
+                Some(Err(error)) => {
+                    tracing::warn!(%error, "watch of {what} failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                None => return,
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! `work-agent`: the agent of one member cluster. Flags only; the work is in the library.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Parser;
+
+/// Joins this cluster to an atoll hub and keeps it reported there.
+#[derive(Parser)]
+#[command(name = "work-agent", version)]
+struct Args {
+    /// The hub's gRPC address.
+    #[arg(long, env = "ATOLL_HUB", value_name = "https://HOST:PORT")]
+    hub: String,
+    /// The hub's CA certificate (PEM), e.g. `.atoll/hub-ca.crt`.
+    #[arg(long, env = "ATOLL_HUB_CA", value_name = "FILE")]
+    hub_ca: PathBuf,
+    /// A file holding a bootstrap token (`atoll token create`); read only for a first join.
+    #[arg(long, env = "ATOLL_BOOTSTRAP_TOKEN_FILE", value_name = "FILE")]
+    bootstrap_token_file: PathBuf,
+    /// The cluster's name on the hub (a DNS label).
+    #[arg(long, env = "ATOLL_CLUSTER_NAME", value_name = "NAME")]
+    cluster_name: String,
+    /// The kubeconfig of this cluster's API server; default: in-cluster or `KUBECONFIG`.
+    #[arg(long, env = "ATOLL_KUBECONFIG", value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// A ClusterSet to join with.
+    #[arg(long, env = "ATOLL_CLUSTERSET", value_name = "SET")]
+    clusterset: Option<String>,
+    /// Log output format (filter with `ATOLL_LOG`).
+    #[arg(long, env = "ATOLL_LOG_FORMAT", default_value = "plain", value_parser = ["plain", "json"])]
+    log_format: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ATOLL_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if args.log_format == "json" {
+        logs.json().init();
+    } else {
+        logs.init();
+    }
+    let read = |path: &PathBuf, what: &str| {
+        std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the {what} {}", path.display()))
+    };
+    let config = atoll_agent::Config {
+        hub: args.hub,
+        hub_ca_pem: read(&args.hub_ca, "hub CA")?,
+        bootstrap_token: read(&args.bootstrap_token_file, "bootstrap token file")?
+            .trim()
+            .to_owned(),
+        cluster_name: args.cluster_name,
+        cluster_set: args.clusterset,
+    };
+    let member = match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read the kubeconfig {}", path.display()))?;
+            let options = kube::config::KubeConfigOptions::default();
+            let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+                .await
+                .with_context(|| format!("cannot use the kubeconfig {}", path.display()))?;
+            kube::Client::try_from(config).context("cannot build a client for this cluster")?
+        }
+        None => kube::Client::try_default()
+            .await
+            .context("cannot find this cluster's API server")?,
+    };
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("stopping");
+        let _ = stop.send(true);
+    });
+    atoll_agent::run(config, member, stopped).await?;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
