@@ -50,12 +50,21 @@ pub fn free_addr() -> anyhow::Result<SocketAddr> {
 
 /// The `atoll` binary built beside this test (the test command builds the binaries first).
 pub fn atoll_binary() -> anyhow::Result<PathBuf> {
+    binary("atoll")
+}
+
+/// The `work-agent` binary built beside this test.
+pub fn work_agent_binary() -> anyhow::Result<PathBuf> {
+    binary("work-agent")
+}
+
+fn binary(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let dir = exe
         .parent()
         .and_then(Path::parent)
         .context("test executable has no parent directory")?;
-    let binary = dir.join(format!("atoll{}", std::env::consts::EXE_SUFFIX));
+    let binary = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     if !binary.exists() {
         bail!(
             "{} is missing: build it first with `cargo build --bins`",
@@ -70,6 +79,7 @@ pub struct Process {
     pub child: Child,
     pub addr: SocketAddr,
     pub data_dir: PathBuf,
+    ready_lines_before: usize,
 }
 
 impl Process {
@@ -84,10 +94,36 @@ impl Process {
         Self::start("up", data_dir, addr)
     }
 
+    /// Starts `atoll up` with more flags (`--grpc-addr`, `--auto-accept`, lease settings) and
+    /// waits until it answers.
+    pub fn hub_with(data_dir: &Path, addr: SocketAddr, flags: &[&str]) -> anyhow::Result<Self> {
+        Self::start_with(&atoll_binary()?, "up", data_dir, addr, flags)
+    }
+
     fn start(subcommand: &str, data_dir: &Path, addr: SocketAddr) -> anyhow::Result<Self> {
-        let log = std::fs::File::create(data_dir.with_extension("log"))?;
-        let child = Command::new(atoll_binary()?)
+        Self::start_with(&atoll_binary()?, subcommand, data_dir, addr, &[])
+    }
+
+    /// Starts `BINARY SUBCOMMAND --data-dir DIR --api-addr ADDR FLAGS...` and waits until its log
+    /// says it is ready; the log is `DIR.log`.
+    pub fn start_with(
+        binary: &Path,
+        subcommand: &str,
+        data_dir: &Path,
+        addr: SocketAddr,
+        flags: &[&str],
+    ) -> anyhow::Result<Self> {
+        let ready_lines_before = std::fs::read_to_string(data_dir.with_extension("log"))
+            .unwrap_or_default()
+            .matches("is ready")
+            .count();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(data_dir.with_extension("log"))?;
+        let child = Command::new(binary)
             .arg(subcommand)
+            .args(flags)
             .arg("--data-dir")
             .arg(data_dir)
             .arg("--api-addr")
@@ -100,6 +136,7 @@ impl Process {
             child,
             addr,
             data_dir: data_dir.to_owned(),
+            ready_lines_before,
         };
         process.wait_ready(Duration::from_secs(30))?;
         Ok(process)
@@ -115,7 +152,8 @@ impl Process {
             }
             let log =
                 std::fs::read_to_string(self.data_dir.with_extension("log")).unwrap_or_default();
-            if log.contains("is ready") {
+            // The log is appended to across restarts: only this start's lines count.
+            if log.matches("is ready").count() > self.ready_lines_before {
                 return Ok(());
             }
             if Instant::now() > deadline {

@@ -340,6 +340,13 @@ impl Fleet {
         }
     }
 
+    /// Ends every agent's sync stream (at shutdown, so that connections can close).
+    pub fn close_streams(&self) {
+        for member in self.lock().members.values_mut() {
+            member.stream = None;
+        }
+    }
+
     /// Marks accepted members whose heartbeats stopped as lost; returns how many changed.
     pub fn expire_leases(&self, now: Instant) -> usize {
         let grace = self.leases.grace();

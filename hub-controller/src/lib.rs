@@ -192,11 +192,19 @@ impl Hub {
         &self.fleet
     }
 
-    /// Stops serving and waits for every task.
+    /// Stops serving: ends the agents' streams, closes their connections (they reconnect to the
+    /// next hub), and waits for every task, at most a few seconds.
     pub async fn shutdown(self) {
+        self.fleet.close_streams();
         let _ = self.shutdown.send(true);
-        for task in self.tasks {
-            let _ = task.await;
+        for mut task in self.tasks {
+            if tokio::time::timeout(std::time::Duration::from_secs(5), &mut task)
+                .await
+                .is_err()
+            {
+                tracing::warn!("a hub task did not stop within 5s; aborting it");
+                task.abort();
+            }
         }
     }
 }

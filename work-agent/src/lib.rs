@@ -25,6 +25,9 @@ use tonic::Code;
 
 use crate::credential::Stored;
 
+/// How long a unary call to the hub may take before the agent gives up on it and retries.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Field manager of what the agent writes in its cluster.
 pub const FIELD_MANAGER: &str = atoll_api::names::FIELD_MANAGER_WORK_AGENT;
 
@@ -149,6 +152,8 @@ async fn join(
             join_secret: stored.join_secret.clone(),
             cluster_set: config.cluster_set.clone().unwrap_or_default(),
         };
+        let mut request = tonic::Request::new(request);
+        request.set_timeout(CALL_TIMEOUT);
         match client.join(request).await {
             Ok(response) => {
                 let response = response.into_inner();
@@ -270,6 +275,8 @@ impl Session<'_> {
                 kubernetes_version: version,
                 properties: props,
             };
+            let mut request = tonic::Request::new(request);
+            request.set_timeout(CALL_TIMEOUT);
             let wait = match client.heartbeat(request).await {
                 Ok(response) => {
                     delays = backoff();

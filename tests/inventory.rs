@@ -1,0 +1,884 @@
+//! The hub and the agent in one process, over real gRPC with TLS and real HTTPS API servers:
+//! joining (double opt-in), health from heartbeats and leases, ClusterSet membership, and every
+//! bad input and hostile call of the inventory issue, each checked for a clear error and for
+//! nothing stored changing.
+
+use std::time::Duration;
+
+use atoll_api::clusterset::{ClusterSet, ClusterSetSpec};
+use atoll_api::inventory::{ClusterProfile, ClusterProperty};
+use atoll_api::names::{INVENTORY_NAMESPACE, LABEL_CLUSTER_SET, SYSTEM_NAMESPACE};
+use atoll_api::work::Work;
+use atoll_apiserver::StorageKind;
+use atoll_hub::Leases;
+use atoll_proto::v1::{
+    Health, HeartbeatRequest, JoinRequest, Property, SyncRequest, WorkStatusReport, join_response,
+};
+use atoll_tests::{TestServer, eventually, free_addr};
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Api, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use tonic::Code;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A hub: its API server and the hub itself, with one bootstrap token.
+struct TestHub {
+    api: TestServer,
+    hub: Option<atoll_hub::Hub>,
+    client: kube::Client,
+    token: String,
+    url: String,
+    ca: String,
+}
+
+impl TestHub {
+    async fn start(auto_accept: bool, leases: Leases) -> TestHub {
+        let api = TestServer::start(StorageKind::Memory).await.unwrap();
+        let client = api.client().await.unwrap();
+        let addr = free_addr().unwrap();
+        let hub = start_hub(&client, addr, auto_accept, leases).await;
+        let (token, _) = atoll_hub::bootstrap::create(client.clone(), None, "tests")
+            .await
+            .unwrap();
+        TestHub {
+            url: format!("https://{}", hub.grpc_addr()),
+            ca: hub.ca_pem().to_owned(),
+            api,
+            hub: Some(hub),
+            client,
+            token: token.to_string(),
+        }
+    }
+
+    /// A raw protocol client presenting `token`.
+    fn raw(&self, token: &str) -> atoll_agent::hub::Client {
+        atoll_agent::hub::client(
+            atoll_agent::hub::channel(&self.url, &self.ca).unwrap(),
+            token,
+        )
+        .unwrap()
+    }
+
+    fn profiles(&self) -> Api<ClusterProfile> {
+        Api::namespaced(self.client.clone(), INVENTORY_NAMESPACE)
+    }
+
+    async fn profile(&self, name: &str) -> Option<ClusterProfile> {
+        self.profiles().get_opt(name).await.unwrap()
+    }
+
+    /// Waits until cluster `name` shows condition `type_` with `status` (and `reason`, if given).
+    async fn wait_condition(
+        &self,
+        name: &str,
+        type_: &str,
+        status: &str,
+        reason: Option<&str>,
+    ) -> ClusterProfile {
+        let deadline = std::time::Instant::now() + WAIT;
+        let profile = loop {
+            let p = self.profile(name).await;
+            let hit = p.as_ref().is_some_and(|p| {
+                condition(p, type_)
+                    .is_some_and(|c| c.status == status && reason.is_none_or(|r| c.reason == r))
+            });
+            if hit || std::time::Instant::now() > deadline {
+                let profile = p.unwrap_or_else(|| panic!("cluster {name} has no ClusterProfile"));
+                assert!(
+                    hit,
+                    "cluster {name}: {type_} never became {status} {reason:?}: {:#?}",
+                    profile.status
+                );
+                break profile;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        profile
+    }
+
+    async fn create_set(&self, name: &str) {
+        let api: Api<ClusterSet> = Api::all(self.client.clone());
+        let set = ClusterSet {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            spec: ClusterSetSpec::default(),
+            status: None,
+        };
+        api.create(&PostParams::default(), &set).await.unwrap();
+    }
+
+    async fn set_status(&self, name: &str) -> atoll_api::clusterset::ClusterSetStatus {
+        let api: Api<ClusterSet> = Api::all(self.client.clone());
+        api.get(name).await.unwrap().status.unwrap_or_default()
+    }
+
+    async fn label(&self, cluster: &str, set: Option<&str>) {
+        let patch = serde_json::json!({"metadata": {"labels": {LABEL_CLUSTER_SET: set}}});
+        self.profiles()
+            .patch(cluster, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+    }
+
+    /// Every Secret on the hub, as text, to search for leaked credentials.
+    async fn all_secret_text(&self) -> String {
+        let api: Api<Secret> = Api::all(self.client.clone());
+        let list = api.list(&ListParams::default()).await.unwrap();
+        list.items
+            .iter()
+            .flat_map(|s| s.data.clone().unwrap_or_default().into_values())
+            .map(|v| String::from_utf8_lossy(&v.0).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+async fn start_hub(
+    client: &kube::Client,
+    addr: std::net::SocketAddr,
+    auto_accept: bool,
+    leases: Leases,
+) -> atoll_hub::Hub {
+    let mut config = atoll_hub::Config::new(addr);
+    config.auto_accept = auto_accept;
+    config.leases = leases;
+    atoll_hub::Hub::start(client.clone(), config).await.unwrap()
+}
+
+fn condition<'a>(
+    p: &'a ClusterProfile,
+    type_: &str,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    p.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+/// A member cluster (its own API server) and its agent, which can be stopped and started again.
+struct Member {
+    /// Kept so that the member's API server runs as long as the member.
+    _api: TestServer,
+    client: kube::Client,
+    name: String,
+    stop: Option<tokio::sync::watch::Sender<bool>>,
+    task: Option<tokio::task::JoinHandle<Result<(), atoll_agent::Error>>>,
+}
+
+impl Member {
+    async fn start(hub: &TestHub, name: &str) -> Member {
+        let api = TestServer::start(StorageKind::Memory).await.unwrap();
+        let client = api.client().await.unwrap();
+        let mut member = Member {
+            _api: api,
+            client,
+            name: name.to_owned(),
+            stop: None,
+            task: None,
+        };
+        member.run_agent(hub, None);
+        member
+    }
+
+    fn run_agent(&mut self, hub: &TestHub, cluster_set: Option<&str>) {
+        let config = atoll_agent::Config {
+            hub: hub.url.clone(),
+            hub_ca_pem: hub.ca.clone(),
+            bootstrap_token: hub.token.clone(),
+            cluster_name: self.name.clone(),
+            cluster_set: cluster_set.map(str::to_owned),
+        };
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        self.stop = Some(stop);
+        self.task = Some(tokio::spawn(atoll_agent::run(
+            config,
+            self.client.clone(),
+            stopped,
+        )));
+    }
+
+    async fn stop_agent(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(true);
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap().unwrap();
+        }
+    }
+
+    async fn property(&self, name: &str) -> Option<String> {
+        let api: Api<ClusterProperty> = Api::all(self.client.clone());
+        api.get_opt(name).await.unwrap().map(|p| p.spec.value)
+    }
+
+    async fn kube_system_uid(&self) -> String {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        api.get("kube-system").await.unwrap().metadata.uid.unwrap()
+    }
+}
+
+fn join_request(name: &str, id: &str) -> JoinRequest {
+    JoinRequest {
+        cluster_name: name.to_owned(),
+        cluster_id: id.to_owned(),
+        kubernetes_version: "v1.35.0".to_owned(),
+        properties: vec![Property {
+            name: "cluster.clusterset.k8s.io".into(),
+            value: id.to_owned(),
+        }],
+        join_secret: format!("secret-of-{name}-0123456789"),
+        cluster_set: String::new(),
+    }
+}
+
+/// Joins `name` with a raw client (auto-accept hubs), returning its credential.
+async fn raw_join(hub: &TestHub, name: &str, id: &str) -> String {
+    let response = hub
+        .raw(&hub.token)
+        .join(join_request(name, id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        response.state,
+        join_response::State::Accepted as i32,
+        "{}",
+        response.message
+    );
+    response.credential
+}
+
+fn beat(name: &str) -> HeartbeatRequest {
+    HeartbeatRequest {
+        cluster_name: name.to_owned(),
+        health: Some(Health {
+            ready: true,
+            message: String::new(),
+        }),
+        kubernetes_version: "v1.35.0".into(),
+        properties: Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn a_cluster_joins_once_accepted_and_reports_its_health_version_and_id() {
+    let hub = TestHub::start(false, Leases::default()).await;
+    let mut east = Member::start(&hub, "east").await;
+
+    let pending = hub
+        .wait_condition("east", "Joined", "False", Some("PendingAcceptance"))
+        .await;
+    assert!(
+        condition(&pending, "Joined")
+            .unwrap()
+            .message
+            .contains("atoll cluster accept east")
+    );
+    assert_eq!(
+        condition(&pending, "ControlPlaneHealthy").unwrap().status,
+        "Unknown"
+    );
+    assert!(
+        !pending
+            .metadata
+            .labels
+            .as_ref()
+            .unwrap()
+            .contains_key(LABEL_CLUSTER_SET)
+    );
+
+    atoll_hub::record::accept(hub.client.clone(), "east")
+        .await
+        .unwrap();
+    let joined = hub
+        .wait_condition(
+            "east",
+            "ControlPlaneHealthy",
+            "True",
+            Some("APIServerReady"),
+        )
+        .await;
+    assert_eq!(condition(&joined, "Joined").unwrap().status, "True");
+    let status = joined.status.clone().unwrap();
+    assert_eq!(
+        status.version.unwrap().kubernetes.as_deref(),
+        Some("v1.35.0+atoll")
+    );
+    let uid = east.kube_system_uid().await;
+    assert!(
+        status
+            .properties
+            .iter()
+            .any(|p| p.name == "cluster.clusterset.k8s.io" && p.value == uid),
+        "the cluster ID is the kube-system UID: {:?}",
+        status.properties
+    );
+    assert_eq!(
+        east.property("cluster.clusterset.k8s.io").await.as_deref(),
+        Some(uid.as_str())
+    );
+    assert_eq!(joined.spec.cluster_manager.name, "atoll");
+    assert_eq!(
+        joined.metadata.labels.as_ref().unwrap()["x-k8s.io/cluster-manager"],
+        "atoll"
+    );
+
+    // The hub made the cluster's namespace; the credential lives only in the member cluster.
+    let namespaces: Api<Namespace> = Api::all(hub.client.clone());
+    assert!(namespaces.get_opt("east").await.unwrap().is_some());
+    let stored: Api<Secret> = Api::namespaced(east.client.clone(), SYSTEM_NAMESPACE);
+    let agent_secret = stored.get("atoll-agent").await.unwrap();
+    let credential = String::from_utf8(agent_secret.data.unwrap()["credential"].0.clone()).unwrap();
+    assert!(credential.len() > 40);
+    let hub_secrets = hub.all_secret_text().await;
+    assert!(
+        !hub_secrets.contains(&credential),
+        "the hub stores the credential itself"
+    );
+    assert!(
+        !hub_secrets.contains(hub.token.split('.').nth(1).unwrap()),
+        "the hub stores a token secret"
+    );
+    east.stop_agent().await;
+}
+
+#[tokio::test]
+async fn bootstrap_tokens_that_are_malformed_unknown_expired_or_deleted_are_refused() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let expired = atoll_hub::bootstrap::Token::generate();
+    let past: jiff::Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+    let secrets: Api<Secret> = Api::namespaced(hub.client.clone(), SYSTEM_NAMESPACE);
+    secrets
+        .create(
+            &PostParams::default(),
+            &expired.to_secret(Some(past), "expired"),
+        )
+        .await
+        .unwrap();
+    let (deleted, _) = atoll_hub::bootstrap::create(hub.client.clone(), None, "deleted")
+        .await
+        .unwrap();
+    atoll_hub::bootstrap::delete(hub.client.clone(), deleted.id())
+        .await
+        .unwrap();
+
+    let cases = [
+        ("nonsense".to_owned(), "malformed"),
+        (
+            "abcdef.0123456789abcdef".to_owned(),
+            "bootstrap token abcdef is unknown",
+        ),
+        (
+            expired.to_string(),
+            &*format!("bootstrap token {} expired at 2026-01-01", expired.id()).leak(),
+        ),
+        (
+            deleted.to_string(),
+            &*format!("bootstrap token {} is unknown or was deleted", deleted.id()).leak(),
+        ),
+    ];
+    for (token, expected) in cases {
+        let err = hub
+            .raw(&token)
+            .join(join_request("east", "id-east"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Unauthenticated, "{token}: {err:?}");
+        assert!(
+            err.message().contains(expected),
+            "{token}: {}",
+            err.message()
+        );
+    }
+    // A call without any token.
+    let mut bare = atoll_proto::v1::hub_client::HubClient::new(
+        atoll_agent::hub::channel(&hub.url, &hub.ca).unwrap(),
+    );
+    let err = bare
+        .join(join_request("east", "id-east"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated);
+    assert!(
+        err.message().contains("carries no credential"),
+        "{}",
+        err.message()
+    );
+
+    assert!(
+        hub.profiles()
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let records = secrets
+        .list(&ListParams::default().labels("atoll.dev/cluster"))
+        .await
+        .unwrap();
+    assert!(records.items.is_empty(), "a refused join left a record");
+}
+
+#[tokio::test]
+async fn bad_joins_are_refused_with_the_field_at_fault_and_nothing_is_stored() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    hub.create_set("prod").await;
+    let mut first = join_request("a", "shared-id");
+    first.cluster_set = "prod".into();
+    let response = hub.raw(&hub.token).join(first).await.unwrap().into_inner();
+    assert_eq!(response.state, join_response::State::Accepted as i32);
+    assert!(
+        eventually(WAIT, || async {
+            hub.set_status("prod").await.member_count == 1
+        })
+        .await,
+        "a joined prod"
+    );
+
+    let long = "x".repeat(128_001);
+    let mut cases: Vec<(JoinRequest, Code, &str)> = Vec::new();
+    cases.push((
+        join_request("Not_A_Label", "id"),
+        Code::InvalidArgument,
+        "\"Not_A_Label\" is not a DNS label",
+    ));
+    cases.push((
+        join_request("kube-system", "id"),
+        Code::InvalidArgument,
+        "is reserved",
+    ));
+    cases.push((
+        join_request("b", ""),
+        Code::InvalidArgument,
+        "cluster ID is missing",
+    ));
+    let mut r = join_request("b", "id-b");
+    r.properties.push(Property {
+        name: "big.example.com".into(),
+        value: long,
+    });
+    cases.push((r, Code::InvalidArgument, "more than the limit of 128000"));
+    let mut r = join_request("b", "id-b");
+    r.cluster_set = "nope".into();
+    cases.push((r, Code::NotFound, "ClusterSet \"nope\" does not exist"));
+    let mut r = join_request("b", "shared-id");
+    r.cluster_set = "prod".into();
+    cases.push((
+        r,
+        Code::AlreadyExists,
+        "\"shared-id\" is already used by cluster \"a\" in ClusterSet \"prod\"",
+    ));
+    let mut r = join_request("b", "id-b");
+    r.join_secret = "short".into();
+    cases.push((r, Code::InvalidArgument, "join secret must be at least 16"));
+    let mut r = join_request("a", "shared-id");
+    r.join_secret = "another-agent-0123456789".into();
+    cases.push((r, Code::AlreadyExists, "cluster \"a\" has already joined"));
+
+    for (request, code, expected) in cases {
+        let name = request.cluster_name.clone();
+        let err = hub.raw(&hub.token).join(request).await.unwrap_err();
+        assert_eq!(err.code(), code, "{name}: {err:?}");
+        assert!(
+            err.message().contains(expected),
+            "{name}: {}",
+            err.message()
+        );
+    }
+    let names: Vec<String> = hub
+        .profiles()
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|p| p.metadata.name.unwrap())
+        .collect();
+    assert_eq!(names, ["a"], "only the good join left a profile");
+    let status = hub.set_status("prod").await;
+    assert_eq!(status.members.len(), 1);
+    assert_eq!(status.members[0].cluster_id.as_deref(), Some("shared-id"));
+}
+
+#[tokio::test]
+async fn a_credential_speaks_only_for_its_own_cluster() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let a = raw_join(&hub, "a", "id-a").await;
+    let _b = raw_join(&hub, "b", "id-b").await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "b");
+    let work: Work = serde_json::from_value(serde_json::json!({
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+        "metadata": {"name": "web", "namespace": "b"},
+        "spec": {"workload": {"manifests": []}}
+    }))
+    .unwrap();
+    let work = works.create(&PostParams::default(), &work).await.unwrap();
+    hub.wait_condition(
+        "b",
+        "ControlPlaneHealthy",
+        "Unknown",
+        Some("AwaitingHeartbeat"),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = hub.profile("b").await.unwrap();
+
+    let mut as_a = hub.raw(&a);
+    let err = as_a.heartbeat(beat("b")).await.unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied);
+    assert!(
+        err.message()
+            .contains("belongs to cluster \"a\", not \"b\""),
+        "{}",
+        err.message()
+    );
+    let err = as_a
+        .sync(SyncRequest {
+            cluster_name: "b".into(),
+            works: vec![],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied);
+    let report = |cluster: &str| WorkStatusReport {
+        cluster_name: cluster.into(),
+        work_name: "web".into(),
+        work_uid: work.metadata.uid.clone().unwrap(),
+        observed_generation: 1,
+        status: br#"{"conditions":[]}"#.to_vec(),
+    };
+    let err = as_a.report_work_status(report("b")).await.unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied);
+    // Stating its own name, a reads only its own namespace: b's Work is not there.
+    let err = as_a.report_work_status(report("a")).await.unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+    let err = hub
+        .raw("atoll-cluster.forged")
+        .heartbeat(beat("a"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated);
+    assert!(err.message().contains("unknown cluster credential"));
+
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let after = hub.profile("b").await.unwrap();
+    assert_eq!(
+        before.metadata.resource_version, after.metadata.resource_version,
+        "b's profile changed"
+    );
+    assert_eq!(
+        works.get("web").await.unwrap().status,
+        None,
+        "b's Work status changed"
+    );
+    // a's own heartbeat works.
+    as_a.heartbeat(beat("a")).await.unwrap();
+    hub.wait_condition("a", "ControlPlaneHealthy", "True", None)
+        .await;
+}
+
+#[tokio::test]
+async fn a_client_without_the_hubs_ca_cannot_connect() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let other = atoll_apiserver::pki::CertificateAuthority::generate("not-the-hub").unwrap();
+    let channel = atoll_agent::hub::channel(&hub.url, other.cert_pem()).unwrap();
+    let mut client = atoll_agent::hub::client(channel, &hub.token).unwrap();
+    let err = client
+        .join(join_request("east", "id-east"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+    assert!(hub.profile("east").await.is_none());
+}
+
+#[tokio::test]
+async fn clusterset_membership_follows_labels_and_refuses_what_breaks_the_rules() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let mut a = Member::start(&hub, "a").await;
+    hub.wait_condition("a", "ControlPlaneHealthy", "True", None)
+        .await;
+    hub.create_set("prod").await;
+    hub.create_set("dev").await;
+
+    hub.label("a", Some("prod")).await;
+    hub.wait_condition("a", "ClusterSetMember", "True", Some("Member"))
+        .await;
+    assert!(
+        eventually(WAIT, || async {
+            a.property("clusterset.k8s.io").await.as_deref() == Some("prod")
+        })
+        .await
+    );
+    assert!(
+        eventually(WAIT, || async {
+            let s = hub.set_status("prod").await;
+            s.member_count == 1 && s.ready_count == 1 && s.members[0].name == "a"
+        })
+        .await
+    );
+    // The hub copies the new property into the profile.
+    assert!(
+        eventually(WAIT, || async {
+            let p = hub.profile("a").await.unwrap();
+            p.status
+                .unwrap()
+                .properties
+                .iter()
+                .any(|p| p.name == "clusterset.k8s.io" && p.value == "prod")
+        })
+        .await
+    );
+
+    // Moving to another set.
+    hub.label("a", Some("dev")).await;
+    assert!(
+        eventually(WAIT, || async {
+            a.property("clusterset.k8s.io").await.as_deref() == Some("dev")
+        })
+        .await
+    );
+    assert!(
+        eventually(WAIT, || async {
+            hub.set_status("prod").await.member_count == 0
+        })
+        .await
+    );
+    assert!(
+        eventually(WAIT, || async {
+            hub.set_status("dev").await.member_count == 1
+        })
+        .await
+    );
+
+    // A set that does not exist.
+    hub.label("a", Some("missing")).await;
+    let p = hub
+        .wait_condition("a", "ClusterSetMember", "False", Some("ClusterSetNotFound"))
+        .await;
+    assert!(
+        condition(&p, "ClusterSetMember")
+            .unwrap()
+            .message
+            .contains("\"missing\" does not exist")
+    );
+    assert!(
+        eventually(WAIT, || async {
+            a.property("clusterset.k8s.io").await.is_none()
+        })
+        .await
+    );
+
+    // A second cluster with the same ID in the same set is refused; the set says why.
+    hub.label("a", Some("prod")).await;
+    hub.wait_condition("a", "ClusterSetMember", "True", None)
+        .await;
+    let id = a.kube_system_uid().await;
+    let _twin = raw_join(&hub, "twin", &id).await;
+    hub.label("twin", Some("prod")).await;
+    let p = hub
+        .wait_condition(
+            "twin",
+            "ClusterSetMember",
+            "False",
+            Some("DuplicateClusterID"),
+        )
+        .await;
+    assert!(
+        condition(&p, "ClusterSetMember")
+            .unwrap()
+            .message
+            .contains("already used by cluster \"a\"")
+    );
+    assert!(
+        eventually(WAIT, || async {
+            let s = hub.set_status("prod").await;
+            s.member_count == 1
+                && s.conditions.iter().any(|c| {
+                    c.type_ == "MembershipRejected"
+                        && c.status == "True"
+                        && c.message.starts_with("twin:")
+                })
+        })
+        .await
+    );
+
+    // Leaving every set removes the property.
+    hub.label("a", None).await;
+    assert!(
+        eventually(WAIT, || async {
+            a.property("clusterset.k8s.io").await.is_none()
+        })
+        .await
+    );
+    a.stop_agent().await;
+}
+
+#[tokio::test]
+async fn a_lost_cluster_turns_unknown_and_comes_back_without_joining_again() {
+    let leases = Leases {
+        lease: Duration::from_secs(1),
+        missed: 2,
+    };
+    let hub = TestHub::start(true, leases).await;
+    let mut east = Member::start(&hub, "east").await;
+    hub.wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+    let records: Api<Secret> = Api::namespaced(hub.client.clone(), SYSTEM_NAMESPACE);
+    let record_before = records
+        .get("cluster-east")
+        .await
+        .unwrap()
+        .metadata
+        .resource_version;
+
+    east.stop_agent().await;
+    let lost = hub
+        .wait_condition("east", "ControlPlaneHealthy", "Unknown", Some("AgentLost"))
+        .await;
+    let message = &condition(&lost, "ControlPlaneHealthy").unwrap().message;
+    assert!(
+        message.contains("more than 2s (2 leases of 1s)"),
+        "{message}"
+    );
+    assert_eq!(condition(&lost, "Joined").unwrap().status, "True");
+
+    // With the bootstrap token gone, only the stored credential can bring it back.
+    atoll_hub::bootstrap::delete(hub.client.clone(), &hub.token)
+        .await
+        .unwrap();
+    east.run_agent(&hub, None);
+    hub.wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+    let record_after = records
+        .get("cluster-east")
+        .await
+        .unwrap()
+        .metadata
+        .resource_version;
+    assert_eq!(record_before, record_after, "the agent joined again");
+    east.stop_agent().await;
+}
+
+#[tokio::test]
+async fn a_restarted_hub_keeps_its_ca_members_and_credentials() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("info")
+        .with_test_writer()
+        .try_init();
+    let mut hub = TestHub::start(
+        true,
+        Leases {
+            lease: Duration::from_secs(1),
+            missed: 3,
+        },
+    )
+    .await;
+    let mut east = Member::start(&hub, "east").await;
+    hub.wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+    let addr = hub.hub.as_ref().unwrap().grpc_addr();
+    hub.hub.take().unwrap().shutdown().await;
+
+    let restarted = start_hub(
+        &hub.client,
+        addr,
+        true,
+        Leases {
+            lease: Duration::from_secs(1),
+            missed: 3,
+        },
+    )
+    .await;
+    assert_eq!(
+        restarted.ca_pem(),
+        hub.ca,
+        "the CA changed across a restart"
+    );
+    hub.hub = Some(restarted);
+    // The agent reconnects on its own and keeps heartbeating with its old credential.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let p = hub
+        .wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+    assert_eq!(condition(&p, "Joined").unwrap().status, "True");
+    assert!(!east.task.as_ref().unwrap().is_finished());
+    east.stop_agent().await;
+    drop(hub.api);
+}
+
+#[tokio::test]
+async fn property_values_over_the_limits_are_refused_or_left_out_with_a_reason() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let a = raw_join(&hub, "a", "id-a").await;
+    let mut client = hub.raw(&a);
+    let mut good = beat("a");
+    good.properties = vec![
+        Property {
+            name: "cluster.clusterset.k8s.io".into(),
+            value: "id-a".into(),
+        },
+        Property {
+            name: "region.example.com".into(),
+            value: "eu-west".into(),
+        },
+    ];
+    client.heartbeat(good.clone()).await.unwrap();
+    hub.wait_condition("a", "ControlPlaneHealthy", "True", None)
+        .await;
+
+    // Over ClusterProperty's own limit (128k code points): refused, nothing changes.
+    let mut huge = good.clone();
+    huge.properties.push(Property {
+        name: "notes.example.com".into(),
+        value: "x".repeat(128_001),
+    });
+    let err = client.heartbeat(huge).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(
+        err.message()
+            .contains("property \"notes.example.com\": value has 128001 characters"),
+        "{}",
+        err.message()
+    );
+    // A reserved suffix outside the well-known names.
+    let mut reserved = good.clone();
+    reserved.properties.push(Property {
+        name: "mine.k8s.io".into(),
+        value: "1".into(),
+    });
+    let err = client.heartbeat(reserved).await.unwrap_err();
+    assert!(
+        err.message().contains("reserved suffix"),
+        "{}",
+        err.message()
+    );
+
+    // Within ClusterProperty's limit but over the ClusterProfile's (1024): left out, with a reason.
+    let mut long = good.clone();
+    long.properties.push(Property {
+        name: "notes.example.com".into(),
+        value: "y".repeat(2000),
+    });
+    client.heartbeat(long).await.unwrap();
+    let p = hub
+        .wait_condition("a", "PropertiesCopied", "False", Some("PropertyTooLong"))
+        .await;
+    assert!(
+        condition(&p, "PropertiesCopied")
+            .unwrap()
+            .message
+            .contains("notes.example.com (2000 characters)")
+    );
+    let names: Vec<String> = p
+        .status
+        .unwrap()
+        .properties
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(names, ["cluster.clusterset.k8s.io", "region.example.com"]);
+}
