@@ -1,1 +1,370 @@
+//! The fleet end to end with the real binaries: `atoll up` (the embedded hub), three member
+//! clusters (`atoll apiserver`) and their `work-agent`s. Clusters join and show in
+//! `atoll get clusters` and `kubectl get clusterprofiles`; a killed agent turns its cluster
+//! Unknown within the configured leases and a restarted one turns it healthy again without
+//! joining again; a cluster moved between ClusterSets is reflected on the hub and in the member's
+//! ClusterProperty.
 
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use atoll_tests::{
+    Process, Ran, Tool, atoll_binary, client_binary, eventually, free_addr, work_agent_binary,
+};
+
+/// Lease settings of the hub under test: short, so that a lost cluster shows within seconds.
+const LEASE_SECONDS: u64 = 1;
+const MISSED_LEASES: u64 = 3;
+
+struct Agent {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Agent {
+    fn start(hub_dir: &Path, grpc: &str, member: &Process, name: &str, log: PathBuf) -> Agent {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
+        let child = Command::new(work_agent_binary().unwrap())
+            .env_clear()
+            .env("ATOLL_HUB", format!("https://{grpc}"))
+            .env("ATOLL_HUB_CA", hub_dir.join("hub-ca.crt"))
+            .env(
+                "ATOLL_BOOTSTRAP_TOKEN_FILE",
+                hub_dir.join("bootstrap-token"),
+            )
+            .args(["--cluster-name", name, "--kubeconfig"])
+            .arg(member.kubeconfig())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        Agent { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `atoll` against the hub.
+fn atoll(hub_dir: &Path, args: &[&str]) -> Ran {
+    let kubeconfig = hub_dir.join("hub.kubeconfig");
+    let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
+    all.extend_from_slice(args);
+    Tool::new(atoll_binary().unwrap())
+        .env("RUST_BACKTRACE", "0")
+        .run(&all)
+}
+
+/// `kubectl` against the cluster of `kubeconfig`.
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> Ran {
+    let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
+    all.extend_from_slice(args);
+    Tool::new(client_binary("kubectl").unwrap()).run(&all)
+}
+
+/// The `atoll get clusters` row of each cluster, by name: (healthy, joined, clusterset).
+fn clusters(hub_dir: &Path) -> Vec<(String, String, String, String)> {
+    let ran = atoll(hub_dir, &["get", "clusters"]).success();
+    ran.rows()
+        .into_iter()
+        .skip(1)
+        .map(|r| (r[0].clone(), r[1].clone(), r[2].clone(), r[4].clone()))
+        .collect()
+}
+
+/// Waits until `check` holds; on timeout fails with the last lines of every log in `dir`.
+async fn until(dir: &Path, what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
+    if eventually(timeout, || std::future::ready(check())).await {
+        return;
+    }
+    let mut logs = String::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "log") {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+            logs.push_str(&format!("--- {}\n{tail}\n", path.display()));
+        }
+    }
+    panic!("timed out waiting until {what}\n{logs}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn three_clusters_join_get_lost_come_back_and_move_between_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub_dir = dir.path().join("hub");
+    let grpc = free_addr().unwrap().to_string();
+    let lease = LEASE_SECONDS.to_string();
+    let missed = MISSED_LEASES.to_string();
+    let _hub = Process::hub_with(
+        &hub_dir,
+        free_addr().unwrap(),
+        &[
+            "--grpc-addr",
+            &grpc,
+            "--auto-accept",
+            "--lease-seconds",
+            &lease,
+            "--missed-leases",
+            &missed,
+        ],
+    )
+    .unwrap();
+    assert!(hub_dir.join("hub-ca.crt").exists() && hub_dir.join("bootstrap-token").exists());
+
+    let names = ["east", "west", "north"];
+    let mut members = Vec::new();
+    let mut agents = Vec::new();
+    for name in names {
+        let member = Process::apiserver(&dir.path().join(name), free_addr().unwrap()).unwrap();
+        agents.push(Agent::start(
+            &hub_dir,
+            &grpc,
+            &member,
+            name,
+            dir.path().join(format!("{name}-agent.log")),
+        ));
+        members.push(member);
+    }
+
+    // All three join and are healthy, in the CLI and in kubectl's printer columns.
+    until(
+        dir.path(),
+        "three clusters are healthy",
+        Duration::from_secs(30),
+        || {
+            let rows = clusters(&hub_dir);
+            rows.len() == 3 && rows.iter().all(|r| r.1 == "True" && r.2 == "True")
+        },
+    )
+    .await;
+    let listed = kubectl(
+        &hub_dir.join("hub.kubeconfig"),
+        &["get", "clusterprofiles", "-n", "fleet-system"],
+    )
+    .success();
+    assert_eq!(
+        listed.rows()[0],
+        ["NAME", "HEALTHY", "KUBERNETES", "CLUSTERSET", "AGE"]
+    );
+    for row in &listed.rows()[1..] {
+        assert_eq!(
+            (row[1].as_str(), row[2].as_str()),
+            ("True", "v1.35.0+atoll"),
+            "{listed}"
+        );
+    }
+    let wide = atoll(&hub_dir, &["get", "clusters", "-o", "wide"]).success();
+    let east_uid = kubectl(
+        &members[0].kubeconfig(),
+        &[
+            "get",
+            "namespace",
+            "kube-system",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ],
+    )
+    .success()
+    .stdout;
+    assert!(
+        wide.stdout.contains(east_uid.trim()),
+        "the cluster ID shows in -o wide:\n{wide}"
+    );
+
+    // Killing east's agent turns it Unknown within the configured leases.
+    agents[0].child.kill().unwrap();
+    agents[0].child.wait().unwrap();
+    let lease_window = Duration::from_secs(LEASE_SECONDS * MISSED_LEASES + 10);
+    until(dir.path(), "east is Unknown", lease_window, || {
+        clusters(&hub_dir)
+            .iter()
+            .any(|r| r.0 == "east" && r.1 == "Unknown")
+    })
+    .await;
+    let profile = kubectl(
+        &hub_dir.join("hub.kubeconfig"),
+        &[
+            "get",
+            "clusterprofile",
+            "east",
+            "-n",
+            "fleet-system",
+            "-o",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    let healthy = profile["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "ControlPlaneHealthy")
+        .unwrap()
+        .clone();
+    assert_eq!(healthy["reason"], "AgentLost");
+    assert!(
+        healthy["message"]
+            .as_str()
+            .unwrap()
+            .contains("3 leases of 1s"),
+        "{healthy}"
+    );
+    // The others stay healthy.
+    assert!(
+        clusters(&hub_dir)
+            .iter()
+            .filter(|r| r.0 != "east")
+            .all(|r| r.1 == "True")
+    );
+
+    // Restarted, with the bootstrap token deleted: it comes back on its stored credential.
+    let token = std::fs::read_to_string(hub_dir.join("bootstrap-token")).unwrap();
+    atoll(&hub_dir, &["token", "delete", token.trim()])
+        .success()
+        .stdout_has("deleted");
+    let first_log = agents[0].log();
+    assert_eq!(
+        first_log.matches("joined the hub").count(),
+        1,
+        "{first_log}"
+    );
+    agents[0] = Agent::start(
+        &hub_dir,
+        &grpc,
+        &members[0],
+        "east",
+        dir.path().join("east-agent.log"),
+    );
+    until(
+        dir.path(),
+        "east is healthy again",
+        Duration::from_secs(30),
+        || {
+            clusters(&hub_dir)
+                .iter()
+                .any(|r| r.0 == "east" && r.1 == "True")
+        },
+    )
+    .await;
+    assert_eq!(
+        agents[0].log().matches("joined the hub").count(),
+        1,
+        "east joined again:\n{}",
+        agents[0].log()
+    );
+
+    // ClusterSets: put east and west in blue, then move east to green.
+    atoll(&hub_dir, &["clusterset", "create", "blue"]).success();
+    atoll(&hub_dir, &["clusterset", "create", "green"]).success();
+    atoll(&hub_dir, &["clusterset", "add", "blue", "east", "west"]).success();
+    let member_set = |member: &Process| {
+        let ran = kubectl(
+            &member.kubeconfig(),
+            &[
+                "get",
+                "clusterproperty",
+                "clusterset.k8s.io",
+                "-o",
+                "jsonpath={.spec.value}",
+            ],
+        );
+        ran.stdout.trim().to_owned()
+    };
+    until(
+        dir.path(),
+        "east and west are in blue",
+        Duration::from_secs(30),
+        || member_set(&members[0]) == "blue" && member_set(&members[1]) == "blue",
+    )
+    .await;
+    until(
+        dir.path(),
+        "blue counts two members",
+        Duration::from_secs(30),
+        || {
+            atoll(&hub_dir, &["clusterset", "list"])
+                .success()
+                .rows()
+                .iter()
+                .any(|r| r[0] == "blue" && r[1] == "2" && r[2] == "2")
+        },
+    )
+    .await;
+    atoll(&hub_dir, &["clusterset", "add", "green", "east"]).success();
+    until(
+        dir.path(),
+        "east moved to green in its own cluster",
+        Duration::from_secs(30),
+        || member_set(&members[0]) == "green",
+    )
+    .await;
+    until(
+        dir.path(),
+        "the hub shows the move",
+        Duration::from_secs(30),
+        || {
+            let sets = atoll(&hub_dir, &["clusterset", "list", "-o", "wide"])
+                .success()
+                .rows();
+            sets.iter().any(|r| {
+                r[0] == "blue" && r[1] == "1" && r.get(4).map(String::as_str) == Some("west")
+            }) && sets.iter().any(|r| {
+                r[0] == "green" && r[1] == "1" && r.get(4).map(String::as_str) == Some("east")
+            })
+        },
+    )
+    .await;
+    let green = atoll(&hub_dir, &["get", "clusters", "--clusterset", "green"]).success();
+    assert_eq!(green.rows().len(), 2, "{green}");
+    assert_eq!(green.rows()[1][0], "east");
+    assert_eq!(member_set(&members[2]), "", "north was never in a set");
+
+    // Administrator mistakes get clear errors.
+    atoll(&hub_dir, &["clusterset", "add", "purple", "east"])
+        .failure()
+        .stderr_has("ClusterSet \"purple\" does not exist");
+    atoll(&hub_dir, &["clusterset", "remove", "blue", "east"])
+        .failure()
+        .stderr_has("is in ClusterSet \"green\", not \"blue\"");
+    atoll(&hub_dir, &["clusterset", "add", "green", "nowhere"])
+        .failure()
+        .stderr_has("cluster \"nowhere\" is not in the inventory");
+    atoll(&hub_dir, &["cluster", "accept", "nowhere"])
+        .failure()
+        .stderr_has("has not asked to join");
+
+    // Removing a cluster revokes its credential: its agent is refused and the hub forgets it.
+    atoll(&hub_dir, &["cluster", "remove", "north"]).success();
+    until(dir.path(), "north is gone", Duration::from_secs(30), || {
+        clusters(&hub_dir).iter().all(|r| r.0 != "north")
+    })
+    .await;
+    until(
+        dir.path(),
+        "north's agent was refused",
+        Duration::from_secs(30),
+        || {
+            agents[2]
+                .log()
+                .contains("no longer accepts this cluster's credential")
+        },
+    )
+    .await;
+}

@@ -314,6 +314,15 @@ pub struct Tool {
 }
 
 impl Tool {
+    /// A tool at `binary`, run with an empty environment and a one-minute timeout.
+    pub fn new(binary: PathBuf) -> Self {
+        Tool {
+            binary,
+            envs: Vec::new(),
+            timeout: Duration::from_secs(60),
+        }
+    }
+
     /// Adds an environment variable (e.g. `KUBE_EDITOR`).
     pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
         self.envs.push((key.into(), value.as_ref().to_owned()));
