@@ -597,7 +597,14 @@ async fn a_client_without_the_hubs_ca_cannot_connect() {
 
 #[tokio::test]
 async fn clusterset_membership_follows_labels_and_refuses_what_breaks_the_rules() {
-    let hub = TestHub::start(true, Leases::default()).await;
+    let hub = TestHub::start(
+        true,
+        Leases {
+            lease: Duration::from_secs(1),
+            missed: 3,
+        },
+    )
+    .await;
     let mut a = Member::start(&hub, "a").await;
     hub.wait_condition("a", "ControlPlaneHealthy", "True", None)
         .await;
@@ -629,6 +636,24 @@ async fn clusterset_membership_follows_labels_and_refuses_what_breaks_the_rules(
                 .properties
                 .iter()
                 .any(|p| p.name == "clusterset.k8s.io" && p.value == "prod")
+        })
+        .await
+    );
+
+    // The hub decides membership: an edit in the member cluster is undone by its agent.
+    let properties: Api<ClusterProperty> = Api::all(a.client.clone());
+    let patch = serde_json::json!({"spec": {"value": "rogue"}});
+    properties
+        .patch(
+            "clusterset.k8s.io",
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            a.property("clusterset.k8s.io").await.as_deref() == Some("prod")
         })
         .await
     );

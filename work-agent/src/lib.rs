@@ -103,6 +103,7 @@ pub async fn run(
             member: &member,
             client: hub::client(channel.clone(), &credential)?,
             beat_now: Arc::new(Notify::new()),
+            membership: std::sync::Mutex::new(None),
         };
         tokio::select! {
             ended = session.run() => match ended {
@@ -253,6 +254,8 @@ struct Session<'a> {
     member: &'a kube::Client,
     client: hub::Client,
     beat_now: Arc<Notify>,
+    /// The ClusterSet the hub last said this cluster is in (`""`: none), once it has said.
+    membership: std::sync::Mutex<Option<String>>,
 }
 
 impl Session<'_> {
@@ -268,6 +271,17 @@ impl Session<'_> {
         let mut lease = Duration::from_secs(10);
         let mut delays = backoff();
         loop {
+            // Someone may have edited clusterset.k8s.io in this cluster: the hub decides it.
+            let desired = self
+                .membership
+                .lock()
+                .map(|m| m.clone())
+                .unwrap_or_default();
+            if let Some(set) = desired
+                && let Err(error) = properties::set_cluster_set(self.member, &set).await
+            {
+                tracing::warn!(%error, "cannot restore ClusterProperty clusterset.k8s.io");
+            }
             let (version, props) = observe(self.member).await;
             let request = HeartbeatRequest {
                 cluster_name: self.config.cluster_name.clone(),
@@ -359,6 +373,9 @@ impl Session<'_> {
     async fn handle(&self, event: atoll_proto::v1::SyncEvent) -> Result<(), Error> {
         match event.event {
             Some(sync_event::Event::Membership(m)) => {
+                if let Ok(mut known) = self.membership.lock() {
+                    *known = Some(m.cluster_set.clone());
+                }
                 if properties::set_cluster_set(self.member, &m.cluster_set).await? {
                     self.beat_now.notify_one();
                 }
