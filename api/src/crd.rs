@@ -62,6 +62,18 @@ pub fn all() -> Result<Vec<CustomResourceDefinition>, Error> {
     Ok(crds)
 }
 
+/// Whether the API server reports a CRD `Established` (its kinds are served).
+pub fn is_established(crd: &CustomResourceDefinition) -> bool {
+    crd.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        })
+}
+
 /// Every CRD as `(file name, YAML)`, ordered by file name; the file is `<crd name>.yaml`.
 pub fn render() -> Result<Vec<(String, String)>, Error> {
     all()?

@@ -101,13 +101,44 @@ impl HubService {
             record.credential,
             &record.cluster_id,
         );
+        Ok(self.accepted(name, credential))
+    }
+
+    fn accepted(&self, name: &str, credential: String) -> JoinResponse {
         tracing::info!(cluster = %name, "credential issued");
-        Ok(JoinResponse {
+        JoinResponse {
             state: join_response::State::Accepted as i32,
             credential,
             message: format!("cluster {name:?} joined the hub"),
             lease_seconds: self.lease_seconds(),
-        })
+        }
+    }
+
+    /// Creates the cluster's namespace and ClusterProfile unless they exist.
+    async fn ensure_cluster_objects(
+        &self,
+        name: &str,
+        cluster_set: Option<&str>,
+    ) -> Result<(), Status> {
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                labels: Some([(record::LABEL_CLUSTER.to_owned(), name.to_owned())].into()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        match namespaces.create(&PostParams::default(), &namespace).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(internal(e)),
+        }
+        ensure_profile(self.client.clone(), name, cluster_set)
+            .await
+            .map_err(internal)?;
+        self.fleet.mark_dirty(name);
+        Ok(())
     }
 
     fn pending(&self, name: &str) -> JoinResponse {
@@ -168,6 +199,8 @@ impl Hub for HubService {
                 cluster_id: member.cluster_id.clone(),
             };
             return if member.accepted {
+                // An earlier attempt may have stopped before the cluster's objects existed.
+                self.ensure_cluster_objects(name, None).await?;
                 self.issue_credential(name, record).await.map(Response::new)
             } else {
                 Ok(Response::new(self.pending(name)))
@@ -194,11 +227,13 @@ impl Hub for HubService {
             }
         }
 
+        // Accepted at once: the credential's hash goes into the record as it is created.
+        let credential = self.auto_accept.then(new_credential);
         let record = Record {
             name: name.to_owned(),
             accepted: self.auto_accept,
             join_secret: Some(join_secret),
-            credential: None,
+            credential: credential.as_deref().map(|c| sha256(c.as_bytes())),
             cluster_id: req.cluster_id.clone(),
         };
         match secrets
@@ -217,7 +252,7 @@ impl Hub for HubService {
             name,
             record.accepted,
             record.join_secret,
-            None,
+            record.credential,
             &record.cluster_id,
         );
         let properties = to_properties(&req.properties);
@@ -233,29 +268,11 @@ impl Hub for HubService {
                 (),
             )
         });
-        let namespaces: Api<Namespace> = Api::all(self.client.clone());
-        let namespace = Namespace {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                labels: Some([(record::LABEL_CLUSTER.to_owned(), name.to_owned())].into()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        };
-        match namespaces.create(&PostParams::default(), &namespace).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => return Err(internal(e)),
-        }
-        ensure_profile(self.client.clone(), name, cluster_set)
-            .await
-            .map_err(internal)?;
-        self.fleet.mark_dirty(name);
+        self.ensure_cluster_objects(name, cluster_set).await?;
         tracing::info!(cluster = %name, cluster_id = %req.cluster_id, accepted = self.auto_accept, "cluster asked to join");
-        if self.auto_accept {
-            self.issue_credential(name, record).await.map(Response::new)
-        } else {
-            Ok(Response::new(self.pending(name)))
+        match credential {
+            Some(credential) => Ok(Response::new(self.accepted(name, credential))),
+            None => Ok(Response::new(self.pending(name))),
         }
     }
 

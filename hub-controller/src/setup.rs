@@ -65,12 +65,7 @@ pub async fn install(client: &kube::Client) -> Result<(), Error> {
                 what: format!("CRD {name}"),
                 source,
             })?;
-            let established = current
-                .status
-                .and_then(|s| s.conditions)
-                .unwrap_or_default()
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True");
+            let established = atoll_api::crd::is_established(&current);
             if established {
                 break;
             }

@@ -44,15 +44,8 @@ pub async fn install_crds(client: &kube::Client) -> Result<(), Error> {
             .map_err(Error::member(&name))?;
         }
         for _ in 0..600 {
-            let established = api
-                .get(&name)
-                .await
-                .map_err(Error::member(&name))?
-                .status
-                .and_then(|s| s.conditions)
-                .unwrap_or_default()
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True");
+            let current = api.get(&name).await.map_err(Error::member(&name))?;
+            let established = atoll_api::crd::is_established(&current);
             if established {
                 break;
             }
