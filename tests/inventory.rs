@@ -76,7 +76,7 @@ impl TestHub {
         reason: Option<&str>,
     ) -> ClusterProfile {
         let deadline = std::time::Instant::now() + WAIT;
-        let profile = loop {
+        loop {
             let p = self.profile(name).await;
             let hit = p.as_ref().is_some_and(|p| {
                 condition(p, type_)
@@ -92,8 +92,7 @@ impl TestHub {
                 break profile;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        profile
+        }
     }
 
     async fn create_set(&self, name: &str) {
