@@ -8,7 +8,9 @@
 //! as the real agent does. Each simulated agent joins with the bootstrap token (at most
 //! `JOIN_CONCURRENCY` joins in flight), sends its first heartbeat right after its join, opens its
 //! sync stream and drains it for as long as it lives, and heartbeats every lease with the real
-//! agent's jitter (uniform in 0.7–0.9 × lease). It prints markdown tables of:
+//! agent's jitter (uniform in 0.7–0.9 × lease); its second heartbeat comes at a random phase, as
+//! in a fleet that joined over time rather than all at once, which would beat in waves for many
+//! leases. It prints markdown tables of:
 //!
 //! - join: the time until every Join call has returned ACCEPTED, joins/s, the p50/p99 of a Join
 //!   call, and the time (from the first join) until the hub's API shows all N ClusterProfiles with
@@ -20,8 +22,9 @@
 //!   process on the machine used, in % of one core (figures taken while "other" is high are
 //!   disturbed);
 //! - memory: the hub's VmRSS idle after start, once every cluster shows joined and healthy, and
-//!   the highest during the heartbeat window; KiB per cluster is (the larger of the last two −
-//!   idle) / N;
+//!   the highest during the heartbeat window; KiB per cluster is (during heartbeats − idle) / N,
+//!   and the marginal KiB per cluster the same growth between two fleet sizes (which leaves out
+//!   what is bounded however large the fleet, such as the API server's watch cache);
 //! - lost-cluster detection: a few agents stop heartbeating and drop their connections at once;
 //!   the time from that moment, and from each one's last answered heartbeat, to when the hub's API
 //!   shows its profile `ControlPlaneHealthy=Unknown` (reason `AgentLost`), polled every 250 ms.
@@ -36,8 +39,9 @@
 //! heartbeat window. Without `--bench` (as `cargo test --benches` runs it) and with `-- --quick`
 //! the quick plan runs instead: N = 20, a lease of 1 s and a 3 s window, in a few seconds.
 //! `--clusters 100,1000` narrows a run. Every loop is bounded by a count and a time cap and all
-//! traffic goes to 127.0.0.1. The program fails (after printing every table) when a join,
-//! heartbeat or sync stream fails, or when a cluster does not show the expected status in time.
+//! traffic goes to 127.0.0.1. The program fails (after printing every table) when a join, a
+//! heartbeat or the opening of a sync stream fails, or when a cluster does not show the expected
+//! status in time.
 //! N agents need N sockets here and N in the hub (which inherits this process's limits): the
 //! program checks `ulimit -n` first and says so when it is too low.
 
@@ -68,6 +72,8 @@ const JOIN_CONCURRENCY: usize = 128;
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the hub's API is polled for profile conditions.
 const POLL: Duration = Duration::from_millis(250);
+/// How often an agent opens its sync stream before it gives up.
+const SYNC_ATTEMPTS: usize = 5;
 /// Agents stopped at once in the lost-cluster phase.
 const LOST_AGENTS: usize = 5;
 /// The real agent's heartbeat jitter, as fractions of the lease.
@@ -275,6 +281,8 @@ struct Heartbeats {
     other_cpu: f64,
     sync_events: u64,
     streams_ended: u64,
+    /// Sync stream openings the hub refused.
+    sync_failed: u64,
 }
 
 struct Lost {
@@ -338,7 +346,7 @@ fn run_scale(
     // Ends every agent: its heartbeats, its sync stream and its connection.
     runtime.shutdown_timeout(Duration::from_secs(5));
     drop(hub);
-    result.hub_log = Some(hub_log(&data_dir.with_extension("log")));
+    result.hub_log = Some(hub_log(&data_dir.with_extension("log"), &data_dir));
     outcome
 }
 
@@ -498,6 +506,7 @@ async fn drive(
         other_cpu: percent(machine_ticks.saturating_sub(hub_ticks + self_ticks)),
         sync_events: 0,
         streams_ended: 0,
+        sync_failed: 0,
     });
 
     // Lost clusters.
@@ -509,6 +518,7 @@ async fn drive(
         heartbeats.failed = beats.failed.load(Ordering::Relaxed);
         heartbeats.sync_events = beats.sync_events.load(Ordering::Relaxed);
         heartbeats.streams_ended = beats.streams_ended.load(Ordering::Relaxed);
+        heartbeats.sync_failed = beats.sync_failed.load(Ordering::Relaxed);
     }
     let failed = beats.failed.load(Ordering::Relaxed);
     let sync_failed = beats.sync_failed.load(Ordering::Relaxed);
@@ -518,9 +528,6 @@ async fn drive(
              first error: {}",
             locked(&beats.first_error).as_deref().unwrap_or("?")
         ));
-    }
-    for agent in &agents {
-        agent.life.abort();
     }
     Ok(())
 }
@@ -627,8 +634,8 @@ async fn join_one(shared: &Arc<Shared>, index: usize) -> anyhow::Result<Agent> {
     })
 }
 
-/// An agent after its join: a heartbeat at once, then one every lease with jitter, while its sync
-/// stream is drained. Runs until aborted.
+/// An agent after its join: a heartbeat at once, then one every lease with jitter (the first of
+/// them at a random phase), while its sync stream is drained. Runs until aborted.
 async fn live(
     mut client: Client,
     name: String,
@@ -641,10 +648,15 @@ async fn live(
     heartbeat(&mut client, &name, index, &shared, &last_beat).await;
     let sync = drain_sync(client.clone(), &name, &shared);
     let beats = async {
+        // Agents that join within seconds of each other would beat in waves for many leases; a
+        // fleet that joined over time does not. The second beat comes at a random phase so that
+        // the heartbeat window sees the steady state.
+        let mean = (JITTER.0 + JITTER.1) / 2.0;
+        tokio::time::sleep(lease.mul_f64(mean * unit(&mut seed))).await;
         loop {
+            heartbeat(&mut client, &name, index, &shared, &last_beat).await;
             let fraction = JITTER.0 + (JITTER.1 - JITTER.0) * unit(&mut seed);
             tokio::time::sleep(lease.mul_f64(fraction)).await;
-            heartbeat(&mut client, &name, index, &shared, &last_beat).await;
         }
     };
     tokio::join!(sync, beats);
@@ -684,28 +696,35 @@ async fn heartbeat(
     }
 }
 
-/// Opens the agent's sync stream and reads every event, as a real agent does.
+/// Opens the agent's sync stream and reads every event, as a real agent does; a refused opening
+/// or a broken stream is counted, then the agent opens it again after a second, at most
+/// `SYNC_ATTEMPTS` times.
 async fn drain_sync(mut client: Client, name: &str, shared: &Shared) {
-    let request = SyncRequest {
-        cluster_name: name.to_owned(),
-        works: Vec::new(),
-    };
     let beats = &shared.beats;
-    let mut stream = match tokio::time::timeout(CALL_TIMEOUT, client.sync(request)).await {
-        Ok(Ok(response)) => response.into_inner(),
-        Ok(Err(status)) => {
-            let what = format!("{name}: sync: {}: {}", status.code(), status.message());
-            return beats.error(&beats.sync_failed, what);
+    for _ in 0..SYNC_ATTEMPTS {
+        let request = SyncRequest {
+            cluster_name: name.to_owned(),
+            works: Vec::new(),
+        };
+        match tokio::time::timeout(CALL_TIMEOUT, client.sync(request)).await {
+            Ok(Ok(response)) => {
+                let mut stream = response.into_inner();
+                while let Ok(Some(_)) = stream.message().await {
+                    beats.sync_events.fetch_add(1, Ordering::Relaxed);
+                }
+                beats.streams_ended.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(Err(status)) => {
+                let what = format!("{name}: sync: {}: {}", status.code(), status.message());
+                beats.error(&beats.sync_failed, what);
+            }
+            Err(_) => {
+                let what = format!("{name}: no answer to Sync within {CALL_TIMEOUT:?}");
+                beats.error(&beats.sync_failed, what);
+            }
         }
-        Err(_) => {
-            let what = format!("{name}: no answer to Sync within {CALL_TIMEOUT:?}");
-            return beats.error(&beats.sync_failed, what);
-        }
-    };
-    while let Ok(Some(_)) = stream.message().await {
-        beats.sync_events.fetch_add(1, Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    beats.streams_ended.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Stops a few agents at once and waits for the hub to show each of them Unknown; then checks
@@ -949,18 +968,42 @@ fn machine_busy_ticks() -> u64 {
     total.saturating_sub(idle)
 }
 
-/// Warning and error lines of the hub's log, and the first of them.
-fn hub_log(path: &Path) -> (usize, usize, String) {
+/// Warning and error lines of the hub's log, and the first of them without its timestamp and
+/// with the data directory shown as `DATA`.
+fn hub_log(path: &Path, data_dir: &Path) -> (usize, usize, String) {
     let log = std::fs::read_to_string(path).unwrap_or_default();
-    let plain = |line: &str| line.replace(|c: char| c == '\u{1b}', "");
-    let warnings = log.lines().filter(|l| plain(l).contains(" WARN ")).count();
-    let errors = log.lines().filter(|l| plain(l).contains(" ERROR ")).count();
-    let first = log
-        .lines()
-        .map(plain)
+    let lines: Vec<String> = log.lines().map(without_colours).collect();
+    let count = |level: &str| lines.iter().filter(|l| l.contains(level)).count();
+    let first = lines
+        .iter()
         .find(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+        .map(|l| {
+            let message = l
+                .split_once(' ')
+                .map_or(l.as_str(), |(_, rest)| rest.trim());
+            message.replace(&data_dir.display().to_string(), "DATA")
+        })
         .unwrap_or_default();
-    (warnings, errors, first)
+    (count(" WARN "), count(" ERROR "), first)
+}
+
+/// A log line without its ANSI colour sequences.
+fn without_colours(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // ESC [ parameters, ending with a letter.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The binary's path from its `target` directory on, so that no machine path is printed.
@@ -1040,12 +1083,14 @@ fn print_heartbeats(plan: &Plan, results: &[Scale]) {
     let _ = writeln!(
         table,
         "## Heartbeats at a lease of {lease:.0} s\n\n\
-         Every agent heartbeats every {:.1}–{:.1} s (expected: N / {mean:.1} s). Failed: over the \
-         whole run, joins to lost-cluster phase (must be 0). CPU in % of one core over the \
+         Every agent heartbeats every {:.1}–{:.1} s (expected: N / {mean:.1} s). Failed heartbeats \
+         and refused sync stream openings: over the whole run, joins to lost-cluster phase (must \
+         be 0); an agent keeps its credential after a failed heartbeat and opens a refused sync \
+         stream again a second later. CPU in % of one core over the \
          window: the hub process, this program (the agents), other processes. Target: hub under \
          {TARGET_HEARTBEAT_CPU:.0}% at the default lease of 10 s.\n\n\
-         | clusters | window s | heartbeats | per s | expected per s | failed | p50 ms | p99 ms | hub CPU % | agents CPU % | other CPU % | sync events | streams ended | target |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+         | clusters | window s | heartbeats | per s | expected per s | failed | p50 ms | p99 ms | hub CPU % | agents CPU % | other CPU % | sync events | syncs refused | streams ended | target |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         lease * JITTER.0,
         lease * JITTER.1,
     );
@@ -1060,7 +1105,7 @@ fn print_heartbeats(plan: &Plan, results: &[Scale]) {
         };
         let _ = writeln!(
             table,
-            "| {} | {:.1} | {} | {:.0} | {:.0} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {target} |",
+            "| {} | {:.1} | {} | {:.0} | {:.0} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {} | {} | {} | {target} |",
             result.clusters,
             beats.window.as_secs_f64(),
             beats.answered,
@@ -1073,6 +1118,7 @@ fn print_heartbeats(plan: &Plan, results: &[Scale]) {
             beats.bench_cpu,
             beats.other_cpu,
             beats.sync_events,
+            beats.sync_failed,
             beats.streams_ended,
         );
     }
@@ -1084,31 +1130,44 @@ fn print_memory(results: &[Scale]) {
     let _ = writeln!(
         table,
         "## Hub memory (VmRSS)\n\n\
-         Idle: after start, before any join. Joined: once every profile shows joined and healthy. \
-         Heartbeats: the most during the heartbeat window. Per cluster: (the larger of joined and \
-         heartbeats − idle) / N. Target: under {TARGET_KIB_PER_CLUSTER:.0} KiB per cluster.\n\n\
-         | clusters | idle MiB | joined MiB | heartbeats MiB | KiB per cluster | target |\n\
-         |---:|---:|---:|---:|---:|---|"
+         Idle: after start, before any join. Joined: once every profile shows joined and healthy \
+         (this includes what the API server holds for the lists of every profile polled just \
+         before). Heartbeats: the most during the heartbeat window, the steady state. Per \
+         cluster: (heartbeats − idle) / N. Marginal: the growth of heartbeats from the previous \
+         row, per added cluster. Target: under {TARGET_KIB_PER_CLUSTER:.0} KiB per cluster.\n\n\
+         | clusters | idle MiB | joined MiB | heartbeats MiB | KiB per cluster | marginal KiB per cluster | target |\n\
+         |---:|---:|---:|---:|---:|---:|---|"
     );
     let mib =
         |kib: Option<u64>| kib.map_or_else(|| "–".into(), |k| format!("{:.1}", k as f64 / 1024.0));
+    let kib = |value: Option<f64>| value.map_or_else(|| "–".into(), |k| format!("{k:.1}"));
+    let mut previous: Option<(usize, u64)> = None;
     for result in results {
         let [idle, joined, beating] = result.memory;
-        let after = joined.max(beating);
-        let per_cluster = match (idle, after) {
-            (Some(idle), Some(after)) => {
-                Some(after.saturating_sub(idle) as f64 / result.clusters as f64)
+        let per_cluster = match (idle, beating) {
+            (Some(idle), Some(beating)) => {
+                Some(beating.saturating_sub(idle) as f64 / result.clusters as f64)
             }
             _ => None,
         };
+        let marginal = match (previous, beating) {
+            (Some((clusters, before)), Some(beating)) if result.clusters > clusters => {
+                Some((beating as f64 - before as f64) / (result.clusters - clusters) as f64)
+            }
+            _ => None,
+        };
+        if let Some(beating) = beating {
+            previous = Some((result.clusters, beating));
+        }
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             result.clusters,
             mib(idle),
             mib(joined),
             mib(beating),
-            per_cluster.map_or_else(|| "–".into(), |k| format!("{k:.1}")),
+            kib(per_cluster),
+            kib(marginal),
             per_cluster.map_or("–", |k| verdict(k < TARGET_KIB_PER_CLUSTER)),
         );
     }

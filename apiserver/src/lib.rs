@@ -63,8 +63,11 @@ pub struct Config {
     pub extra_hosts: Vec<String>,
     /// How often history is compacted (what was current one interval ago is compacted).
     pub compaction_interval: Duration,
-    /// How many recent events the watch cache keeps.
+    /// How many recent events the watch cache keeps at most.
     pub watch_cache_events: usize,
+    /// How many bytes of stored objects the watch cache keeps at most (the decoded objects take
+    /// a few times more memory). Watchers that fall further behind re-list (410 Gone).
+    pub watch_cache_bytes: usize,
 }
 
 impl Config {
@@ -78,6 +81,7 @@ impl Config {
             extra_hosts: Vec::new(),
             compaction_interval: Duration::from_secs(5 * 60),
             watch_cache_events: 10_000,
+            watch_cache_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -176,6 +180,7 @@ impl Server {
         let cache = watch::WatchCache::start(
             backend.clone(),
             config.watch_cache_events,
+            config.watch_cache_bytes,
             shutdown_rx.clone(),
         )
         .await?;

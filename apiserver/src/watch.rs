@@ -26,6 +26,8 @@ pub struct CachedEvent {
     prev_stored: Option<crate::storage::KeyValue>,
     prev: OnceLock<Option<Value>>,
     json: OnceLock<Bytes>,
+    /// Stored size of the object and its previous state, counted against the cache's budget.
+    stored_bytes: usize,
 }
 
 impl CachedEvent {
@@ -52,6 +54,7 @@ impl CachedEvent {
             prev_stored: event.prev.clone(),
             prev: OnceLock::new(),
             json: OnceLock::new(),
+            stored_bytes: event.kv.value.len() + event.prev.as_ref().map_or(0, |p| p.value.len()),
         })
     }
 }
@@ -60,8 +63,13 @@ impl CachedEvent {
 #[derive(Debug, PartialEq, Eq)]
 pub struct TooOld;
 
+/// The cache never holds fewer events than this, whatever their size.
+const MIN_EVENTS: usize = 16;
+
 struct Ring {
     events: VecDeque<Arc<CachedEvent>>,
+    /// The sum of the events' `stored_bytes`.
+    bytes: usize,
     /// The ring holds every event with a revision above this one.
     complete_after: Revision,
 }
@@ -70,16 +78,19 @@ struct Ring {
 pub struct WatchCache {
     ring: RwLock<Ring>,
     capacity: usize,
+    budget: usize,
     latest: watch::Sender<Revision>,
     backend: Arc<dyn Backend>,
 }
 
 impl WatchCache {
     /// Starts feeding the cache from the backend's current revision; the feeding task ends when
-    /// `shutdown` turns true or the backend closes.
+    /// `shutdown` turns true or the backend closes. The cache keeps at most `capacity` events and
+    /// at most `budget` bytes of stored objects (the newest 16 events always stay).
     pub async fn start(
         backend: Arc<dyn Backend>,
         capacity: usize,
+        budget: usize,
         mut shutdown: watch::Receiver<bool>,
     ) -> crate::storage::Result<Arc<Self>> {
         let start = backend.current_revision();
@@ -88,9 +99,11 @@ impl WatchCache {
         let cache = Arc::new(WatchCache {
             ring: RwLock::new(Ring {
                 events: VecDeque::new(),
+                bytes: 0,
                 complete_after: start,
             }),
-            capacity: capacity.max(16),
+            capacity: capacity.max(MIN_EVENTS),
+            budget,
             latest,
             backend,
         });
@@ -131,9 +144,13 @@ impl WatchCache {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
             };
+            ring.bytes += cached.stored_bytes;
             ring.events.push_back(Arc::new(cached));
-            while ring.events.len() > self.capacity {
+            while ring.events.len() > self.capacity
+                || (ring.bytes > self.budget && ring.events.len() > MIN_EVENTS)
+            {
                 if let Some(evicted) = ring.events.pop_front() {
+                    ring.bytes -= evicted.stored_bytes;
                     ring.complete_after = evicted.revision;
                 }
             }
@@ -196,7 +213,9 @@ mod tests {
     async fn events_enter_the_cache_in_order_and_old_ones_expire() {
         let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
         let (_tx, rx) = watch::channel(false);
-        let cache = WatchCache::start(backend.clone(), 16, rx).await.unwrap();
+        let cache = WatchCache::start(backend.clone(), 16, usize::MAX, rx)
+            .await
+            .unwrap();
         let mut changes = cache.subscribe();
         let mut last = 0;
         for i in 0..40 {
@@ -230,5 +249,41 @@ mod tests {
             .events_after("/registry/core/secrets/", last - 5)
             .unwrap();
         assert!(none.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_cache_keeps_to_its_byte_budget() {
+        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+        let (_tx, rx) = watch::channel(false);
+        // Room for about 20 objects of 1 KB, far fewer than the event capacity.
+        let cache = WatchCache::start(backend.clone(), 1000, 20_000, rx)
+            .await
+            .unwrap();
+        let mut changes = cache.subscribe();
+        let filler = "x".repeat(1000);
+        let mut last = 0;
+        for i in 0..100 {
+            let body = format!(r#"{{"metadata":{{"name":"c{i}"}},"data":{{"k":"{filler}"}}}}"#);
+            last = backend
+                .create(
+                    &format!("/registry/core/configmaps/ns/c{i:03}"),
+                    Bytes::from(body),
+                )
+                .await
+                .unwrap();
+        }
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while *changes.borrow_and_update() < last {
+                changes.changed().await.unwrap();
+            }
+        })
+        .await
+        .unwrap();
+        assert!(matches!(
+            cache.events_after("/registry/", last - 30),
+            Err(TooOld)
+        ));
+        let (events, _) = cache.events_after("/registry/", last - 16).unwrap();
+        assert_eq!(events.len(), 16);
     }
 }

@@ -15,6 +15,7 @@ use tokio::sync::{Notify, mpsc};
 
 use crate::clusterset::Decision;
 use crate::digest::Digest;
+use crate::record::Record;
 
 /// The sending half of an agent's sync stream.
 pub type SyncSender = mpsc::Sender<Result<SyncEvent, tonic::Status>>;
@@ -89,6 +90,8 @@ pub struct Member {
     pub created: Option<jiff::Timestamp>,
     /// The UID of its ClusterProfile, as last seen.
     pub profile_uid: Option<String>,
+    /// The resourceVersion of the newest record applied.
+    pub record_version: u64,
     /// The hub's membership decision.
     pub membership: Decision,
     /// The open sync stream of its agent.
@@ -113,6 +116,7 @@ impl Member {
             label_set: None,
             created: None,
             profile_uid: None,
+            record_version: 0,
             membership: Decision::None,
             stream: None,
         }
@@ -201,21 +205,27 @@ impl Fleet {
     }
 
     /// Inserts or replaces a member's durable record (from a join or a watch of the records),
-    /// keeping what only memory knows (health, streams, membership).
-    pub fn upsert_record(
-        &self,
-        name: &str,
-        accepted: bool,
-        join_secret: Option<Digest>,
-        credential: Option<Digest>,
-        cluster_id: &str,
-    ) {
+    /// keeping what only memory knows (health, streams, membership). `version` is the record's
+    /// resourceVersion: a record older than the one already applied (a watch event arriving
+    /// after the hub's own later write) is ignored, so a credential just issued is never undone.
+    pub fn upsert_record(&self, record: &Record, version: u64) {
+        let name = record.name.as_str();
         let mut guard = self.lock();
         let inner = &mut *guard;
         let member = inner
             .members
             .entry(name.to_owned())
-            .or_insert_with(|| Member::new(name, cluster_id));
+            .or_insert_with(|| Member::new(name, &record.cluster_id));
+        if version != 0 && version <= member.record_version {
+            return;
+        }
+        member.record_version = version;
+        let (accepted, join_secret, credential, cluster_id) = (
+            record.accepted,
+            record.join_secret,
+            record.credential,
+            record.cluster_id.as_str(),
+        );
         let was_accepted = member.accepted;
         if let Some(old) = member.credential.take() {
             inner.by_credential.remove(&old);
@@ -377,6 +387,16 @@ mod tests {
     use super::*;
     use crate::digest::sha256;
 
+    fn record(name: &str, accepted: bool, credential: Option<Digest>) -> Record {
+        Record {
+            name: name.into(),
+            accepted,
+            join_secret: None,
+            credential,
+            cluster_id: format!("id-{name}"),
+        }
+    }
+
     fn fleet() -> Arc<Fleet> {
         Fleet::new(Leases {
             lease: Duration::from_millis(10),
@@ -388,11 +408,14 @@ mod tests {
     fn credentials_identify_their_member_until_removed_or_replaced() {
         let fleet = fleet();
         let first = sha256(b"first");
-        fleet.upsert_record("a", true, None, Some(first), "id-a");
+        fleet.upsert_record(&record("a", true, Some(first)), 1);
         assert_eq!(fleet.identify(&first).as_deref(), Some("a"));
         let second = sha256(b"second");
-        fleet.upsert_record("a", true, None, Some(second), "id-a");
+        fleet.upsert_record(&record("a", true, Some(second)), 3);
         assert_eq!(fleet.identify(&first), None);
+        assert_eq!(fleet.identify(&second).as_deref(), Some("a"));
+        // A late watch event of an older version does not undo the newer credential.
+        fleet.upsert_record(&record("a", true, None), 2);
         assert_eq!(fleet.identify(&second).as_deref(), Some("a"));
         fleet.remove("a");
         assert_eq!(fleet.identify(&second), None);
@@ -401,8 +424,8 @@ mod tests {
     #[test]
     fn missed_leases_turn_an_accepted_member_lost_once() {
         let fleet = fleet();
-        fleet.upsert_record("a", true, None, None, "id-a");
-        fleet.upsert_record("pending", false, None, None, "id-p");
+        fleet.upsert_record(&record("a", true, None), 1);
+        fleet.upsert_record(&record("pending", false, None), 2);
         fleet.take_dirty();
         let start = Instant::now();
         assert_eq!(fleet.expire_leases(start + Duration::from_millis(20)), 0);

@@ -86,7 +86,7 @@ impl HubService {
         record.credential = Some(sha256(credential.as_bytes()));
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), SYSTEM_NAMESPACE);
         let patch = serde_json::json!({"data": record.to_secret().data});
-        secrets
+        let stored = secrets
             .patch(
                 &record::secret_name(name),
                 &PatchParams::default(),
@@ -94,13 +94,8 @@ impl HubService {
             )
             .await
             .map_err(internal)?;
-        self.fleet.upsert_record(
-            name,
-            record.accepted,
-            record.join_secret,
-            record.credential,
-            &record.cluster_id,
-        );
+        self.fleet
+            .upsert_record(&record, record::version(&stored.metadata));
         Ok(self.accepted(name, credential))
     }
 
@@ -236,25 +231,20 @@ impl Hub for HubService {
             credential: credential.as_deref().map(|c| sha256(c.as_bytes())),
             cluster_id: req.cluster_id.clone(),
         };
-        match secrets
+        let stored = match secrets
             .create(&PostParams::default(), &record.to_secret())
             .await
         {
-            Ok(_) => {}
+            Ok(stored) => stored,
             Err(kube::Error::Api(e)) if e.code == 409 => {
                 return Err(Status::aborted(format!(
                     "another join of cluster {name:?} is under way; try again"
                 )));
             }
             Err(e) => return Err(internal(e)),
-        }
-        self.fleet.upsert_record(
-            name,
-            record.accepted,
-            record.join_secret,
-            record.credential,
-            &record.cluster_id,
-        );
+        };
+        self.fleet
+            .upsert_record(&record, record::version(&stored.metadata));
         let properties = to_properties(&req.properties);
         let version = req.kubernetes_version.clone();
         self.fleet.update(name, |m| {

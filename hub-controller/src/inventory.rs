@@ -28,6 +28,9 @@ pub const CONDITION_CLUSTER_SET_MEMBER: &str = "ClusterSetMember";
 /// ClusterProfile condition, present only when a property could not be copied.
 pub const CONDITION_PROPERTIES_COPIED: &str = "PropertiesCopied";
 
+/// How long the status writer waits after a change before it writes, to gather a burst.
+const WRITE_DELAY: Duration = Duration::from_millis(100);
+
 /// How many ClusterProfile status writes run at once.
 const WRITE_CONCURRENCY: usize = 32;
 
@@ -228,6 +231,8 @@ pub async fn write_profiles(
             _ = fleet.profiles_dirty.notified() => {}
             _ = shutdown.changed() => return,
         }
+        // Let a burst settle (a join and the agent's first heartbeat): one write instead of two.
+        tokio::time::sleep(WRITE_DELAY).await;
         let names = fleet.take_dirty();
         let now = jiff::Timestamp::now();
         let work: Vec<(String, Option<String>, ClusterProfileStatus)> = names
@@ -309,8 +314,10 @@ async fn patch_status(
 /// Turns clusters whose heartbeats stopped Unknown, and sends keepalives down every sync stream
 /// once a lease, until shutdown.
 pub async fn watch_leases(fleet: Arc<Fleet>, mut shutdown: watch::Receiver<bool>) {
+    // Checking is cheap (a scan of the members in memory): check often, so a lost cluster shows
+    // within a tenth of a second of its grace running out.
     let tick =
-        (fleet.leases().lease / 20).clamp(Duration::from_millis(50), Duration::from_millis(500));
+        (fleet.leases().lease / 20).clamp(Duration::from_millis(20), Duration::from_millis(100));
     let mut interval = tokio::time::interval(tick);
     interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_keepalive = Instant::now();

@@ -222,14 +222,10 @@ async fn load(fleet: &Fleet, client: &kube::Client) -> Result<inventory::Written
         .list(&ListParams::default().labels(record::LABEL_CLUSTER))
         .await
         .map_err(setup("member records"))?;
-    for r in records.iter().filter_map(Record::from_secret) {
-        fleet.upsert_record(
-            &r.name,
-            r.accepted,
-            r.join_secret,
-            r.credential,
-            &r.cluster_id,
-        );
+    for secret in &records {
+        if let Some(r) = Record::from_secret(secret) {
+            fleet.upsert_record(&r, record::version(&secret.metadata));
+        }
     }
     let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
     let selector = format!("{LABEL_CLUSTER_MANAGER}={CLUSTER_MANAGER_NAME}");

@@ -34,6 +34,14 @@ pub struct Record {
     pub cluster_id: String,
 }
 
+/// The resourceVersion of a stored object as a number (0 when it has none or is not numeric).
+pub fn version(meta: &ObjectMeta) -> u64 {
+    meta.resource_version
+        .as_deref()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The name of the record Secret of cluster `name`.
 pub fn secret_name(name: &str) -> String {
     format!("cluster-{name}")

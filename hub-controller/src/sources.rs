@@ -27,13 +27,7 @@ pub async fn records(fleet: Arc<Fleet>, client: kube::Client, shutdown: watch::R
     run(watcher::watcher(api, config), shutdown, "member records", |event| match event {
         Event::Apply(secret) | Event::InitApply(secret) => {
             if let Some(r) = Record::from_secret(&secret) {
-                let current = fleet.get(&r.name);
-                let same = current.as_ref().is_some_and(|m| {
-                    m.accepted == r.accepted && m.credential == r.credential && m.join_secret == r.join_secret
-                });
-                if !same {
-                    fleet.upsert_record(&r.name, r.accepted, r.join_secret, r.credential, &r.cluster_id);
-                }
+                fleet.upsert_record(&r, record::version(&secret.metadata));
             }
         }
         Event::Delete(secret) => {
