@@ -81,7 +81,7 @@ impl Config {
             extra_hosts: Vec::new(),
             compaction_interval: Duration::from_secs(5 * 60),
             watch_cache_events: 10_000,
-            watch_cache_bytes: 16 * 1024 * 1024,
+            watch_cache_bytes: 8 * 1024 * 1024,
         }
     }
 }
