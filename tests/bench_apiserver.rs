@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use atoll_apiserver::{Config, Server, StorageKind};
-use atoll_tests::{Process, free_addr};
+use atoll_tests::{Process, Report, cpu_ticks, free_addr, machine_busy_ticks};
 use bytes::{Bytes, BytesMut};
 use etcd_client::{EventType, GetOptions, KvClient, WatchOptions};
 use http::header::{AUTHORIZATION, CONTENT_TYPE, HOST};
@@ -322,25 +322,7 @@ fn main() -> anyhow::Result<()> {
     print_watches(&plan, &results.watches, &mut report);
     print_comparison(&options, &results, &etcd);
     println!("Total time: {:.1} s.", started.elapsed().as_secs_f64());
-    if report.failures.is_empty() {
-        return Ok(());
-    }
-    for failure in &report.failures {
-        eprintln!("FAILED: {failure}");
-    }
-    bail!("{} check(s) failed", report.failures.len())
-}
-
-/// What went wrong over the run; printed at the end.
-#[derive(Default)]
-struct Report {
-    failures: Vec<String>,
-}
-
-impl Report {
-    fn fail(&mut self, what: String) {
-        self.failures.push(what);
-    }
+    report.finish()
 }
 
 /// Every figure measured, in the order measured.
@@ -1086,14 +1068,14 @@ impl CpuSample {
             at: Some(Instant::now()),
             ..Default::default()
         };
-        let total = read_ticks(Path::new("/proc/self/stat")).unwrap_or(0);
+        let total = cpu_ticks(Path::new("/proc/self/stat")).unwrap_or(0);
         let main = std::process::id().to_string();
         let mut harness = 0;
         if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
             for task in tasks.flatten() {
                 let dir = task.path();
                 let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
-                let ticks = read_ticks(&dir.join("stat")).unwrap_or(0);
+                let ticks = cpu_ticks(&dir.join("stat")).unwrap_or(0);
                 if comm.starts_with("bench-client") {
                     sample.client += ticks;
                 } else if task.file_name().to_string_lossy() == main {
@@ -1108,7 +1090,7 @@ impl CpuSample {
         sample.server = total.saturating_sub(sample.client + harness);
         sample.process = total;
         if let Some(pid) = server {
-            let apart = read_ticks(Path::new(&format!("/proc/{pid}/stat"))).unwrap_or(0);
+            let apart = cpu_ticks(Path::new(&format!("/proc/{pid}/stat"))).unwrap_or(0);
             sample.server = apart;
             sample.process += apart;
         }
@@ -1137,30 +1119,6 @@ impl CpuSample {
             other: percent(all.saturating_sub(ours), 0),
         }
     }
-}
-
-/// Busy time of the whole machine (all but idle and iowait), in clock ticks.
-fn machine_busy_ticks() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = stat.lines().next()?.strip_prefix("cpu ")?;
-    let fields: Vec<u64> = line
-        .split_whitespace()
-        .map(|f| f.parse().unwrap_or(0))
-        .collect();
-    let total: u64 = fields.iter().take(8).sum();
-    let idle = fields.get(3)? + fields.get(4)?;
-    Some(total.saturating_sub(idle))
-}
-
-/// utime + stime of a `/proc/.../stat` file, in clock ticks.
-fn read_ticks(path: &Path) -> Option<u64> {
-    let stat = std::fs::read_to_string(path).ok()?;
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some(utime + stime)
 }
 
 fn clock_ticks_per_second() -> f64 {

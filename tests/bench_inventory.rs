@@ -46,7 +46,7 @@
 //! program checks `ulimit -n` first and says so when it is too low.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -60,7 +60,7 @@ use atoll_api::names::{
 use atoll_proto::v1::{
     Health, HeartbeatRequest, JoinRequest, Property, SyncRequest, join_response,
 };
-use atoll_tests::{Process, client_from, free_addr};
+use atoll_tests::{Process, Report, client_from, cpu_ticks, free_addr, machine_busy_ticks};
 use kube::api::{Api, ListParams};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -223,25 +223,7 @@ fn main() -> anyhow::Result<()> {
     print_lost(&plan, &results);
     print_hub_logs(&results);
     println!("Total time: {:.1} s.", started.elapsed().as_secs_f64());
-    if report.failures.is_empty() {
-        return Ok(());
-    }
-    for failure in &report.failures {
-        eprintln!("FAILED: {failure}");
-    }
-    bail!("{} check(s) failed", report.failures.len())
-}
-
-/// What went wrong over the run; printed at the end.
-#[derive(Default)]
-struct Report {
-    failures: Vec<String>,
-}
-
-impl Report {
-    fn fail(&mut self, what: String) {
-        self.failures.push(what);
-    }
+    report.finish()
 }
 
 /// Everything measured for one fleet size; a phase that did not run leaves its figures empty.
@@ -476,9 +458,11 @@ async fn drive(
         plan.window.as_secs()
     );
     locked(&shared.beats.latencies).clear();
-    let hub_before = read_ticks(&format!("/proc/{}/stat", target.pid));
-    let self_before = read_ticks("/proc/self/stat");
-    let machine_before = machine_busy_ticks();
+    let hub_stat = PathBuf::from(format!("/proc/{}/stat", target.pid));
+    let self_stat = Path::new("/proc/self/stat");
+    let hub_before = cpu_ticks(&hub_stat).unwrap_or(0);
+    let self_before = cpu_ticks(self_stat).unwrap_or(0);
+    let machine_before = machine_busy_ticks().unwrap_or(0);
     let window_start = Instant::now();
     shared.beats.recording.store(true, Ordering::Relaxed);
     let mut peak = 0;
@@ -489,9 +473,13 @@ async fn drive(
     }
     shared.beats.recording.store(false, Ordering::Relaxed);
     let window = window_start.elapsed();
-    let hub_ticks = read_ticks(&format!("/proc/{}/stat", target.pid)).saturating_sub(hub_before);
-    let self_ticks = read_ticks("/proc/self/stat").saturating_sub(self_before);
-    let machine_ticks = machine_busy_ticks().saturating_sub(machine_before);
+    let hub_ticks = cpu_ticks(&hub_stat).unwrap_or(0).saturating_sub(hub_before);
+    let self_ticks = cpu_ticks(self_stat)
+        .unwrap_or(0)
+        .saturating_sub(self_before);
+    let machine_ticks = machine_busy_ticks()
+        .unwrap_or(0)
+        .saturating_sub(machine_before);
     let percent = |ticks: u64| ticks as f64 / TICKS_PER_SECOND / window.as_secs_f64() * 100.0;
     let mut latencies = std::mem::take(&mut *locked(&shared.beats.latencies));
     latencies.sort();
@@ -937,35 +925,6 @@ fn rss_kib(pid: u32) -> anyhow::Result<u64> {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kib| kib.parse().ok())
         .context("no VmRSS in /proc/PID/status")
-}
-
-/// utime + stime of a `/proc/.../stat` file, in clock ticks (0 when unreadable).
-fn read_ticks(path: &str) -> u64 {
-    let Ok(stat) = std::fs::read_to_string(path) else {
-        return 0;
-    };
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-        return 0;
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
-    field(11).unwrap_or(0) + field(12).unwrap_or(0)
-}
-
-/// Busy time of the whole machine (all but idle and iowait), in clock ticks.
-fn machine_busy_ticks() -> u64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let Some(line) = stat.lines().next().and_then(|l| l.strip_prefix("cpu ")) else {
-        return 0;
-    };
-    let fields: Vec<u64> = line
-        .split_whitespace()
-        .map(|f| f.parse().unwrap_or(0))
-        .collect();
-    let total: u64 = fields.iter().take(8).sum();
-    let idle = fields.get(3).unwrap_or(&0) + fields.get(4).unwrap_or(&0);
-    total.saturating_sub(idle)
 }
 
 /// Warning and error lines of the hub's log, and the first of them without its timestamp and

@@ -610,3 +610,51 @@ impl Steps {
         panic!("{report}");
     }
 }
+
+/// What went wrong over a benchmark run; printed at its end, after every table.
+#[derive(Default)]
+pub struct Report {
+    pub failures: Vec<String>,
+}
+
+impl Report {
+    /// Records a failure.
+    pub fn fail(&mut self, what: String) {
+        self.failures.push(what);
+    }
+
+    /// Prints every failure and fails when there was one.
+    pub fn finish(self) -> anyhow::Result<()> {
+        if self.failures.is_empty() {
+            return Ok(());
+        }
+        for failure in &self.failures {
+            eprintln!("FAILED: {failure}");
+        }
+        bail!("{} check(s) failed", self.failures.len())
+    }
+}
+
+/// utime + stime of a `/proc/.../stat` file, in clock ticks.
+pub fn cpu_ticks(path: &Path) -> Option<u64> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// Busy time of the whole machine (all but idle and iowait), in clock ticks.
+pub fn machine_busy_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let total: u64 = fields.iter().take(8).sum();
+    let idle = fields.get(3)? + fields.get(4)?;
+    Some(total.saturating_sub(idle))
+}
