@@ -2,6 +2,8 @@
 //! process or as the real `atoll` binary) on a free loopback port, and connect kube-rs to it over
 //! HTTPS with the admin kubeconfig it wrote.
 
+pub mod in_process;
+
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

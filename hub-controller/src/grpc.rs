@@ -29,6 +29,7 @@ use crate::digest::sha256;
 use crate::fleet::{Changes, Fleet, Health};
 use crate::inventory::ensure_profile;
 use crate::record::{self, Record};
+use crate::work::{self, WorkIndex};
 
 /// The shortest join secret the hub accepts.
 const JOIN_SECRET_MIN_LEN: usize = 16;
@@ -40,15 +41,22 @@ const STATUS_MAX_BYTES: usize = 1024 * 1024;
 /// The hub's side of the protocol.
 pub struct HubService {
     fleet: Arc<Fleet>,
+    works: Arc<WorkIndex>,
     client: kube::Client,
     auto_accept: bool,
 }
 
 impl HubService {
     /// A service over the fleet view, writing through `client`.
-    pub fn new(fleet: Arc<Fleet>, client: kube::Client, auto_accept: bool) -> Self {
+    pub fn new(
+        fleet: Arc<Fleet>,
+        works: Arc<WorkIndex>,
+        client: kube::Client,
+        auto_accept: bool,
+    ) -> Self {
         Self {
             fleet,
+            works,
             client,
             auto_accept,
         }
@@ -339,6 +347,15 @@ impl Hub for HubService {
             .unwrap_or_default();
         // The first event is always the membership, so the agent converges at once.
         let _ = sender.try_send(Ok(membership_event(&set)));
+        // Then what differs between the Works the agent has and the hub's.
+        let known = request.get_ref().works.clone();
+        for event in work::diff(&known, &self.works.of_cluster(&name)) {
+            if sender.try_send(Ok(event)).is_err() {
+                return Err(Status::resource_exhausted(format!(
+                    "cluster {name:?} has more changed Works than one sync can carry; reconnect"
+                )));
+            }
+        }
         self.fleet.attach_stream(&name, sender);
         tracing::debug!(cluster = %name, "agent connected its sync stream");
         Ok(Response::new(ReceiverStream::new(receiver)))
@@ -356,6 +373,18 @@ impl Hub for HubService {
                 report.work_name,
                 report.status.len()
             )));
+        }
+        if report.deleted {
+            let works: Api<Work> = Api::namespaced(self.client.clone(), &name);
+            let current = works.get_opt(&report.work_name).await.map_err(internal)?;
+            if current.is_some_and(|w| w.metadata.uid.as_deref() == Some(report.work_uid.as_str()))
+            {
+                work::release(self.client.clone(), &name, &report.work_name)
+                    .await
+                    .map_err(internal)?;
+                tracing::info!(cluster = %name, work = %report.work_name, "Work cleaned up on its cluster; released");
+            }
+            return Ok(Response::new(WorkStatusAck {}));
         }
         let status: serde_json::Value = serde_json::from_slice(&report.status).map_err(|e| {
             Status::invalid_argument(format!(

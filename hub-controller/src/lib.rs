@@ -18,6 +18,7 @@ pub mod inventory;
 pub mod record;
 pub mod setup;
 pub mod sources;
+pub mod work;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -124,7 +125,13 @@ impl Hub {
         let identity = tonic::transport::Identity::from_pem(&serving.cert_pem, &serving.key_pem);
 
         let (shutdown, stop) = watch::channel(false);
-        let service = grpc::HubService::new(fleet.clone(), client.clone(), config.auto_accept);
+        let works = Arc::new(work::WorkIndex::default());
+        let service = grpc::HubService::new(
+            fleet.clone(),
+            works.clone(),
+            client.clone(),
+            config.auto_accept,
+        );
         let server = tonic::transport::Server::builder()
             .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))?
             .http2_keepalive_interval(Some(std::time::Duration::from_secs(30)))
@@ -162,6 +169,18 @@ impl Hub {
         )));
         tasks.push(tokio::spawn(inventory::watch_leases(
             fleet.clone(),
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(work::watch_works(
+            works.clone(),
+            fleet.clone(),
+            client.clone(),
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(work::release_abandoned(
+            works,
+            fleet.clone(),
+            client.clone(),
             stop.clone(),
         )));
         tasks.push(tokio::spawn(clusterset::run(fleet.clone(), client, stop)));

@@ -144,7 +144,8 @@ pub async fn cluster_sets(
     .await;
 }
 
-async fn run<K>(
+/// Runs a watch until shutdown, handing every event to `handle` and retrying after errors.
+pub(crate) async fn run<K>(
     stream: impl Stream<Item = Result<Event<K>, watcher::Error>>,
     mut shutdown: watch::Receiver<bool>,
     what: &str,

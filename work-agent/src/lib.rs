@@ -7,9 +7,11 @@
 //! May depend on `atoll-api` and `atoll-proto`, never on hub internals. Modules: `hub` (the
 //! channel), `credential` (its stored state), `properties` (ClusterProperties).
 
+pub mod apply;
 pub mod credential;
 pub mod hub;
 pub mod properties;
+pub mod works;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -82,6 +84,7 @@ pub async fn run(
     properties::install_crds(&member).await?;
     let cluster_id = properties::ensure_cluster_id(&member).await?;
     let channel = hub::channel(&config.hub, &config.hub_ca_pem)?;
+    let works = works::Works::new(member.clone(), &config.cluster_name);
     loop {
         let stored = credential::load(&member)
             .await
@@ -104,6 +107,7 @@ pub async fn run(
             client: hub::client(channel.clone(), &credential)?,
             beat_now: Arc::new(Notify::new()),
             membership: std::sync::Mutex::new(None),
+            works: &works,
         };
         tokio::select! {
             ended = session.run() => match ended {
@@ -256,6 +260,7 @@ struct Session<'a> {
     beat_now: Arc<Notify>,
     /// The ClusterSet the hub last said this cluster is in (`""`: none), once it has said.
     membership: std::sync::Mutex<Option<String>>,
+    works: &'a works::Works,
 }
 
 impl Session<'_> {
@@ -325,9 +330,17 @@ impl Session<'_> {
         let mut client = self.client.clone();
         let mut delays = backoff();
         loop {
+            let known = match self.works.known().await {
+                Ok(known) => known,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot list this cluster's AppliedWorks; retrying");
+                    tokio::time::sleep(delays.next().unwrap_or(Duration::from_secs(30))).await;
+                    continue;
+                }
+            };
             let request = SyncRequest {
                 cluster_name: self.config.cluster_name.clone(),
-                works: Vec::new(),
+                works: known,
             };
             match client.sync(request).await {
                 Ok(response) => {
@@ -382,10 +395,12 @@ impl Session<'_> {
             }
             Some(sync_event::Event::Keepalive(_)) | None => {}
             Some(sync_event::Event::WorkUpsert(w)) => {
-                tracing::debug!(work = %w.name, "Work received; applying Work arrives with the Work issue");
+                let mut client = self.client.clone();
+                self.works.upsert(&mut client, &w, false).await?;
             }
             Some(sync_event::Event::WorkDelete(w)) => {
-                tracing::debug!(work = %w.name, "Work deletion received");
+                let mut client = self.client.clone();
+                self.works.delete(&mut client, &w).await?;
             }
         }
         Ok(())

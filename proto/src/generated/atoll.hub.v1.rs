@@ -215,6 +215,10 @@ pub struct WorkStatusReport {
     /// The Work's `status` (`multicluster.x-k8s.io/v1alpha1` WorkStatus) as JSON.
     #[prost(bytes = "vec", tag = "5")]
     pub status: ::prost::alloc::vec::Vec<u8>,
+    /// The Work was deleted and the agent has removed what it applied (or left it, as the Work's
+    /// delete option says): the hub may let the Work go.
+    #[prost(bool, tag = "6")]
+    pub deleted: bool,
 }
 #[allow(clippy::all)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]

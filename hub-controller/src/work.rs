@@ -1,0 +1,335 @@
+//! Work distribution: the hub's index of every Work (one per cluster namespace), sent down each
+//! agent's sync stream as it changes, diffed against what an agent has when it (re)connects, and
+//! let go once the agent reports it cleaned up (or its cluster is gone).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use atoll_api::names::FINALIZER_WORK_CLEANUP;
+use atoll_api::work::Work;
+use atoll_proto::v1::{SyncEvent, WorkDelete, WorkUpsert, WorkVersion, sync_event};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::watch;
+
+use crate::fleet::{Fleet, Health};
+use crate::sources;
+
+/// The most manifest bytes one Work may carry; larger Works are not sent and say why.
+pub const MANIFESTS_MAX_BYTES: usize = 1024 * 1024;
+/// Annotation that lets a deleting Work go at once, whatever its cluster's state.
+pub const ANNOTATION_FORCE_DELETE: &str = "atoll.dev/force-delete";
+/// How long a deleting Work waits for a cluster that is Unknown before it goes anyway.
+pub const LOST_CLUSTER_GRACE: Duration = Duration::from_secs(300);
+
+/// One Work as the hub sends it.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The Work's UID.
+    pub uid: String,
+    /// Its generation (spec changes).
+    pub generation: i64,
+    /// Whether it is being deleted.
+    pub deleting: bool,
+    /// The Work as JSON, status left out.
+    pub body: Arc<Vec<u8>>,
+    /// When set, why it cannot be sent.
+    pub refused: Option<String>,
+    /// Whether it carries the force-delete annotation.
+    pub force_delete: bool,
+}
+
+impl Entry {
+    /// The event that brings an agent up to date with this Work.
+    pub fn event(&self, name: &str) -> SyncEvent {
+        let event = if self.deleting {
+            sync_event::Event::WorkDelete(WorkDelete {
+                name: name.to_owned(),
+                uid: self.uid.clone(),
+            })
+        } else {
+            sync_event::Event::WorkUpsert(WorkUpsert {
+                name: name.to_owned(),
+                uid: self.uid.clone(),
+                generation: self.generation,
+                work: self.body.as_ref().clone(),
+            })
+        };
+        SyncEvent { event: Some(event) }
+    }
+}
+
+/// Every Work on the hub, by cluster and name.
+#[derive(Default)]
+pub struct WorkIndex {
+    inner: Mutex<HashMap<String, HashMap<String, Entry>>>,
+}
+
+impl WorkIndex {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, HashMap<String, Entry>>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records a Work; returns its entry when what an agent must know changed.
+    pub fn upsert(&self, work: &Work) -> Option<(String, String, Entry)> {
+        let cluster = work.metadata.namespace.clone()?;
+        let name = work.metadata.name.clone()?;
+        let uid = work.metadata.uid.clone().unwrap_or_default();
+        let generation = work.metadata.generation.unwrap_or(0);
+        let deleting = work.metadata.deletion_timestamp.is_some();
+        let mut index = self.lock();
+        let works = index.entry(cluster.clone()).or_default();
+        if let Some(old) = works.get(&name)
+            && old.uid == uid
+            && old.generation == generation
+            && old.deleting == deleting
+            && old.force_delete == force_delete(work)
+        {
+            return None;
+        }
+        let entry = entry_of(work, uid, generation, deleting);
+        works.insert(name.clone(), entry.clone());
+        Some((cluster, name, entry))
+    }
+
+    /// Forgets a Work that is gone from the hub.
+    pub fn remove(&self, cluster: &str, name: &str) -> Option<Entry> {
+        let mut index = self.lock();
+        let works = index.get_mut(cluster)?;
+        let removed = works.remove(name);
+        if works.is_empty() {
+            index.remove(cluster);
+        }
+        removed
+    }
+
+    /// The Works of one cluster.
+    pub fn of_cluster(&self, cluster: &str) -> Vec<(String, Entry)> {
+        self.lock()
+            .get(cluster)
+            .map(|works| works.iter().map(|(n, e)| (n.clone(), e.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    /// The Works being deleted, by cluster and name.
+    pub fn deleting(&self) -> Vec<(String, String, Entry)> {
+        let index = self.lock();
+        index
+            .iter()
+            .flat_map(|(cluster, works)| {
+                works
+                    .iter()
+                    .filter(|(_, e)| e.deleting)
+                    .map(|(name, e)| (cluster.clone(), name.clone(), e.clone()))
+            })
+            .collect()
+    }
+}
+
+fn entry_of(work: &Work, uid: String, generation: i64, deleting: bool) -> Entry {
+    let manifests_bytes = serde_json::to_vec(&work.spec.workload.manifests).map_or(0, |b| b.len());
+    let refused = (manifests_bytes > MANIFESTS_MAX_BYTES).then(|| {
+        format!(
+            "the manifests take {manifests_bytes} bytes, more than the limit of {MANIFESTS_MAX_BYTES}; split them into several Works"
+        )
+    });
+    let mut sent = work.clone();
+    sent.status = None;
+    sent.metadata.managed_fields = None;
+    Entry {
+        uid,
+        generation,
+        deleting,
+        body: Arc::new(serde_json::to_vec(&sent).unwrap_or_default()),
+        refused,
+        force_delete: force_delete(work),
+    }
+}
+
+fn force_delete(work: &Work) -> bool {
+    work.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.get(ANNOTATION_FORCE_DELETE).is_some_and(|v| v == "true"))
+}
+
+/// What an agent that has `known` must receive to match the hub: changed and new Works, and
+/// deletions of those the hub no longer holds or is deleting.
+pub fn diff(known: &[WorkVersion], hub: &[(String, Entry)]) -> Vec<SyncEvent> {
+    let mut events = Vec::new();
+    for (name, entry) in hub {
+        if entry.refused.is_some() {
+            continue;
+        }
+        let current = known
+            .iter()
+            .any(|k| &k.name == name && k.uid == entry.uid && k.generation == entry.generation);
+        if entry.deleting || !current {
+            events.push(entry.event(name));
+        }
+    }
+    for k in known {
+        if !hub
+            .iter()
+            .any(|(name, e)| *name == k.name && e.uid == k.uid)
+        {
+            events.push(SyncEvent {
+                event: Some(sync_event::Event::WorkDelete(WorkDelete {
+                    name: k.name.clone(),
+                    uid: k.uid.clone(),
+                })),
+            });
+        }
+    }
+    events
+}
+
+/// Watches every Work: adds the cleanup finalizer, keeps the index, and sends changes to the
+/// agent of the Work's cluster.
+pub async fn watch_works(
+    index: Arc<WorkIndex>,
+    fleet: Arc<Fleet>,
+    client: kube::Client,
+    shutdown: watch::Receiver<bool>,
+) {
+    let api: Api<Work> = Api::all(client.clone());
+    sources::run(
+        watcher::watcher(api, watcher::Config::default()),
+        shutdown,
+        "Works",
+        |event| match event {
+            Event::Apply(work) | Event::InitApply(work) => {
+                let has_finalizer = work
+                    .metadata
+                    .finalizers
+                    .as_ref()
+                    .is_some_and(|f| f.iter().any(|f| f == FINALIZER_WORK_CLEANUP));
+                if !has_finalizer && work.metadata.deletion_timestamp.is_none() {
+                    tokio::spawn(add_finalizer(client.clone(), work.clone()));
+                }
+                if let Some((cluster, name, entry)) = index.upsert(&work) {
+                    match &entry.refused {
+                        Some(why) => {
+                            tokio::spawn(refuse(client.clone(), cluster, name, why.clone()));
+                        }
+                        None => fleet.send(&cluster, entry.event(&name)),
+                    }
+                }
+            }
+            Event::Delete(work) => {
+                let (Some(cluster), Some(name)) =
+                    (work.metadata.namespace.clone(), work.metadata.name.clone())
+                else {
+                    return;
+                };
+                if let Some(entry) = index.remove(&cluster, &name) {
+                    let gone = Entry {
+                        deleting: true,
+                        ..entry
+                    };
+                    fleet.send(&cluster, gone.event(&name));
+                }
+            }
+            Event::Init | Event::InitDone => {}
+        },
+    )
+    .await;
+}
+
+async fn add_finalizer(client: kube::Client, work: Work) {
+    let (Some(namespace), Some(name)) =
+        (work.metadata.namespace.clone(), work.metadata.name.clone())
+    else {
+        return;
+    };
+    let mut finalizers = work.metadata.finalizers.clone().unwrap_or_default();
+    finalizers.push(FINALIZER_WORK_CLEANUP.to_owned());
+    let api: Api<Work> = Api::namespaced(client, &namespace);
+    let patch = serde_json::json!({"metadata": {"finalizers": finalizers, "resourceVersion": work.metadata.resource_version}});
+    if let Err(error) = api
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        // A conflict means a newer version exists; its watch event tries again.
+        tracing::debug!(work = %name, cluster = %namespace, %error, "cannot add the cleanup finalizer yet");
+    }
+}
+
+async fn refuse(client: kube::Client, cluster: String, name: String, why: String) {
+    let api: Api<Work> = Api::namespaced(client, &cluster);
+    let now = jiff::Timestamp::now();
+    let status = serde_json::json!({"status": {"conditions": [{
+        "type": "Applied", "status": "False", "reason": "WorkTooLarge", "message": why,
+        "lastTransitionTime": k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now),
+    }]}});
+    if let Err(error) = api
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+    {
+        tracing::warn!(work = %name, %cluster, %error, "cannot say why a Work is refused");
+    }
+}
+
+/// Removes the cleanup finalizer: the Work goes.
+pub async fn release(client: kube::Client, cluster: &str, name: &str) -> kube::Result<()> {
+    let api: Api<Work> = Api::namespaced(client, cluster);
+    let Some(work) = api.get_opt(name).await? else {
+        return Ok(());
+    };
+    let finalizers: Vec<String> = work
+        .metadata
+        .finalizers
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| f != FINALIZER_WORK_CLEANUP)
+        .collect();
+    let patch = serde_json::json!({"metadata": {"finalizers": finalizers, "resourceVersion": work.metadata.resource_version}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map(|_| ())
+}
+
+/// Lets deleting Works go when no agent will clean them up: their cluster was removed, stayed
+/// Unknown for longer than [`LOST_CLUSTER_GRACE`], or the Work carries [`ANNOTATION_FORCE_DELETE`].
+pub async fn release_abandoned(
+    index: Arc<WorkIndex>,
+    fleet: Arc<Fleet>,
+    client: kube::Client,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut lost_since: HashMap<String, std::time::Instant> = HashMap::new();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shutdown.changed() => return,
+        }
+        let now = std::time::Instant::now();
+        for (cluster, name, entry) in index.deleting() {
+            let member = fleet.get(&cluster);
+            let lost = member
+                .as_ref()
+                .is_some_and(|m| matches!(m.health, Health::Lost(_)));
+            if !lost {
+                lost_since.remove(&cluster);
+            }
+            let since = *lost_since.entry(cluster.clone()).or_insert(now);
+            let why = if entry.force_delete {
+                Some("it carries the atoll.dev/force-delete annotation")
+            } else if member.is_none() {
+                Some("its cluster is no longer a member")
+            } else if lost && now.duration_since(since) > LOST_CLUSTER_GRACE {
+                Some("its cluster has been Unknown for longer than the grace period")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                tracing::info!(work = %name, %cluster, "letting a deleting Work go: {why}");
+                if let Err(error) = release(client.clone(), &cluster, &name).await {
+                    tracing::warn!(work = %name, %cluster, %error, "cannot let a deleting Work go");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! Work end to end in one process (real gRPC over TLS, real HTTPS API servers): a Work on the hub
+//! reaches its cluster's agent, which applies it in kind order by server-side apply, records it
+//! in an AppliedWork and reports per-manifest status; a manifest taken out of the Work is
+//! deleted; a deleted Work takes its resources with it (or leaves them, under Orphan) before the
+//! hub lets it go; a bad manifest fails alone.
+
+use std::time::Duration;
+
+use atoll_api::work::{AppliedWork, Work};
+use atoll_hub::Leases;
+use atoll_tests::eventually;
+use atoll_tests::in_process::{Member, TestHub, WAIT};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+
+fn work(name: &str, cluster: &str, manifests: Vec<Value>) -> Work {
+    serde_json::from_value(json!({
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+        "metadata": {"name": name, "namespace": cluster},
+        "spec": {"workload": {"manifests": manifests}}
+    }))
+    .unwrap()
+}
+
+fn crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}
+    })
+}
+
+/// The manifests of the proof, the custom resource and Deployment before what they need,
+/// to show the agent orders them.
+fn manifests() -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "shop"}, "spec": {"size": 3}}),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "shop"}, "data": {"color": "blue"}}),
+        crd(),
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}),
+    ]
+}
+
+async fn work_condition(works: &Api<Work>, name: &str, type_: &str, status: &str) -> Work {
+    let mut last = None;
+    let ok = eventually(WAIT, || {
+        let works = works.clone();
+        let name = name.to_owned();
+        let type_ = type_.to_owned();
+        let status = status.to_owned();
+        async move {
+            works.get_opt(&name).await.unwrap().is_some_and(|w| {
+                w.status.as_ref().is_some_and(|s| {
+                    s.conditions
+                        .iter()
+                        .any(|c| c.type_ == type_ && c.status == status)
+                })
+            })
+        }
+    })
+    .await;
+    if let Ok(Some(w)) = works.get_opt(name).await {
+        last = Some(w);
+    }
+    let work = last.unwrap_or_else(|| panic!("Work {name} is gone"));
+    assert!(
+        ok,
+        "Work {name}: {type_} never became {status}: {:#?}",
+        work.status
+    );
+    work
+}
+
+async fn start() -> (TestHub, Member) {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter("info")
+        .with_test_writer()
+        .try_init();
+    let hub = TestHub::start(true, Leases::default()).await;
+    let east = Member::start(&hub, "east").await;
+    hub.wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+    (hub, east)
+}
+
+#[tokio::test]
+async fn a_work_lands_in_kind_order_reports_status_and_cleans_up_after_itself() {
+    let (hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    works
+        .create(&PostParams::default(), &work("shop", "east", manifests()))
+        .await
+        .unwrap();
+
+    let done = work_condition(&works, "shop", "Applied", "True").await;
+    let status = done.status.unwrap();
+    assert_eq!(status.manifest_conditions.len(), 5);
+    for (i, m) in status.manifest_conditions.iter().enumerate() {
+        assert_eq!(m.identifier.ordinal, i as i32);
+        assert!(
+            m.conditions
+                .iter()
+                .any(|c| c.type_ == "Applied" && c.status == "True"),
+            "{m:?}"
+        );
+    }
+    assert_eq!(
+        status.manifest_conditions[1].identifier.resource,
+        "deployments"
+    );
+    assert_eq!(status.manifest_conditions[1].identifier.namespace, "shop");
+    assert!(
+        status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Available" && c.status == "True")
+    );
+    assert!(
+        done.metadata
+            .finalizers
+            .unwrap_or_default()
+            .iter()
+            .any(|f| f == "multicluster.x-k8s.io/work-cleanup"),
+        "the hub holds the Work until its cluster cleans up"
+    );
+
+    // Everything is in the member cluster, written by the agent's field manager.
+    let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "shop");
+    let cm = configmaps.get("settings").await.unwrap();
+    assert_eq!(cm.data.unwrap()["color"], "blue");
+    assert!(
+        cm.metadata
+            .managed_fields
+            .unwrap()
+            .iter()
+            .any(|f| f.manager.as_deref() == Some("atoll-work-agent"))
+    );
+    let deployments: Api<Deployment> = Api::namespaced(east.client.clone(), "shop");
+    assert_eq!(
+        deployments.get("web").await.unwrap().spec.unwrap().replicas,
+        Some(2)
+    );
+    let widget = ApiResource::from_gvk(&GroupVersionKind::gvk("example.com", "v1", "Widget"));
+    let widgets: Api<DynamicObject> = Api::namespaced_with(east.client.clone(), "shop", &widget);
+    assert_eq!(widgets.get("w").await.unwrap().data["spec"]["size"], 3);
+    let applied: Api<AppliedWork> = Api::all(east.client.clone());
+    let record = applied.get("shop").await.unwrap();
+    assert_eq!(record.spec.work_namespace, "east");
+    assert_eq!(record.status.unwrap().applied_resources.len(), 5);
+
+    // A changed Work: the ConfigMap changes, the Deployment is taken out and so deleted.
+    let mut changed = manifests();
+    changed.remove(1);
+    changed[1]["data"]["color"] = json!("green");
+    let patch = json!({"spec": {"workload": {"manifests": changed}}});
+    works
+        .patch("shop", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            configmaps.get("settings").await.unwrap().data.unwrap()["color"] == "green"
+                && deployments.get_opt("web").await.unwrap().is_none()
+        })
+        .await,
+        "the update did not land"
+    );
+    let updated = work_condition(&works, "shop", "Applied", "True").await;
+    assert_eq!(updated.status.unwrap().manifest_conditions.len(), 4);
+
+    // Deleting the Work deletes what it applied, then the hub lets it go.
+    works
+        .delete("shop", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            works.get_opt("shop").await.unwrap().is_none()
+        })
+        .await,
+        "the Work stayed"
+    );
+    let namespaces: Api<Namespace> = Api::all(east.client.clone());
+    assert!(
+        eventually(WAIT, || async {
+            namespaces.get_opt("shop").await.unwrap().is_none()
+                && applied.get_opt("shop").await.unwrap().is_none()
+        })
+        .await,
+        "the Work's resources stayed"
+    );
+    east.stop_agent().await;
+}
+
+#[tokio::test]
+async fn one_bad_manifest_fails_alone_and_says_which() {
+    let (hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    let manifests = vec![
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "good", "namespace": "default"}, "data": {"a": "1"}}),
+        json!({"apiVersion": "v1", "metadata": {"name": "no-kind"}}),
+        json!({"apiVersion": "example.com/v9", "kind": "Gadget", "metadata": {"name": "g", "namespace": "default"}}),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bad", "namespace": "default"}, "spec": {"replicas": "many"}}),
+    ];
+    // A manifest that is not an object never reaches a cluster: the hub's API refuses the Work.
+    let mut with_string = manifests.clone();
+    with_string.push(json!("just a string"));
+    let err = works
+        .create(&PostParams::default(), &work("mixed", "east", with_string))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(e) if e.code == 422 && e.message.contains("spec.workload.manifests[4] in body must be of type object")),
+        "{err:?}"
+    );
+    works
+        .create(&PostParams::default(), &work("mixed", "east", manifests))
+        .await
+        .unwrap();
+    let done = work_condition(&works, "mixed", "Applied", "False").await;
+    let status = done.status.unwrap();
+    let applied = |i: usize| {
+        status.manifest_conditions[i]
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Applied")
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(applied(0).status, "True");
+    assert_eq!(
+        (applied(1).reason.as_str(), applied(1).message.as_str()),
+        ("InvalidManifest", "manifest 1 has no kind")
+    );
+    assert_eq!(applied(2).reason, "KindNotServed");
+    assert!(
+        applied(2)
+            .message
+            .contains("manifest 2 (Gadget example.com/v9 g)"),
+        "{}",
+        applied(2).message
+    );
+    assert!(
+        applied(3)
+            .message
+            .starts_with("manifest 3 (Deployment apps/v1 default/bad)"),
+        "{}",
+        applied(3).message
+    );
+    let summary = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Applied")
+        .unwrap();
+    assert!(
+        summary.message.starts_with("3 of 4 manifests failed"),
+        "{}",
+        summary.message
+    );
+    let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
+    assert!(
+        configmaps.get_opt("good").await.unwrap().is_some(),
+        "the good manifest was not applied"
+    );
+    east.stop_agent().await;
+}
+
+#[tokio::test]
+async fn an_orphaning_work_leaves_its_resources_and_a_work_of_a_removed_cluster_goes() {
+    let (hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    let mut orphan = work(
+        "keep",
+        "east",
+        vec![
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kept", "namespace": "default"}}),
+        ],
+    );
+    orphan.spec.delete_option =
+        serde_json::from_value(json!({"propagationPolicy": "Orphan"})).unwrap();
+    works.create(&PostParams::default(), &orphan).await.unwrap();
+    work_condition(&works, "keep", "Applied", "True").await;
+    works
+        .delete("keep", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            works.get_opt("keep").await.unwrap().is_none()
+        })
+        .await
+    );
+    let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        configmaps.get_opt("kept").await.unwrap().is_some(),
+        "an orphaned resource was deleted"
+    );
+
+    // With the agent gone, a force-delete annotation lets a deleting Work go.
+    works
+        .create(&PostParams::default(), &work("stuck", "east", vec![json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": "default"}})]))
+        .await
+        .unwrap();
+    work_condition(&works, "stuck", "Applied", "True").await;
+    east.stop_agent().await;
+    works
+        .delete("stuck", &DeleteParams::default())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        works.get_opt("stuck").await.unwrap().is_some(),
+        "the Work went while its cluster might still clean up"
+    );
+    let patch = json!({"metadata": {"annotations": {"atoll.dev/force-delete": "true"}}});
+    works
+        .patch("stuck", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            works.get_opt("stuck").await.unwrap().is_none()
+        })
+        .await,
+        "force-delete did not let it go"
+    );
+}

@@ -1,0 +1,496 @@
+//! Applying one Work's manifests to the member cluster: in kind order (Namespaces and CRDs first,
+//! waiting for CRDs to be Established), resolved by discovery, written by server-side apply with
+//! field manager `atoll-work-agent` (or created once, or only read, as the Work's manifest configs
+//! say). One manifest that fails does not stop the others.
+
+use std::time::Duration;
+
+use atoll_api::work::{
+    AppliedResourceMeta, ManifestConfig, ResourceIdentifier, UpdateStrategyType, Work,
+};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiCapabilities, ApiResource, Discovery, Scope};
+use serde_json::Value;
+use tokio::sync::RwLock;
+
+use crate::FIELD_MANAGER;
+
+/// What became of one manifest.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Which manifest, and what it names (as far as it could be read).
+    pub identifier: ResourceIdentifier,
+    /// `Ok(generation)` when applied (or found, for read-only); why not otherwise.
+    pub applied: Result<Option<i64>, Failure>,
+    /// Whether the object exists and is available, with the reason.
+    pub available: Option<(bool, &'static str, String)>,
+    /// The object's UID, when it exists.
+    pub uid: Option<String>,
+}
+
+/// Why a manifest was not applied.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// CamelCase reason.
+    pub reason: &'static str,
+    /// What happened, naming the manifest.
+    pub message: String,
+}
+
+/// Applies manifests to one cluster, keeping its discovery.
+pub struct Applier {
+    client: kube::Client,
+    discovery: RwLock<Option<Discovery>>,
+}
+
+impl Applier {
+    /// An applier for the cluster `client` talks to.
+    pub fn new(client: kube::Client) -> Self {
+        Self {
+            client,
+            discovery: RwLock::new(None),
+        }
+    }
+
+    async fn refresh(&self) -> kube::Result<()> {
+        let fresh = Discovery::new(self.client.clone()).run_aggregated().await?;
+        *self.discovery.write().await = Some(fresh);
+        Ok(())
+    }
+
+    /// Resolves a kind, refreshing discovery once when it is unknown (a CRD may be new).
+    async fn resolve(
+        &self,
+        gvk: &GroupVersionKind,
+    ) -> kube::Result<Option<(ApiResource, ApiCapabilities)>> {
+        if self.discovery.read().await.is_none() {
+            self.refresh().await?;
+        }
+        if let Some(found) = self
+            .discovery
+            .read()
+            .await
+            .as_ref()
+            .and_then(|d| d.resolve_gvk(gvk))
+        {
+            return Ok(Some(found));
+        }
+        self.refresh().await?;
+        Ok(self
+            .discovery
+            .read()
+            .await
+            .as_ref()
+            .and_then(|d| d.resolve_gvk(gvk)))
+    }
+
+    /// Applies every manifest of `work`, in kind order; the outcomes are in manifest order.
+    pub async fn apply(&self, work: &Work) -> Vec<Outcome> {
+        let manifests = &work.spec.workload.manifests;
+        let mut order: Vec<usize> = (0..manifests.len()).collect();
+        order.sort_by_key(|&i| rank(&manifests[i].0));
+        let mut outcomes: Vec<Option<Outcome>> = vec![None; manifests.len()];
+        for i in order {
+            let outcome = self
+                .apply_one(i, &manifests[i].0, &work.spec.manifest_configs)
+                .await;
+            outcomes[i] = Some(outcome);
+        }
+        outcomes.into_iter().flatten().collect()
+    }
+
+    async fn apply_one(
+        &self,
+        ordinal: usize,
+        manifest: &Value,
+        configs: &[ManifestConfig],
+    ) -> Outcome {
+        let mut identifier = ResourceIdentifier {
+            ordinal: ordinal as i32,
+            ..ResourceIdentifier::default()
+        };
+        let fail = |identifier: ResourceIdentifier, reason, message: String| Outcome {
+            identifier,
+            applied: Err(Failure { reason, message }),
+            available: None,
+            uid: None,
+        };
+        let Some(object) = manifest.as_object() else {
+            return fail(
+                identifier,
+                "InvalidManifest",
+                format!("manifest {ordinal} is not an object"),
+            );
+        };
+        let text = |key: &str| {
+            object
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let (api_version, kind) = (text("apiVersion"), text("kind"));
+        let name = manifest
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        identifier.kind = kind.clone();
+        identifier.name = name.clone();
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g.to_owned(), v.to_owned()),
+            None => (String::new(), api_version.clone()),
+        };
+        identifier.group = group.clone();
+        identifier.version = version.clone();
+        if kind.is_empty() || api_version.is_empty() {
+            let missing = if kind.is_empty() {
+                "kind"
+            } else {
+                "apiVersion"
+            };
+            return fail(
+                identifier,
+                "InvalidManifest",
+                format!("manifest {ordinal} has no {missing}"),
+            );
+        }
+        if name.is_empty() {
+            return fail(
+                identifier,
+                "InvalidManifest",
+                format!(
+                    "manifest {ordinal} ({kind}) has no metadata.name (generateName is not supported)"
+                ),
+            );
+        }
+        let gvk = GroupVersionKind::gvk(&group, &version, &kind);
+        let (resource, caps) = match self.resolve(&gvk).await {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                return fail(
+                    identifier,
+                    "KindNotServed",
+                    format!(
+                        "manifest {ordinal} ({kind} {api_version} {name}): the cluster does not serve this kind"
+                    ),
+                );
+            }
+            Err(e) => {
+                return fail(
+                    identifier,
+                    "DiscoveryFailed",
+                    format!("manifest {ordinal} ({kind} {name}): discovery failed: {e}"),
+                );
+            }
+        };
+        identifier.resource = resource.plural.clone();
+        let namespaced = caps.scope == Scope::Namespaced;
+        let namespace = namespaced.then(|| {
+            manifest
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .unwrap_or("default")
+                .to_owned()
+        });
+        identifier.namespace = namespace.clone().unwrap_or_default();
+        let api: Api<DynamicObject> = match &namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
+            None => Api::all_with(self.client.clone(), &resource),
+        };
+        let described = describe(&identifier);
+        let config = configs.iter().find(|c| {
+            let r = &c.resource_identifier;
+            r.group == group
+                && r.resource == resource.plural
+                && r.name == name
+                && r.namespace == identifier.namespace
+        });
+        let strategy = config
+            .and_then(|c| c.update_strategy.as_ref())
+            .map(|s| s.type_)
+            .unwrap_or_default();
+        let force = config
+            .and_then(|c| c.update_strategy.as_ref())
+            .and_then(|s| s.server_side_apply.as_ref())
+            .is_some_and(|s| s.force);
+
+        let mut body = manifest.clone();
+        if let (Some(ns), Some(meta)) = (
+            &namespace,
+            body.get_mut("metadata").and_then(Value::as_object_mut),
+        ) {
+            meta.insert("namespace".into(), Value::String(ns.clone()));
+        }
+        let written = match strategy {
+            UpdateStrategyType::ReadOnly => api.get_opt(&name).await.map(|o| o.map(|o| (o, false))),
+            UpdateStrategyType::CreateOnly => match api.get_opt(&name).await {
+                Ok(Some(existing)) => Ok(Some((existing, false))),
+                Ok(None) => match serde_json::from_value::<DynamicObject>(body.clone()) {
+                    Ok(obj) => api
+                        .create(&PostParams::default(), &obj)
+                        .await
+                        .map(|o| Some((o, true))),
+                    Err(e) => {
+                        return fail(identifier, "InvalidManifest", format!("{described}: {e}"));
+                    }
+                },
+                Err(e) => Err(e),
+            },
+            UpdateStrategyType::ServerSideApply | UpdateStrategyType::Update => {
+                let mut params = PatchParams::apply(FIELD_MANAGER);
+                params.force = force;
+                api.patch(&name, &params, &Patch::Apply(&body))
+                    .await
+                    .map(|o| Some((o, true)))
+            }
+        };
+        let object = match written {
+            Ok(Some((object, _))) => object,
+            Ok(None) => {
+                return Outcome {
+                    identifier,
+                    applied: Err(Failure {
+                        reason: "ResourceNotFound",
+                        message: format!("{described}: read-only, and it does not exist"),
+                    }),
+                    available: Some((
+                        false,
+                        "ResourceNotFound",
+                        format!("{described} does not exist"),
+                    )),
+                    uid: None,
+                };
+            }
+            Err(kube::Error::Api(e)) => {
+                let reason = match e.code {
+                    409 => "ApplyConflict",
+                    422 => "Invalid",
+                    403 => "Forbidden",
+                    _ => "AppliedManifestFailed",
+                };
+                return fail(identifier, reason, format!("{described}: {}", e.message));
+            }
+            Err(e) => {
+                return fail(
+                    identifier,
+                    "AppliedManifestFailed",
+                    format!("{described}: {e}"),
+                );
+            }
+        };
+        if kind == "CustomResourceDefinition" && group == "apiextensions.k8s.io" {
+            // The kinds it defines are applied next: wait until they are served.
+            if let Err(message) = self.wait_established(&name).await {
+                return fail(
+                    identifier,
+                    "CRDNotEstablished",
+                    format!("{described}: {message}"),
+                );
+            }
+        }
+        let available = availability(&object);
+        Outcome {
+            identifier,
+            applied: Ok(object.metadata.generation),
+            available: Some(available),
+            uid: object.metadata.uid.clone(),
+        }
+    }
+
+    async fn wait_established(&self, name: &str) -> Result<(), String> {
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
+        for _ in 0..300 {
+            match api.get_opt(name).await {
+                Ok(Some(crd)) if atoll_api::crd::is_established(&crd) => {
+                    let _ = self.refresh().await;
+                    return Ok(());
+                }
+                Ok(_) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Err("not Established within 30s".to_owned())
+    }
+
+    /// Deletes applied resources (in reverse kind order); returns those that could not be.
+    pub async fn delete(
+        &self,
+        resources: &[AppliedResourceMeta],
+    ) -> Vec<(AppliedResourceMeta, String)> {
+        let mut order: Vec<&AppliedResourceMeta> = resources.iter().collect();
+        order.sort_by_key(|r| std::cmp::Reverse(rank_of_kind(&r.identifier.kind)));
+        let mut failed = Vec::new();
+        for r in order {
+            let id = &r.identifier;
+            let gvk = GroupVersionKind::gvk(&id.group, &id.version, &id.kind);
+            let resource = match self.resolve(&gvk).await {
+                Ok(Some((resource, _))) => resource,
+                // The kind is gone (its CRD was deleted first): so are its objects.
+                Ok(None) => continue,
+                Err(e) => {
+                    failed.push((r.clone(), e.to_string()));
+                    continue;
+                }
+            };
+            let api: Api<DynamicObject> = if id.namespace.is_empty() {
+                Api::all_with(self.client.clone(), &resource)
+            } else {
+                Api::namespaced_with(self.client.clone(), &id.namespace, &resource)
+            };
+            // Only what this Work created: the UID must match.
+            let mut params = DeleteParams::background();
+            if !r.uid.is_empty() {
+                params.preconditions = Some(kube::api::Preconditions {
+                    uid: Some(r.uid.clone()),
+                    resource_version: None,
+                });
+            }
+            match api.delete(&id.name, &params).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+                Err(e) => failed.push((r.clone(), e.to_string())),
+            }
+        }
+        failed
+    }
+}
+
+/// `manifest 3 (Deployment apps/v1 web/frontend)`.
+pub fn describe(id: &ResourceIdentifier) -> String {
+    let gv = if id.group.is_empty() {
+        id.version.clone()
+    } else {
+        format!("{}/{}", id.group, id.version)
+    };
+    let name = if id.namespace.is_empty() {
+        id.name.clone()
+    } else {
+        format!("{}/{}", id.namespace, id.name)
+    };
+    format!("manifest {} ({} {gv} {name})", id.ordinal, id.kind)
+}
+
+/// Whether an applied object is available: it exists, and for workloads that report it, its
+/// replicas are available. Objects no controller reports on count as available once they exist.
+fn availability(object: &DynamicObject) -> (bool, &'static str, String) {
+    let status = object.data.get("status");
+    let spec_replicas = object
+        .data
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64);
+    let available = status
+        .and_then(|s| s.get("availableReplicas"))
+        .and_then(Value::as_i64);
+    match (
+        spec_replicas,
+        available,
+        status.and_then(|s| s.get("observedGeneration")),
+    ) {
+        (Some(want), Some(have), Some(_)) if have < want => (
+            false,
+            "ResourceNotAvailable",
+            format!("{have} of {want} replicas are available"),
+        ),
+        _ => (true, "ResourceAvailable", "the resource exists".to_owned()),
+    }
+}
+
+/// The apply rank of a manifest: Namespaces and CRDs first, webhooks last, unknown kinds late.
+fn rank(manifest: &Value) -> u32 {
+    manifest
+        .get("kind")
+        .and_then(Value::as_str)
+        .map_or(1001, rank_of_kind)
+}
+
+fn rank_of_kind(kind: &str) -> u32 {
+    match kind {
+        "Namespace"
+        | "CustomResourceDefinition"
+        | "PriorityClass"
+        | "StorageClass"
+        | "PersistentVolume" => 0,
+        "ClusterRole" | "ClusterRoleBinding" | "Role" | "RoleBinding" => 1,
+        "NetworkPolicy"
+        | "ResourceQuota"
+        | "LimitRange"
+        | "PodDisruptionBudget"
+        | "ServiceAccount" => 2,
+        "Secret" | "ConfigMap" | "PersistentVolumeClaim" => 3,
+        "Service" => 4,
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "Job" | "CronJob" | "Pod" => 5,
+        "APIService"
+        | "MutatingWebhookConfiguration"
+        | "ValidatingWebhookConfiguration"
+        | "ValidatingAdmissionPolicy"
+        | "ValidatingAdmissionPolicyBinding" => 6,
+        _ => 1000,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_and_crds_go_first_and_unknown_kinds_late() {
+        let kinds = [
+            "Deployment",
+            "Widget",
+            "ConfigMap",
+            "Namespace",
+            "CustomResourceDefinition",
+            "Service",
+        ];
+        let mut manifests: Vec<Value> = kinds
+            .iter()
+            .map(|k| serde_json::json!({"kind": k}))
+            .collect();
+        manifests.push(serde_json::json!("not an object"));
+        let mut order: Vec<usize> = (0..manifests.len()).collect();
+        order.sort_by_key(|&i| rank(&manifests[i]));
+        let sorted: Vec<&str> = order
+            .iter()
+            .map(|&i| {
+                manifests[i]
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+            })
+            .collect();
+        assert_eq!(
+            sorted,
+            [
+                "Namespace",
+                "CustomResourceDefinition",
+                "ConfigMap",
+                "Service",
+                "Deployment",
+                "Widget",
+                "?"
+            ]
+        );
+    }
+
+    #[test]
+    fn manifests_are_described_by_ordinal_kind_and_name() {
+        let id = ResourceIdentifier {
+            ordinal: 3,
+            group: "apps".into(),
+            version: "v1".into(),
+            kind: "Deployment".into(),
+            resource: "deployments".into(),
+            namespace: "web".into(),
+            name: "frontend".into(),
+        };
+        assert_eq!(
+            describe(&id),
+            "manifest 3 (Deployment apps/v1 web/frontend)"
+        );
+    }
+}

@@ -1,0 +1,416 @@
+//! This cluster's Works: applied as the hub sends them, recorded in AppliedWorks (which also tell
+//! the hub, after a reconnect, which version of each Work the agent has), cleaned up when the hub
+//! deletes them, and their status reported back.
+
+use std::collections::BTreeMap;
+
+use atoll_api::names::{CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED};
+use atoll_api::work::{
+    AppliedResourceMeta, AppliedWork, AppliedWorkSpec, AppliedWorkStatus, DeletePropagationPolicy,
+    ManifestCondition, Work, WorkStatus,
+};
+use atoll_proto::v1::{WorkDelete, WorkStatusReport, WorkUpsert, WorkVersion};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams};
+
+use crate::apply::{Applier, Outcome, describe};
+use crate::{Error, FIELD_MANAGER, hub};
+
+/// Annotation on an AppliedWork: the UID of its Work on the hub.
+const ANNOTATION_WORK_UID: &str = "atoll.dev/work-uid";
+/// Annotation on an AppliedWork: the Work generation last applied.
+const ANNOTATION_WORK_GENERATION: &str = "atoll.dev/work-generation";
+/// Annotation on an AppliedWork: what to do with its resources when the Work goes.
+const ANNOTATION_DELETE_POLICY: &str = "atoll.dev/delete-propagation-policy";
+
+/// The Works of one cluster.
+pub struct Works {
+    applier: Applier,
+    member: kube::Client,
+    cluster: String,
+}
+
+impl Works {
+    /// The Works of cluster `cluster` (its name on the hub), applied through `member`.
+    pub fn new(member: kube::Client, cluster: &str) -> Self {
+        Self {
+            applier: Applier::new(member.clone()),
+            member,
+            cluster: cluster.to_owned(),
+        }
+    }
+
+    fn applied_works(&self) -> Api<AppliedWork> {
+        Api::all(self.member.clone())
+    }
+
+    /// The Works this cluster has, as the hub should know them on (re)connect.
+    pub async fn known(&self) -> Result<Vec<WorkVersion>, Error> {
+        let list = self
+            .applied_works()
+            .list(&ListParams::default())
+            .await
+            .map_err(Error::member("AppliedWorks"))?;
+        Ok(list
+            .into_iter()
+            .filter(|a| a.spec.work_namespace == self.cluster)
+            .map(|a| {
+                let annotations = a.metadata.annotations.clone().unwrap_or_default();
+                WorkVersion {
+                    name: a.spec.work_name.clone(),
+                    uid: annotations
+                        .get(ANNOTATION_WORK_UID)
+                        .cloned()
+                        .unwrap_or_default(),
+                    generation: annotations
+                        .get(ANNOTATION_WORK_GENERATION)
+                        .and_then(|g| g.parse().ok())
+                        .unwrap_or(0),
+                }
+            })
+            .collect())
+    }
+
+    /// Applies a Work the hub sent (unless this generation is already applied and `resync` is
+    /// off), deletes what it no longer holds, records it, and reports its status.
+    pub async fn upsert(
+        &self,
+        client: &mut hub::Client,
+        upsert: &WorkUpsert,
+        resync: bool,
+    ) -> Result<(), Error> {
+        let work: Work = serde_json::from_slice(&upsert.work).map_err(|e| {
+            Error::Hub(format!(
+                "the hub sent Work {:?} that does not decode: {e}",
+                upsert.name
+            ))
+        })?;
+        let previous = self
+            .applied_works()
+            .get_opt(&upsert.name)
+            .await
+            .map_err(Error::member("AppliedWork"))?;
+        let annotations = previous
+            .as_ref()
+            .and_then(|p| p.metadata.annotations.clone())
+            .unwrap_or_default();
+        let same_version = annotations.get(ANNOTATION_WORK_UID) == Some(&upsert.uid)
+            && annotations.get(ANNOTATION_WORK_GENERATION) == Some(&upsert.generation.to_string());
+        if same_version && !resync {
+            tracing::debug!(work = %upsert.name, generation = upsert.generation, "already applied");
+            return Ok(());
+        }
+        let outcomes = self.applier.apply(&work).await;
+        // What the Work held before and no longer does goes.
+        let before = previous
+            .and_then(|p| p.status)
+            .map(|s| s.applied_resources)
+            .unwrap_or_default();
+        let removed: Vec<AppliedResourceMeta> = before
+            .into_iter()
+            .filter(|r| {
+                !outcomes.iter().any(|o| {
+                    let id = &o.identifier;
+                    id.group == r.identifier.group
+                        && id.kind == r.identifier.kind
+                        && id.namespace == r.identifier.namespace
+                        && id.name == r.identifier.name
+                })
+            })
+            .collect();
+        let mut left = self.applier.delete(&removed).await;
+        let mut applied: Vec<AppliedResourceMeta> = outcomes
+            .iter()
+            .filter(|o| o.applied.is_ok())
+            .map(|o| AppliedResourceMeta {
+                identifier: o.identifier.clone(),
+                uid: o.uid.clone().unwrap_or_default(),
+            })
+            .collect();
+        // Resources that could not be deleted stay on record, to be tried again.
+        applied.extend(left.drain(..).map(|(r, error)| {
+            tracing::warn!(resource = %describe(&r.identifier), %error, "cannot delete a resource the Work no longer holds");
+            r
+        }));
+        let policy = work
+            .spec
+            .delete_option
+            .as_ref()
+            .map(|d| d.propagation_policy)
+            .unwrap_or_default();
+        self.record(
+            &upsert.name,
+            &upsert.uid,
+            upsert.generation,
+            policy,
+            applied,
+        )
+        .await?;
+        let status = status_of(&outcomes, work.metadata.generation);
+        self.report(
+            client,
+            &upsert.name,
+            &upsert.uid,
+            upsert.generation,
+            &status,
+        )
+        .await
+    }
+
+    /// Removes what a deleted Work applied (unless its delete option orphans it), forgets the
+    /// Work, and tells the hub it may let the Work go.
+    pub async fn delete(&self, client: &mut hub::Client, delete: &WorkDelete) -> Result<(), Error> {
+        let api = self.applied_works();
+        if let Some(applied) = api
+            .get_opt(&delete.name)
+            .await
+            .map_err(Error::member("AppliedWork"))?
+        {
+            let annotations = applied.metadata.annotations.clone().unwrap_or_default();
+            let orphan = annotations
+                .get(ANNOTATION_DELETE_POLICY)
+                .map(String::as_str)
+                == Some("Orphan");
+            let resources = applied
+                .status
+                .map(|s| s.applied_resources)
+                .unwrap_or_default();
+            if !orphan {
+                let left = self.applier.delete(&resources).await;
+                if let Some((r, error)) = left.first() {
+                    return Err(Error::Hub(format!(
+                        "cannot delete {} of deleted Work {:?}: {error}",
+                        describe(&r.identifier),
+                        delete.name
+                    )));
+                }
+            }
+            match api.delete(&delete.name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(Error::member("AppliedWork")(e)),
+            }
+            tracing::info!(work = %delete.name, orphaned = orphan, "Work deleted; its resources {}", if orphan { "stay" } else { "are gone" });
+        }
+        let report = WorkStatusReport {
+            cluster_name: self.cluster.clone(),
+            work_name: delete.name.clone(),
+            work_uid: delete.uid.clone(),
+            observed_generation: 0,
+            status: b"{}".to_vec(),
+            deleted: true,
+        };
+        client.report_work_status(report).await.map_err(|s| {
+            Error::Hub(format!(
+                "cannot report the deletion of Work {:?}: {}",
+                delete.name,
+                s.message()
+            ))
+        })?;
+        Ok(())
+    }
+
+    async fn record(
+        &self,
+        name: &str,
+        uid: &str,
+        generation: i64,
+        policy: DeletePropagationPolicy,
+        applied: Vec<AppliedResourceMeta>,
+    ) -> Result<(), Error> {
+        let policy = match policy {
+            DeletePropagationPolicy::Orphan => "Orphan",
+            DeletePropagationPolicy::SelectivelyOrphan => "SelectivelyOrphan",
+            DeletePropagationPolicy::Foreground => "Foreground",
+        };
+        let record = AppliedWork {
+            metadata: ObjectMeta {
+                name: Some(name.to_owned()),
+                annotations: Some(BTreeMap::from([
+                    (ANNOTATION_WORK_UID.to_owned(), uid.to_owned()),
+                    (
+                        ANNOTATION_WORK_GENERATION.to_owned(),
+                        generation.to_string(),
+                    ),
+                    (ANNOTATION_DELETE_POLICY.to_owned(), policy.to_owned()),
+                ])),
+                ..ObjectMeta::default()
+            },
+            spec: AppliedWorkSpec {
+                work_name: name.to_owned(),
+                work_namespace: self.cluster.clone(),
+            },
+            status: None,
+        };
+        let api = self.applied_works();
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        api.patch(name, &params, &Patch::Apply(&record))
+            .await
+            .map_err(Error::member("AppliedWork"))?;
+        let status =
+            serde_json::json!({"status": AppliedWorkStatus { applied_resources: applied }});
+        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .map_err(Error::member("AppliedWork status"))?;
+        Ok(())
+    }
+
+    async fn report(
+        &self,
+        client: &mut hub::Client,
+        name: &str,
+        uid: &str,
+        generation: i64,
+        status: &WorkStatus,
+    ) -> Result<(), Error> {
+        let report = WorkStatusReport {
+            cluster_name: self.cluster.clone(),
+            work_name: name.to_owned(),
+            work_uid: uid.to_owned(),
+            observed_generation: generation,
+            status: serde_json::to_vec(status).unwrap_or_default(),
+            deleted: false,
+        };
+        client.report_work_status(report).await.map_err(|s| {
+            Error::Hub(format!(
+                "cannot report the status of Work {name:?}: {}",
+                s.message()
+            ))
+        })?;
+        Ok(())
+    }
+}
+
+fn condition(
+    type_: &str,
+    ok: bool,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+    now: &Time,
+) -> Condition {
+    Condition {
+        type_: type_.to_owned(),
+        status: if ok { "True" } else { "False" }.to_owned(),
+        reason: reason.to_owned(),
+        message,
+        last_transition_time: now.clone(),
+        observed_generation: generation,
+    }
+}
+
+/// The Work's status: one entry per manifest, and the summary conditions.
+pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
+    let now = Time(jiff::Timestamp::now());
+    let mut manifest_conditions = Vec::new();
+    let mut failed = Vec::new();
+    let mut unavailable = Vec::new();
+    for o in outcomes {
+        let mut conditions = Vec::new();
+        match &o.applied {
+            Ok(object_generation) => conditions.push(condition(
+                CONDITION_APPLIED,
+                true,
+                "AppliedManifestComplete",
+                "applied".to_owned(),
+                *object_generation,
+                &now,
+            )),
+            Err(f) => {
+                failed.push(f.message.clone());
+                conditions.push(condition(
+                    CONDITION_APPLIED,
+                    false,
+                    f.reason,
+                    f.message.clone(),
+                    None,
+                    &now,
+                ));
+            }
+        }
+        match &o.available {
+            Some((ok, reason, message)) => {
+                if !ok {
+                    unavailable.push(format!("{}: {message}", describe(&o.identifier)));
+                }
+                conditions.push(condition(
+                    CONDITION_AVAILABLE,
+                    *ok,
+                    reason,
+                    message.clone(),
+                    None,
+                    &now,
+                ));
+            }
+            None => unavailable.push(format!("{}: not applied", describe(&o.identifier))),
+        }
+        manifest_conditions.push(ManifestCondition {
+            identifier: o.identifier.clone(),
+            conditions,
+        });
+    }
+    let total = outcomes.len();
+    let summary = |list: &[String], what: &str| {
+        let shown: Vec<&str> = list.iter().map(String::as_str).take(5).collect();
+        let more = list.len().saturating_sub(shown.len());
+        let mut text = format!(
+            "{} of {total} manifests {what}: {}",
+            list.len(),
+            shown.join("; ")
+        );
+        if more > 0 {
+            text.push_str(&format!("; and {more} more"));
+        }
+        text
+    };
+    let applied = if failed.is_empty() {
+        condition(
+            CONDITION_APPLIED,
+            true,
+            "AppliedWorkComplete",
+            format!("all {total} manifests applied"),
+            generation,
+            &now,
+        )
+    } else {
+        condition(
+            CONDITION_APPLIED,
+            false,
+            "AppliedWorkFailed",
+            summary(&failed, "failed"),
+            generation,
+            &now,
+        )
+    };
+    let available = if unavailable.is_empty() {
+        condition(
+            CONDITION_AVAILABLE,
+            true,
+            "ResourcesAvailable",
+            format!("all {total} resources are available"),
+            generation,
+            &now,
+        )
+    } else {
+        condition(
+            CONDITION_AVAILABLE,
+            false,
+            "ResourcesNotAvailable",
+            summary(&unavailable, "not available"),
+            generation,
+            &now,
+        )
+    };
+    let degraded = condition(
+        CONDITION_DEGRADED,
+        false,
+        "AsExpected",
+        "no resource reports a degraded state".to_owned(),
+        generation,
+        &now,
+    );
+    WorkStatus {
+        conditions: vec![applied, available, degraded],
+        manifest_conditions,
+    }
+}
