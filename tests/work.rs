@@ -336,3 +336,248 @@ async fn an_orphaning_work_leaves_its_resources_and_a_work_of_a_removed_cluster_
         "force-delete did not let it go"
     );
 }
+
+fn placement(
+    name: &str,
+    selector: Value,
+    strategy: Value,
+    manifests: Vec<Value>,
+) -> atoll_api::placement::WorkPlacement {
+    serde_json::from_value(json!({
+        "apiVersion": "atoll.dev/v1alpha1", "kind": "WorkPlacement",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"manifests": manifests, "clusterSelector": selector, "rolloutStrategy": strategy}
+    }))
+    .unwrap()
+}
+
+fn configmap(value: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "greeting", "namespace": "default"}, "data": {"value": value}})
+}
+
+async fn greeting(member: &Member) -> Option<String> {
+    let api: Api<ConfigMap> = Api::namespaced(member.client.clone(), "default");
+    api.get_opt("greeting")
+        .await
+        .unwrap()
+        .and_then(|c| c.data)
+        .and_then(|d| d.get("value").cloned())
+}
+
+async fn placement_condition(
+    api: &Api<atoll_api::placement::WorkPlacement>,
+    name: &str,
+    type_: &str,
+    reason: &str,
+) -> atoll_api::placement::WorkPlacementStatus {
+    let ok = eventually(WAIT, || async {
+        api.get(name).await.unwrap().status.is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == type_ && c.reason == reason)
+        })
+    })
+    .await;
+    let status = api.get(name).await.unwrap().status.unwrap_or_default();
+    assert!(
+        ok,
+        "WorkPlacement {name}: {type_} never had reason {reason}: {status:#?}"
+    );
+    status
+}
+
+/// Three members, east and west in ClusterSet prod.
+async fn fleet_of_three() -> (TestHub, Vec<Member>) {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let mut members = Vec::new();
+    for name in ["east", "west", "north"] {
+        members.push(Member::start(&hub, name).await);
+    }
+    for name in ["east", "west", "north"] {
+        hub.wait_condition(name, "ControlPlaneHealthy", "True", None)
+            .await;
+    }
+    hub.create_set("prod").await;
+    hub.label("east", Some("prod")).await;
+    hub.label("west", Some("prod")).await;
+    hub.wait_condition("west", "ClusterSetMember", "True", None)
+        .await;
+    hub.wait_condition("east", "ClusterSetMember", "True", None)
+        .await;
+    (hub, members)
+}
+
+#[tokio::test]
+async fn a_placement_follows_its_clusterset_and_reports_counts() {
+    let (hub, mut members) = fleet_of_three().await;
+    let api: Api<atoll_api::placement::WorkPlacement> =
+        Api::namespaced(hub.client.clone(), "default");
+    api.create(
+        &PostParams::default(),
+        &placement(
+            "hello",
+            json!({"clusterSet": "prod"}),
+            json!({}),
+            vec![configmap("hi")],
+        ),
+    )
+    .await
+    .unwrap();
+    let status = placement_condition(&api, "hello", "Available", "AllAvailable").await;
+    assert_eq!(
+        (
+            status.selected,
+            status.applied,
+            status.available,
+            status.pending
+        ),
+        (2, 2, 2, 0)
+    );
+    assert_eq!(greeting(&members[0]).await.as_deref(), Some("hi"));
+    assert_eq!(greeting(&members[1]).await.as_deref(), Some("hi"));
+    assert_eq!(greeting(&members[2]).await, None, "north is not in prod");
+    let stamped: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    assert!(stamped.get_opt("default.hello").await.unwrap().is_some());
+
+    // West leaves the set: its Work goes, and with it the ConfigMap.
+    hub.label("west", None).await;
+    assert!(
+        eventually(WAIT, || async { greeting(&members[1]).await.is_none() }).await,
+        "west kept the ConfigMap"
+    );
+    assert!(
+        eventually(WAIT, || async {
+            api.get("hello")
+                .await
+                .unwrap()
+                .status
+                .is_some_and(|s| s.selected == 1)
+        })
+        .await
+    );
+    // North joins the set: it gets the Work.
+    hub.label("north", Some("prod")).await;
+    assert!(
+        eventually(WAIT, || async {
+            greeting(&members[2]).await.as_deref() == Some("hi")
+        })
+        .await,
+        "north never got it"
+    );
+
+    // Deleting the placement removes its Works everywhere.
+    api.delete("hello", &DeleteParams::default()).await.unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            greeting(&members[0]).await.is_none() && greeting(&members[2]).await.is_none()
+        })
+        .await,
+        "the placement's resources stayed"
+    );
+    for m in &mut members {
+        m.stop_agent().await;
+    }
+}
+
+#[tokio::test]
+async fn a_change_rolls_out_progressively_and_a_failure_halts_it() {
+    let (hub, mut members) = fleet_of_three().await;
+    let api: Api<atoll_api::placement::WorkPlacement> =
+        Api::namespaced(hub.client.clone(), "default");
+    let strategy = json!({"type": "Progressive", "maxConcurrency": 1, "minSuccessTime": "2s"});
+    api.create(
+        &PostParams::default(),
+        &placement("roll", json!({}), strategy, vec![configmap("v1")]),
+    )
+    .await
+    .unwrap();
+    let status = placement_condition(&api, "roll", "Progressing", "RolloutComplete").await;
+    assert_eq!(status.selected, 3);
+
+    // A change reaches one cluster at a time: at some moment exactly one has v2.
+    let patch = json!({"spec": {"manifests": [configmap("v2")]}});
+    api.patch("roll", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let mut saw_one_at_a_time = false;
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let mut v2 = 0;
+        for m in &members {
+            if greeting(m).await.as_deref() == Some("v2") {
+                v2 += 1;
+            }
+        }
+        if v2 == 1 {
+            saw_one_at_a_time = true;
+        }
+        if v2 == 3 || std::time::Instant::now() > deadline {
+            assert_eq!(v2, 3, "the change did not reach every cluster");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        saw_one_at_a_time,
+        "the change did not roll out one cluster at a time"
+    );
+    placement_condition(&api, "roll", "Progressing", "RolloutComplete").await;
+
+    // A manifest no cluster serves fails on the first cluster and halts the rollout there.
+    let bad = json!({"apiVersion": "example.com/v1", "kind": "Nope", "metadata": {"name": "n", "namespace": "default"}});
+    let patch = json!({"spec": {"manifests": [configmap("v3"), bad], "rolloutStrategy": {"type": "Progressive", "maxConcurrency": 1, "maxFailures": 0}}});
+    api.patch("roll", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let status = placement_condition(&api, "roll", "Progressing", "RolloutHalted").await;
+    assert_eq!(status.failed_clusters.len(), 1, "{status:#?}");
+    assert_eq!(status.failed_clusters[0].name, "east");
+    assert!(
+        status.failed_clusters[0]
+            .message
+            .contains("manifest 1 (Nope example.com/v1"),
+        "{}",
+        status.failed_clusters[0].message
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        greeting(&members[1]).await.as_deref(),
+        Some("v2"),
+        "the halted rollout went on to west"
+    );
+    for m in &mut members {
+        m.stop_agent().await;
+    }
+}
+
+#[tokio::test]
+async fn a_placement_that_selects_nothing_says_why() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let api: Api<atoll_api::placement::WorkPlacement> =
+        Api::namespaced(hub.client.clone(), "default");
+    api.create(
+        &PostParams::default(),
+        &placement(
+            "ghost",
+            json!({"clusterSet": "nowhere"}),
+            json!({}),
+            vec![configmap("x")],
+        ),
+    )
+    .await
+    .unwrap();
+    let status = placement_condition(&api, "ghost", "Progressing", "ClusterSetNotFound").await;
+    assert_eq!(status.selected, 0);
+    api.create(
+        &PostParams::default(),
+        &placement(
+            "empty",
+            json!({"clusterNames": ["missing"]}),
+            json!({}),
+            vec![configmap("x")],
+        ),
+    )
+    .await
+    .unwrap();
+    placement_condition(&api, "empty", "Progressing", "NoClustersSelected").await;
+}

@@ -283,6 +283,7 @@ async fn reconcile(
             m.membership = decision;
         }
         fleet.send(&name, membership_event(&new_set));
+        fleet.placements_dirty.notify_one();
     }
     let now = jiff::Timestamp::now();
     for set in &sets {

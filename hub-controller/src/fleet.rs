@@ -86,6 +86,8 @@ pub struct Member {
     pub last_heartbeat_at: Option<jiff::Timestamp>,
     /// The ClusterSet its ClusterProfile's label names.
     pub label_set: Option<String>,
+    /// Its ClusterProfile's labels (what WorkPlacement label selectors match).
+    pub labels: std::collections::BTreeMap<String, String>,
     /// When its ClusterProfile was created (orders who keeps a contested cluster ID).
     pub created: Option<jiff::Timestamp>,
     /// The UID of its ClusterProfile, as last seen.
@@ -114,6 +116,7 @@ impl Member {
             last_heartbeat: Instant::now(),
             last_heartbeat_at: None,
             label_set: None,
+            labels: Default::default(),
             created: None,
             profile_uid: None,
             record_version: 0,
@@ -148,6 +151,8 @@ pub struct Fleet {
     pub profiles_dirty: Notify,
     /// Wakes the ClusterSet membership loop.
     pub membership_dirty: Notify,
+    /// Wakes the WorkPlacement loop (membership, labels, health or Works changed).
+    pub placements_dirty: Notify,
 }
 
 #[derive(Default)]
@@ -166,6 +171,7 @@ impl Fleet {
             leases,
             profiles_dirty: Notify::new(),
             membership_dirty: Notify::new(),
+            placements_dirty: Notify::new(),
         })
     }
 
@@ -281,6 +287,7 @@ impl Fleet {
         }
         if changes.membership {
             self.membership_dirty.notify_one();
+            self.placements_dirty.notify_one();
         }
         Some(out)
     }

@@ -15,6 +15,7 @@ pub mod digest;
 pub mod fleet;
 pub mod grpc;
 pub mod inventory;
+pub mod placement;
 pub mod record;
 pub mod setup;
 pub mod sources;
@@ -172,6 +173,12 @@ impl Hub {
             stop.clone(),
         )));
         tasks.push(tokio::spawn(work::watch_works(
+            works.clone(),
+            fleet.clone(),
+            client.clone(),
+            stop.clone(),
+        )));
+        tasks.push(tokio::spawn(placement::run(
             works.clone(),
             fleet.clone(),
             client.clone(),

@@ -103,8 +103,10 @@ pub fn observe_profile(fleet: &Fleet, profile: &ClusterProfile) {
         .cloned();
     let created = profile.metadata.creation_timestamp.as_ref().map(|t| t.0);
     let uid = profile.metadata.uid.clone();
+    let labels = profile.metadata.labels.clone().unwrap_or_default();
     fleet.update(&name, |m| {
-        let changed = m.label_set != label || m.created != created;
+        let changed = m.label_set != label || m.created != created || m.labels != labels;
+        m.labels = labels;
         // A new UID is a new or recreated profile: it needs its status written.
         let recreated = m.profile_uid != uid;
         m.label_set = label;

@@ -38,6 +38,61 @@ pub struct Entry {
     pub refused: Option<String>,
     /// Whether it carries the force-delete annotation.
     pub force_delete: bool,
+    /// The WorkPlacement that stamped it (`namespace/name`), and the placement generation it
+    /// carries.
+    pub placement: Option<(String, i64)>,
+    /// What its cluster last reported.
+    pub reported: Reported,
+}
+
+/// A Work's summary conditions as its cluster reported them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reported {
+    /// The Work generation the report describes.
+    pub generation: Option<i64>,
+    /// `Applied` (None: not reported).
+    pub applied: Option<bool>,
+    /// `Available`.
+    pub available: Option<bool>,
+    /// `Degraded`.
+    pub degraded: Option<bool>,
+    /// Why it is not applied, when it is not.
+    pub message: String,
+}
+
+/// Label on a stamped Work: the WorkPlacement that stamped it, as `namespace.name`.
+pub const LABEL_PLACEMENT: &str = "atoll.dev/placement";
+/// Annotation on a stamped Work: the WorkPlacement generation it carries.
+pub const ANNOTATION_PLACEMENT_GENERATION: &str = "atoll.dev/placement-generation";
+
+fn reported(work: &Work) -> Reported {
+    let Some(status) = &work.status else {
+        return Reported::default();
+    };
+    let find = |t: &str| status.conditions.iter().find(|c| c.type_ == t);
+    let applied = find(atoll_api::names::CONDITION_APPLIED);
+    Reported {
+        generation: applied.and_then(|c| c.observed_generation),
+        applied: applied.map(|c| c.status == "True"),
+        available: find(atoll_api::names::CONDITION_AVAILABLE).map(|c| c.status == "True"),
+        degraded: find(atoll_api::names::CONDITION_DEGRADED).map(|c| c.status == "True"),
+        message: applied
+            .filter(|c| c.status != "True")
+            .map(|c| c.message.clone())
+            .unwrap_or_default(),
+    }
+}
+
+fn placement_of(work: &Work) -> Option<(String, i64)> {
+    let key = work.metadata.labels.as_ref()?.get(LABEL_PLACEMENT)?.clone();
+    let generation = work
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANNOTATION_PLACEMENT_GENERATION))
+        .and_then(|g| g.parse().ok())
+        .unwrap_or(0);
+    Some((key, generation))
 }
 
 impl Entry {
@@ -80,12 +135,13 @@ impl WorkIndex {
         let deleting = work.metadata.deletion_timestamp.is_some();
         let mut index = self.lock();
         let works = index.entry(cluster.clone()).or_default();
-        if let Some(old) = works.get(&name)
+        if let Some(old) = works.get_mut(&name)
             && old.uid == uid
             && old.generation == generation
             && old.deleting == deleting
             && old.force_delete == force_delete(work)
         {
+            old.reported = reported(work);
             return None;
         }
         let entry = entry_of(work, uid, generation, deleting);
@@ -110,6 +166,36 @@ impl WorkIndex {
             .get(cluster)
             .map(|works| works.iter().map(|(n, e)| (n.clone(), e.clone())).collect())
             .unwrap_or_default()
+    }
+
+    /// The Works a WorkPlacement stamped (`key` is `namespace.name`), by cluster.
+    pub fn stamped(&self, key: &str) -> HashMap<String, (String, Entry)> {
+        let index = self.lock();
+        let mut out = HashMap::new();
+        for (cluster, works) in index.iter() {
+            for (name, entry) in works {
+                if entry.placement.as_ref().is_some_and(|(k, _)| k == key) {
+                    out.insert(cluster.clone(), (name.clone(), entry.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every stamped Work: cluster, name and the placement key that stamped it.
+    pub fn all_stamped(&self) -> Vec<(String, String, String)> {
+        let index = self.lock();
+        index
+            .iter()
+            .flat_map(|(cluster, works)| {
+                works.iter().filter_map(|(name, e)| {
+                    e.placement
+                        .as_ref()
+                        .filter(|_| !e.deleting)
+                        .map(|(key, _)| (cluster.clone(), name.clone(), key.clone()))
+                })
+            })
+            .collect()
     }
 
     /// The Works being deleted, by cluster and name.
@@ -144,6 +230,8 @@ fn entry_of(work: &Work, uid: String, generation: i64, deleting: bool) -> Entry 
         body: Arc::new(serde_json::to_vec(&sent).unwrap_or_default()),
         refused,
         force_delete: force_delete(work),
+        placement: placement_of(work),
+        reported: reported(work),
     }
 }
 

@@ -1,0 +1,598 @@
+//! WorkPlacement: one Work per selected cluster (ClusterSet, label selector over ClusterProfiles,
+//! explicit names, ANDed), following membership as it changes, rolled out `All` at once or
+//! `Progressive`ly (`maxConcurrency`, `maxFailures`, `minSuccessTime`, `progressDeadline`), with
+//! a status that counts selected, applied, available, degraded and pending clusters and names the
+//! ones that failed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use atoll_api::names::{CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING};
+use atoll_api::placement::{FailedCluster, RolloutType, WorkPlacement, WorkPlacementStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::watch;
+
+use crate::conditions::{Verdict, merge};
+use crate::fleet::Fleet;
+use crate::sources;
+use crate::work::{ANNOTATION_PLACEMENT_GENERATION, Entry, LABEL_PLACEMENT, WorkIndex};
+
+/// Field manager of the Works the hub stamps.
+const FIELD_MANAGER: &str = "atoll-hub";
+
+/// Where one selected cluster stands in a rollout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Progress {
+    /// Its Work does not carry the placement's current generation yet.
+    Outdated,
+    /// Updated; waiting for its cluster to apply it and report it available.
+    Updating,
+    /// Applied and available, but not yet for `minSuccessTime`.
+    Soaking,
+    /// Applied and available for long enough.
+    Succeeded,
+    /// Failed to apply, or missed the progress deadline; why.
+    Failed(String),
+}
+
+/// What the rollout knows about one stamped cluster over time.
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    generation: i64,
+    stamped: Instant,
+    available_since: Option<Instant>,
+}
+
+/// The key of a placement: `namespace.name` (also the name of the Works it stamps).
+pub fn key(placement: &WorkPlacement) -> String {
+    format!(
+        "{}.{}",
+        placement.metadata.namespace.as_deref().unwrap_or_default(),
+        placement.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// Whether `labels` match a Kubernetes label selector.
+pub fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    let plain = selector
+        .match_labels
+        .as_ref()
+        .is_none_or(|m| m.iter().all(|(k, v)| labels.get(k) == Some(v)));
+    let expressions = selector.match_expressions.as_ref().is_none_or(|exprs| {
+        exprs.iter().all(|e| {
+            let values = e.values.clone().unwrap_or_default();
+            let value = labels.get(&e.key);
+            match e.operator.as_str() {
+                "In" => value.is_some_and(|v| values.contains(v)),
+                "NotIn" => value.is_none_or(|v| !values.contains(v)),
+                "Exists" => value.is_some(),
+                "DoesNotExist" => value.is_none(),
+                _ => false,
+            }
+        })
+    });
+    plain && expressions
+}
+
+/// `1m30s`-style durations: `s`, `m`, `h` units, summed.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let mut total = 0u64;
+    let mut number = String::new();
+    for c in text.trim().chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let n: u64 = number.parse().ok()?;
+        number.clear();
+        total += match c {
+            's' => n,
+            'm' => n * 60,
+            'h' => n * 3600,
+            _ => return None,
+        };
+    }
+    if !number.is_empty() {
+        return None;
+    }
+    Some(Duration::from_secs(total))
+}
+
+/// A count or a percentage of `total` (rounded up, at least 1 when the percentage is not 0).
+fn scaled(value: &IntOrString, total: usize) -> usize {
+    match value {
+        IntOrString::Int(n) => (*n).max(0) as usize,
+        IntOrString::String(s) => {
+            let percent: usize = s.trim_end_matches('%').parse().unwrap_or(0);
+            (total * percent).div_ceil(100)
+        }
+    }
+}
+
+/// The placement loop: watches WorkPlacements and reconciles them whenever membership, labels,
+/// their Works or time (soak and deadlines) move.
+pub async fn run(
+    index: Arc<WorkIndex>,
+    fleet: Arc<Fleet>,
+    client: kube::Client,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let placements: Arc<Mutex<BTreeMap<String, WorkPlacement>>> = Arc::default();
+    let watched = placements.clone();
+    let wake = fleet.clone();
+    let api: Api<WorkPlacement> = Api::all(client.clone());
+    let watch_stop = shutdown.clone();
+    tokio::spawn(async move {
+        sources::run(
+            watcher::watcher(api, watcher::Config::default()),
+            watch_stop,
+            "WorkPlacements",
+            |event| {
+                let mut map = watched.lock().unwrap_or_else(|e| e.into_inner());
+                match event {
+                    Event::Apply(p) | Event::InitApply(p) => {
+                        map.insert(key(&p), p);
+                    }
+                    Event::Delete(p) => {
+                        map.remove(&key(&p));
+                    }
+                    Event::Init | Event::InitDone => {}
+                }
+                drop(map);
+                wake.placements_dirty.notify_one();
+            },
+        )
+        .await;
+    });
+    let mut timings: HashMap<(String, String), Timing> = HashMap::new();
+    let mut written: HashMap<String, WorkPlacementStatus> = HashMap::new();
+    loop {
+        tokio::select! {
+            _ = fleet.placements_dirty.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = shutdown.changed() => return,
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let current: Vec<WorkPlacement> = placements
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for placement in &current {
+            if let Err(error) = reconcile(
+                placement,
+                &index,
+                &fleet,
+                &client,
+                &mut timings,
+                &mut written,
+            )
+            .await
+            {
+                tracing::warn!(placement = %key(placement), %error, "cannot reconcile a WorkPlacement; retrying");
+            }
+        }
+        // Works of placements that are gone go too.
+        let live: Vec<String> = current.iter().map(key).collect();
+        for (cluster, name, placement) in index.all_stamped() {
+            if !live.contains(&placement) {
+                delete_work(&client, &cluster, &name).await;
+            }
+        }
+        written.retain(|k, _| live.contains(k));
+        timings.retain(|(k, _), _| live.contains(k));
+    }
+}
+
+async fn delete_work(client: &kube::Client, cluster: &str, name: &str) {
+    let api: Api<atoll_api::work::Work> = Api::namespaced(client.clone(), cluster);
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 404 => {}
+        Err(error) => {
+            tracing::warn!(work = %name, %cluster, %error, "cannot delete a Work its placement no longer wants")
+        }
+    }
+}
+
+async fn reconcile(
+    placement: &WorkPlacement,
+    index: &WorkIndex,
+    fleet: &Fleet,
+    client: &kube::Client,
+    timings: &mut HashMap<(String, String), Timing>,
+    written: &mut HashMap<String, WorkPlacementStatus>,
+) -> kube::Result<()> {
+    let key = key(placement);
+    let generation = placement.metadata.generation.unwrap_or(0);
+    if placement.metadata.deletion_timestamp.is_some() {
+        return Ok(());
+    }
+    let selector = &placement.spec.cluster_selector;
+    let sets = fleet.cluster_sets();
+    let missing_set = selector
+        .cluster_set
+        .as_ref()
+        .filter(|s| !sets.contains(*s))
+        .cloned();
+    let mut selected: Vec<String> = fleet
+        .members()
+        .into_iter()
+        .filter(|m| m.accepted && m.credential.is_some())
+        .filter(|m| {
+            selector
+                .cluster_set
+                .as_deref()
+                .is_none_or(|s| m.cluster_set() == Some(s))
+        })
+        .filter(|m| {
+            selector
+                .label_selector
+                .as_ref()
+                .is_none_or(|l| matches(l, &m.labels))
+        })
+        .filter(|m| selector.cluster_names.is_empty() || selector.cluster_names.contains(&m.name))
+        .map(|m| m.name)
+        .collect();
+    selected.sort();
+    let stamped = index.stamped(&key);
+    let now = Instant::now();
+    let strategy = &placement.spec.rollout_strategy;
+    let min_success = strategy
+        .min_success_time
+        .as_deref()
+        .and_then(parse_duration)
+        .unwrap_or_default();
+    let deadline = strategy
+        .progress_deadline
+        .as_deref()
+        .and_then(parse_duration);
+
+    // Where each selected cluster stands.
+    let mut progress: Vec<(String, Progress)> = Vec::new();
+    for cluster in &selected {
+        let state = match stamped.get(cluster) {
+            Some((_, entry))
+                if entry
+                    .placement
+                    .as_ref()
+                    .is_some_and(|(_, g)| *g == generation) =>
+            {
+                let timing = timings
+                    .entry((key.clone(), cluster.clone()))
+                    .or_insert(Timing {
+                        generation,
+                        stamped: now,
+                        available_since: None,
+                    });
+                if timing.generation != generation {
+                    *timing = Timing {
+                        generation,
+                        stamped: now,
+                        available_since: None,
+                    };
+                }
+                cluster_progress(entry, timing, now, min_success, deadline)
+            }
+            _ => Progress::Outdated,
+        };
+        progress.push((cluster.clone(), state));
+    }
+
+    // What to stamp now.
+    let failures = progress
+        .iter()
+        .filter(|(_, p)| matches!(p, Progress::Failed(_)))
+        .count();
+    let max_failures = strategy
+        .max_failures
+        .as_ref()
+        .map_or(0, |v| scaled(v, selected.len()));
+    let halted = strategy.type_ == RolloutType::Progressive && failures > max_failures;
+    let outdated: Vec<&String> = progress
+        .iter()
+        .filter(|(_, p)| *p == Progress::Outdated)
+        .map(|(c, _)| c)
+        .collect();
+    let to_stamp: Vec<&String> = match strategy.type_ {
+        RolloutType::All => outdated,
+        RolloutType::Progressive if halted => Vec::new(),
+        RolloutType::Progressive => {
+            let concurrency = strategy
+                .max_concurrency
+                .as_ref()
+                .map_or(selected.len().div_ceil(4), |v| scaled(v, selected.len()))
+                .max(1);
+            let in_flight = progress
+                .iter()
+                .filter(|(_, p)| matches!(p, Progress::Updating | Progress::Soaking))
+                .count();
+            outdated
+                .into_iter()
+                .take(concurrency.saturating_sub(in_flight))
+                .collect()
+        }
+    };
+    for cluster in &to_stamp {
+        stamp(client, placement, &key, cluster, generation).await?;
+        timings.insert(
+            (key.clone(), (*cluster).clone()),
+            Timing {
+                generation,
+                stamped: now,
+                available_since: None,
+            },
+        );
+    }
+    for (cluster, (name, _)) in &stamped {
+        if !selected.contains(cluster) {
+            delete_work(client, cluster, name).await;
+        }
+    }
+
+    // Status.
+    let current = |cluster: &str| {
+        stamped.get(cluster).map(|(_, e)| e).filter(|e| {
+            e.placement.as_ref().is_some_and(|(_, g)| *g == generation)
+                && e.reported.generation == Some(e.generation)
+        })
+    };
+    let count = |f: &dyn Fn(&Entry) -> bool| {
+        selected
+            .iter()
+            .filter(|c| current(c).is_some_and(f))
+            .count() as i32
+    };
+    let applied = count(&|e| e.reported.applied == Some(true));
+    let available = count(&|e| e.reported.available == Some(true));
+    let degraded = count(&|e| e.reported.degraded == Some(true));
+    let failed_clusters: Vec<FailedCluster> = progress
+        .iter()
+        .filter_map(|(c, p)| match p {
+            Progress::Failed(why) => Some(FailedCluster {
+                name: c.clone(),
+                reason: if why.starts_with("no report") {
+                    "ProgressDeadlineExceeded"
+                } else {
+                    "ApplyFailed"
+                }
+                .to_owned(),
+                message: why.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    let done = progress
+        .iter()
+        .filter(|(_, p)| matches!(p, Progress::Succeeded | Progress::Failed(_)))
+        .count();
+    let pending = (selected.len() - done) as i32;
+    let total = selected.len();
+    let progressing = if let Some(set) = &missing_set {
+        Verdict::new(
+            CONDITION_PROGRESSING,
+            "False",
+            "ClusterSetNotFound",
+            format!("ClusterSet {set:?} does not exist"),
+        )
+    } else if total == 0 {
+        Verdict::new(
+            CONDITION_PROGRESSING,
+            "False",
+            "NoClustersSelected",
+            "the selector picks no member cluster",
+        )
+    } else if halted {
+        let names: Vec<String> = failed_clusters
+            .iter()
+            .take(5)
+            .map(|f| format!("{}: {}", f.name, f.message))
+            .collect();
+        Verdict::new(
+            CONDITION_PROGRESSING,
+            "False",
+            "RolloutHalted",
+            format!(
+                "{failures} clusters failed, more than maxFailures {max_failures}; {}",
+                names.join("; ")
+            ),
+        )
+    } else if pending > 0 {
+        Verdict::new(
+            CONDITION_PROGRESSING,
+            "True",
+            "RollingOut",
+            format!("{done} of {total} clusters done, {pending} pending"),
+        )
+    } else {
+        Verdict::new(
+            CONDITION_PROGRESSING,
+            "False",
+            "RolloutComplete",
+            format!("all {total} clusters done"),
+        )
+    };
+    let available_verdict = if total > 0 && available as usize == total {
+        Verdict::new(
+            CONDITION_AVAILABLE,
+            "True",
+            "AllAvailable",
+            format!("all {total} clusters report the Work available"),
+        )
+    } else {
+        Verdict::new(
+            CONDITION_AVAILABLE,
+            "False",
+            "NotAllAvailable",
+            format!("{available} of {total} clusters report the Work available"),
+        )
+    };
+    let degraded_verdict = if failed_clusters.is_empty() && degraded == 0 {
+        Verdict::new(
+            CONDITION_DEGRADED,
+            "False",
+            "AsExpected",
+            "no cluster failed",
+        )
+    } else {
+        Verdict::new(
+            CONDITION_DEGRADED,
+            "True",
+            "ClustersFailed",
+            format!(
+                "{} clusters failed",
+                failed_clusters.len().max(degraded as usize)
+            ),
+        )
+    };
+    let previous = written
+        .get(&key)
+        .cloned()
+        .or_else(|| placement.status.clone())
+        .unwrap_or_default();
+    let status = WorkPlacementStatus {
+        observed_generation: Some(generation),
+        selected: total as i32,
+        applied,
+        available,
+        degraded,
+        pending,
+        failed_clusters,
+        conditions: merge(
+            &previous.conditions,
+            vec![progressing, available_verdict, degraded_verdict],
+            Some(generation),
+            jiff::Timestamp::now(),
+        ),
+    };
+    if written.get(&key) == Some(&status) || placement.status.as_ref() == Some(&status) {
+        written.insert(key, status);
+        return Ok(());
+    }
+    let api: Api<WorkPlacement> = Api::namespaced(
+        client.clone(),
+        placement.metadata.namespace.as_deref().unwrap_or_default(),
+    );
+    let mut body = serde_json::to_value(&status).unwrap_or_default();
+    if let Some(obj) = body.as_object_mut() {
+        obj.entry("failedClusters").or_insert(serde_json::json!([]));
+    }
+    api.patch_status(
+        placement.metadata.name.as_deref().unwrap_or_default(),
+        &PatchParams::default(),
+        &Patch::Merge(serde_json::json!({ "status": body })),
+    )
+    .await?;
+    written.insert(key, status);
+    Ok(())
+}
+
+fn cluster_progress(
+    entry: &Entry,
+    timing: &mut Timing,
+    now: Instant,
+    min_success: Duration,
+    deadline: Option<Duration>,
+) -> Progress {
+    let reported = &entry.reported;
+    if reported.generation == Some(entry.generation) {
+        if reported.applied == Some(false) {
+            return Progress::Failed(reported.message.clone());
+        }
+        if reported.applied == Some(true) && reported.available == Some(true) {
+            let since = *timing.available_since.get_or_insert(now);
+            return if now.duration_since(since) >= min_success {
+                Progress::Succeeded
+            } else {
+                Progress::Soaking
+            };
+        }
+    }
+    timing.available_since = None;
+    match deadline {
+        Some(d) if now.duration_since(timing.stamped) > d => Progress::Failed(format!(
+            "no report of the Work applied and available within the progress deadline of {}s",
+            d.as_secs()
+        )),
+        _ => Progress::Updating,
+    }
+}
+
+async fn stamp(
+    client: &kube::Client,
+    placement: &WorkPlacement,
+    key: &str,
+    cluster: &str,
+    generation: i64,
+) -> kube::Result<()> {
+    let api: Api<atoll_api::work::Work> = Api::namespaced(client.clone(), cluster);
+    let work = serde_json::json!({
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+        "kind": "Work",
+        "metadata": {
+            "name": key,
+            "namespace": cluster,
+            "labels": {LABEL_PLACEMENT: key},
+            "annotations": {ANNOTATION_PLACEMENT_GENERATION: generation.to_string()},
+        },
+        "spec": {"workload": {"manifests": placement.spec.manifests}},
+    });
+    api.patch(
+        key,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&work),
+    )
+    .await?;
+    tracing::info!(placement = %key, %cluster, generation, "stamped the Work");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
+
+    #[test]
+    fn label_selectors_match_like_kubernetes() {
+        let labels: BTreeMap<String, String> = [
+            ("env".to_owned(), "prod".to_owned()),
+            ("tier".to_owned(), "gold".to_owned()),
+        ]
+        .into();
+        let by_label = |k: &str, v: &str| LabelSelector {
+            match_labels: Some([(k.to_owned(), v.to_owned())].into()),
+            match_expressions: None,
+        };
+        assert!(matches(&by_label("env", "prod"), &labels));
+        assert!(!matches(&by_label("env", "dev"), &labels));
+        let expr = |op: &str, values: &[&str]| LabelSelector {
+            match_labels: None,
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "env".into(),
+                operator: op.into(),
+                values: Some(values.iter().map(|v| v.to_string()).collect()),
+            }]),
+        };
+        assert!(matches(&expr("In", &["prod", "staging"]), &labels));
+        assert!(!matches(&expr("NotIn", &["prod"]), &labels));
+        assert!(matches(&expr("Exists", &[]), &labels));
+        assert!(!matches(&expr("DoesNotExist", &[]), &labels));
+        assert!(matches(&LabelSelector::default(), &labels));
+    }
+
+    #[test]
+    fn durations_and_scales_parse() {
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h"), Some(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("10"), None);
+        assert_eq!(parse_duration("5x"), None);
+        assert_eq!(scaled(&IntOrString::Int(3), 10), 3);
+        assert_eq!(scaled(&IntOrString::String("25%".into()), 10), 3);
+        assert_eq!(scaled(&IntOrString::String("0%".into()), 10), 0);
+    }
+}
