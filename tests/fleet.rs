@@ -368,3 +368,328 @@ async fn three_clusters_join_get_lost_come_back_and_move_between_sets() {
     )
     .await;
 }
+
+const APP: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {size: {type: integer}}}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w, namespace: shop}
+spec: {size: SIZE}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+"#;
+
+const CONFIGMAP: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: shop}
+data: {color: blue}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_placement_lands_on_every_member_survives_a_killed_hub_and_cleans_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub_dir = dir.path().join("hub");
+    let grpc = free_addr().unwrap().to_string();
+    let api_addr = free_addr().unwrap();
+    let flags = [
+        "--grpc-addr",
+        &grpc,
+        "--auto-accept",
+        "--lease-seconds",
+        "1",
+        "--missed-leases",
+        "3",
+    ];
+    let mut hub = Process::hub_with(&hub_dir, api_addr, &flags).unwrap();
+    let mut members = Vec::new();
+    let mut agents = Vec::new();
+    for name in ["east", "west", "north"] {
+        let member = Process::apiserver(&dir.path().join(name), free_addr().unwrap()).unwrap();
+        agents.push(Agent::start(
+            &hub_dir,
+            &grpc,
+            &member,
+            name,
+            dir.path().join(format!("{name}-agent.log")),
+        ));
+        members.push(member);
+    }
+    until(
+        dir.path(),
+        "three clusters are healthy",
+        Duration::from_secs(30),
+        || {
+            let rows = clusters(&hub_dir);
+            rows.len() == 3 && rows.iter().all(|r| r.1 == "True")
+        },
+    )
+    .await;
+    atoll(&hub_dir, &["clusterset", "create", "prod"]).success();
+    atoll(
+        &hub_dir,
+        &["clusterset", "add", "prod", "east", "west", "north"],
+    )
+    .success();
+    until(
+        dir.path(),
+        "prod has three members",
+        Duration::from_secs(30),
+        || {
+            atoll(&hub_dir, &["clusterset", "list"])
+                .success()
+                .rows()
+                .iter()
+                .any(|r| r[0] == "prod" && r[1] == "3")
+        },
+    )
+    .await;
+
+    // Every manifest lands on every member, the custom resource after its CRD.
+    let app = dir.path().join("app.yaml");
+    std::fs::write(&app, APP.replace("SIZE", "1")).unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, CONFIGMAP).unwrap();
+    let (app_path, config_path) = (app.to_str().unwrap(), config.to_str().unwrap());
+    atoll(
+        &hub_dir,
+        &[
+            "work",
+            "apply",
+            "-f",
+            app_path,
+            "-f",
+            config_path,
+            "--clusterset",
+            "prod",
+            "--name",
+            "shop",
+            "--wait",
+            "--timeout",
+            "60s",
+        ],
+    )
+    .success()
+    .stdout_has("every cluster reports the Work applied and available");
+    let on_member = |member: &Process, args: &[&str]| kubectl(&member.kubeconfig(), args);
+    for member in &members {
+        on_member(member, &["get", "deployment", "web", "-n", "shop"]).success();
+        on_member(member, &["get", "configmap", "settings", "-n", "shop"]).success();
+        let size = on_member(
+            member,
+            &[
+                "get",
+                "widget",
+                "w",
+                "-n",
+                "shop",
+                "-o",
+                "jsonpath={.spec.size}",
+            ],
+        )
+        .success();
+        assert_eq!(size.stdout.trim(), "1");
+    }
+    let status = atoll(&hub_dir, &["work", "status", "shop"]).success();
+    assert!(
+        status.stdout.contains("3 selected, 3 applied, 3 available"),
+        "{status}"
+    );
+    let works = kubectl(&hub_dir.join("hub.kubeconfig"), &["get", "works", "-A"]).success();
+    assert_eq!(works.rows().len(), 4, "one Work per cluster:\n{works}");
+
+    // The ConfigMap taken out is deleted everywhere; a change rolls out one cluster at a time.
+    std::fs::write(&app, APP.replace("SIZE", "2")).unwrap();
+    atoll(
+        &hub_dir,
+        &[
+            "work",
+            "apply",
+            "-f",
+            app_path,
+            "--clusterset",
+            "prod",
+            "--name",
+            "shop",
+            "--max-concurrency",
+            "1",
+            "--wait",
+            "--timeout",
+            "60s",
+        ],
+    )
+    .success();
+    for member in &members {
+        on_member(member, &["get", "configmap", "settings", "-n", "shop"])
+            .failure()
+            .stderr_has("NotFound");
+        let size = on_member(
+            member,
+            &[
+                "get",
+                "widget",
+                "w",
+                "-n",
+                "shop",
+                "-o",
+                "jsonpath={.spec.size}",
+            ],
+        )
+        .success();
+        assert_eq!(size.stdout.trim(), "2");
+    }
+
+    // The hub killed mid-rollout and restarted: the rollout finishes, nothing is lost.
+    std::fs::write(&app, APP.replace("SIZE", "3")).unwrap();
+    atoll(
+        &hub_dir,
+        &[
+            "work",
+            "apply",
+            "-f",
+            app_path,
+            "--clusterset",
+            "prod",
+            "--name",
+            "shop",
+            "--max-concurrency",
+            "1",
+        ],
+    )
+    .success();
+    hub.kill9().unwrap();
+    hub = Process::hub_with(&hub_dir, api_addr, &flags).unwrap();
+    until(
+        dir.path(),
+        "every member has size 3 after the hub's restart",
+        Duration::from_secs(60),
+        || {
+            members.iter().all(|m| {
+                on_member(
+                    m,
+                    &[
+                        "get",
+                        "widget",
+                        "w",
+                        "-n",
+                        "shop",
+                        "-o",
+                        "jsonpath={.spec.size}",
+                    ],
+                )
+                .stdout
+                .trim()
+                    == "3"
+            })
+        },
+    )
+    .await;
+    until(
+        dir.path(),
+        "the placement reports every cluster available",
+        Duration::from_secs(60),
+        || {
+            atoll(&hub_dir, &["work", "status", "shop"])
+                .stdout
+                .contains("3 selected, 3 applied, 3 available")
+        },
+    )
+    .await;
+
+    // A cluster that leaves the set is cleaned up.
+    atoll(&hub_dir, &["clusterset", "remove", "prod", "north"]).success();
+    until(
+        dir.path(),
+        "north's resources are gone",
+        Duration::from_secs(30),
+        || {
+            !on_member(&members[2], &["get", "namespace", "shop"])
+                .status
+                .is_some_and(|s| s.success())
+        },
+    )
+    .await;
+
+    // Bad input: a manifest without a kind, no target.
+    let broken = dir.path().join("broken.yaml");
+    std::fs::write(&broken, "apiVersion: v1\nmetadata: {name: x}\n").unwrap();
+    atoll(
+        &hub_dir,
+        &[
+            "work",
+            "apply",
+            "-f",
+            broken.to_str().unwrap(),
+            "--clusterset",
+            "prod",
+        ],
+    )
+    .failure()
+    .stderr_has("broken.yaml: document 1: the manifest has no kind");
+    atoll(&hub_dir, &["work", "apply", "-f", app_path])
+        .failure()
+        .stderr_has("say which clusters");
+    atoll(
+        &hub_dir,
+        &[
+            "work",
+            "apply",
+            "-f",
+            config_path,
+            "--clusterset",
+            "nowhere",
+            "--name",
+            "lost",
+            "--wait",
+            "--timeout",
+            "20s",
+        ],
+    )
+    .failure()
+    .stderr_has("ClusterSetNotFound");
+
+    // Deleting the placement removes everything it placed.
+    atoll(&hub_dir, &["work", "delete", "shop"]).success();
+    until(
+        dir.path(),
+        "every member is clean",
+        Duration::from_secs(30),
+        || {
+            members[..2].iter().all(|m| {
+                !on_member(m, &["get", "namespace", "shop"])
+                    .status
+                    .is_some_and(|s| s.success())
+            })
+        },
+    )
+    .await;
+    drop(hub);
+}

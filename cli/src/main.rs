@@ -12,6 +12,7 @@ mod logging;
 mod output;
 mod tokens;
 mod up;
+mod works;
 
 /// mimalloc: the API server allocates many small JSON values per request, and glibc's malloc
 /// spent a fifth of the server's CPU on them under load.
@@ -58,6 +59,33 @@ enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+    /// Fan manifests out to clusters (WorkPlacements) and see what happened.
+    Work {
+        #[command(subcommand)]
+        command: WorkCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum WorkCommand {
+    /// Apply manifests from files to the selected clusters, as a WorkPlacement.
+    Apply(works::ApplyArgs),
+    /// Show a WorkPlacement and where its Work stands on every cluster.
+    Status {
+        /// The WorkPlacement's name.
+        name: String,
+        /// Its namespace on the hub.
+        #[arg(short = 'n', long, default_value = "default")]
+        namespace: String,
+    },
+    /// Delete a WorkPlacement: its Works and their resources leave every cluster.
+    Delete {
+        /// The WorkPlacement's name.
+        name: String,
+        /// Its namespace on the hub.
+        #[arg(short = 'n', long, default_value = "default")]
+        namespace: String,
     },
 }
 
@@ -249,6 +277,18 @@ fn main() -> anyhow::Result<()> {
                     }
                     ClusterSetCommand::Remove { set, clusters } => {
                         clustersets::remove(client, &set, &clusters).await
+                    }
+                }
+            }
+            Command::Work { command } => {
+                let client = client::hub(kubeconfig.as_deref()).await?;
+                match command {
+                    WorkCommand::Apply(args) => works::apply(client, args).await,
+                    WorkCommand::Status { name, namespace } => {
+                        works::status(client, &name, &namespace).await
+                    }
+                    WorkCommand::Delete { name, namespace } => {
+                        works::delete(client, &name, &namespace).await
                     }
                 }
             }

@@ -1,0 +1,417 @@
+//! `atoll work apply|status|delete`: manifests from ordinary files fanned out with a
+//! WorkPlacement, and what became of them on every cluster.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use atoll_api::placement::WorkPlacement;
+use atoll_api::work::Work;
+use atoll_hub::work::{LABEL_PLACEMENT, MANIFESTS_MAX_BYTES};
+use clap::Args;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use serde_json::{Value, json};
+
+use crate::client::explain;
+use crate::output;
+
+/// Field manager of what the CLI writes.
+const FIELD_MANAGER: &str = "atoll-cli";
+
+/// Flags of `atoll work apply`.
+#[derive(Args)]
+pub struct ApplyArgs {
+    /// Manifest files (YAML, several documents each, or JSON); `-` reads standard input.
+    #[arg(short = 'f', long = "filename", required = true)]
+    files: Vec<PathBuf>,
+    /// Every member of this ClusterSet.
+    #[arg(long, group = "target")]
+    clusterset: Option<String>,
+    /// These clusters, by name (comma-separated).
+    #[arg(long, value_delimiter = ',', group = "target")]
+    clusters: Vec<String>,
+    /// Clusters whose ClusterProfile labels match, e.g. `env=prod,tier!=free`.
+    #[arg(short = 'l', long, group = "target")]
+    selector: Option<String>,
+    /// The WorkPlacement's name [default: the first file's name].
+    #[arg(long)]
+    name: Option<String>,
+    /// Namespace of the WorkPlacement on the hub.
+    #[arg(short = 'n', long, default_value = "default")]
+    namespace: String,
+    /// Roll out a few clusters at a time: how many at once (a number or a percentage).
+    #[arg(long)]
+    max_concurrency: Option<String>,
+    /// Wait until every selected cluster reports the Work applied and available.
+    #[arg(long)]
+    wait: bool,
+    /// How long `--wait` waits, e.g. 90s, 5m.
+    #[arg(long, default_value = "5m")]
+    timeout: String,
+}
+
+/// Reads every manifest of `files`, naming the file and document at fault.
+pub fn read_manifests(files: &[PathBuf]) -> anyhow::Result<Vec<Value>> {
+    let mut manifests = Vec::new();
+    for path in files {
+        let text = if path == Path::new("-") {
+            std::io::read_to_string(std::io::stdin()).context("cannot read standard input")?
+        } else {
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?
+        };
+        for (i, document) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
+            let value =
+                <Value as serde::Deserialize>::deserialize(document).with_context(|| {
+                    format!(
+                        "{}: document {} is not valid YAML or JSON",
+                        path.display(),
+                        i + 1
+                    )
+                })?;
+            if value.is_null() {
+                continue;
+            }
+            let items = match value.get("kind").and_then(Value::as_str) {
+                Some(kind) if kind.ends_with("List") && value.get("items").is_some() => {
+                    value["items"].as_array().cloned().unwrap_or_default()
+                }
+                _ => vec![value],
+            };
+            for item in items {
+                check_manifest(&item).map_err(|why| {
+                    anyhow::anyhow!("{}: document {}: {why}", path.display(), i + 1)
+                })?;
+                manifests.push(item);
+            }
+        }
+    }
+    if manifests.is_empty() {
+        bail!("the files hold no manifests");
+    }
+    let size = serde_json::to_vec(&manifests)?.len();
+    if size > MANIFESTS_MAX_BYTES {
+        bail!(
+            "the manifests take {size} bytes, more than a Work's limit of {MANIFESTS_MAX_BYTES}; split them over several placements"
+        );
+    }
+    Ok(manifests)
+}
+
+fn check_manifest(item: &Value) -> Result<(), String> {
+    let Some(object) = item.as_object() else {
+        return Err("a manifest must be an object".to_owned());
+    };
+    for field in ["apiVersion", "kind"] {
+        if object
+            .get(field)
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            return Err(format!("the manifest has no {field}"));
+        }
+    }
+    if item
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(format!(
+            "{} has no metadata.name (generateName cannot be placed)",
+            object["kind"].as_str().unwrap_or_default()
+        ));
+    }
+    Ok(())
+}
+
+/// `env=prod,tier!=free,gpu,!legacy` as a label selector.
+pub fn parse_selector(text: &str) -> anyhow::Result<LabelSelector> {
+    let mut labels = std::collections::BTreeMap::new();
+    let mut expressions = Vec::new();
+    for term in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let requirement =
+            |key: &str, operator: &str, values: Option<Vec<String>>| LabelSelectorRequirement {
+                key: key.trim().to_owned(),
+                operator: operator.to_owned(),
+                values,
+            };
+        if let Some((k, v)) = term.split_once("!=") {
+            expressions.push(requirement(k, "NotIn", Some(vec![v.trim().to_owned()])));
+        } else if let Some((k, v)) = term.split_once("==").or_else(|| term.split_once('=')) {
+            labels.insert(k.trim().to_owned(), v.trim().to_owned());
+        } else if let Some(k) = term.strip_prefix('!') {
+            expressions.push(requirement(k, "DoesNotExist", None));
+        } else if term
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+        {
+            expressions.push(requirement(term, "Exists", None));
+        } else {
+            bail!("label selector term {term:?} is not one of key=value, key!=value, key, !key");
+        }
+    }
+    Ok(LabelSelector {
+        match_labels: (!labels.is_empty()).then_some(labels),
+        match_expressions: (!expressions.is_empty()).then_some(expressions),
+    })
+}
+
+pub async fn apply(client: kube::Client, args: ApplyArgs) -> anyhow::Result<()> {
+    let manifests = read_manifests(&args.files)?;
+    let name = match &args.name {
+        Some(n) => n.clone(),
+        None => args.files[0]
+            .file_stem()
+            .map(|s| {
+                s.to_string_lossy()
+                    .to_lowercase()
+                    .replace(['_', '.', ' '], "-")
+            })
+            .filter(|s| s != "-")
+            .context("--name is needed when reading standard input")?,
+    };
+    let mut selector = serde_json::Map::new();
+    if let Some(set) = &args.clusterset {
+        selector.insert("clusterSet".into(), json!(set));
+    }
+    if !args.clusters.is_empty() {
+        selector.insert("clusterNames".into(), json!(args.clusters));
+    }
+    if let Some(text) = &args.selector {
+        selector.insert(
+            "labelSelector".into(),
+            serde_json::to_value(parse_selector(text)?)?,
+        );
+    }
+    if selector.is_empty() {
+        bail!("say which clusters: --clusterset SET, --clusters a,b or -l SELECTOR");
+    }
+    let strategy = match &args.max_concurrency {
+        Some(n) => {
+            let value = n.parse::<i64>().map_or(json!(n), |v| json!(v));
+            json!({"type": "Progressive", "maxConcurrency": value})
+        }
+        None => json!({"type": "All"}),
+    };
+    let placement = json!({
+        "apiVersion": "atoll.dev/v1alpha1", "kind": "WorkPlacement",
+        "metadata": {"name": name, "namespace": args.namespace},
+        "spec": {"manifests": manifests, "clusterSelector": selector, "rolloutStrategy": strategy},
+    });
+    let api: Api<WorkPlacement> = Api::namespaced(client.clone(), &args.namespace);
+    let applied = api
+        .patch(
+            &name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&placement),
+        )
+        .await
+        .map_err(|e| explain(e, &format!("cannot apply WorkPlacement {name:?}")))?;
+    println!(
+        "workplacement/{name} applied ({} manifests)",
+        manifests.len()
+    );
+    if !args.wait {
+        return Ok(());
+    }
+    let timeout = atoll_hub::placement::parse_duration(&args.timeout).with_context(|| {
+        format!(
+            "--timeout {:?} is not a duration like 90s or 5m",
+            args.timeout
+        )
+    })?;
+    wait(
+        &api,
+        &name,
+        applied.metadata.generation.unwrap_or(0),
+        timeout,
+    )
+    .await
+}
+
+async fn wait(
+    api: &Api<WorkPlacement>,
+    name: &str,
+    generation: i64,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut last_line = String::new();
+    loop {
+        let placement = api
+            .get(name)
+            .await
+            .map_err(|e| explain(e, "cannot read the WorkPlacement"))?;
+        let status = placement.status.unwrap_or_default();
+        let current = status.observed_generation == Some(generation);
+        let condition = |t: &str| status.conditions.iter().find(|c| c.type_ == t).cloned();
+        let line = format!(
+            "{} selected, {} applied, {} available, {} pending, {} failed",
+            status.selected,
+            status.applied,
+            status.available,
+            status.pending,
+            status.failed_clusters.len()
+        );
+        if current && line != last_line {
+            println!("{line}");
+            last_line = line;
+        }
+        if current {
+            let failed: Vec<String> = status
+                .failed_clusters
+                .iter()
+                .map(|f| format!("  {}: {}", f.name, f.message))
+                .collect();
+            match condition("Progressing") {
+                Some(c)
+                    if ["ClusterSetNotFound", "NoClustersSelected", "RolloutHalted"]
+                        .contains(&c.reason.as_str()) =>
+                {
+                    bail!(
+                        "{}: {}{}",
+                        c.reason,
+                        c.message,
+                        if failed.is_empty() {
+                            String::new()
+                        } else {
+                            format!("\n{}", failed.join("\n"))
+                        }
+                    );
+                }
+                Some(c) if c.reason == "RolloutComplete" => {
+                    if !failed.is_empty() {
+                        bail!(
+                            "the rollout finished with failed clusters:\n{}",
+                            failed.join("\n")
+                        );
+                    }
+                    if status.available == status.selected {
+                        println!(
+                            "workplacement/{name}: every cluster reports the Work applied and available"
+                        );
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+        }
+        if started.elapsed() > timeout {
+            bail!(
+                "timed out after {}s waiting for workplacement/{name}: {last_line}; see `atoll work status {name}`",
+                timeout.as_secs()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow::Result<()> {
+    let api: Api<WorkPlacement> = Api::namespaced(client.clone(), namespace);
+    let placement = api
+        .get(name)
+        .await
+        .map_err(|e| explain(e, &format!("cannot read WorkPlacement {name:?}")))?;
+    let status = placement.status.unwrap_or_default();
+    println!(
+        "workplacement/{name}: {} selected, {} applied, {} available, {} degraded, {} pending",
+        status.selected, status.applied, status.available, status.degraded, status.pending
+    );
+    for c in &status.conditions {
+        println!("  {} {} ({}): {}", c.type_, c.status, c.reason, c.message);
+    }
+    let works: Api<Work> = Api::all(client);
+    let key = format!("{namespace}.{name}");
+    let mut list = works
+        .list(&ListParams::default().labels(&format!("{LABEL_PLACEMENT}={key}")))
+        .await
+        .map_err(|e| explain(e, "cannot list the placement's Works"))?;
+    list.items
+        .sort_by(|a, b| a.metadata.namespace.cmp(&b.metadata.namespace));
+    let rows: Vec<Vec<String>> = list
+        .items
+        .iter()
+        .map(|w| {
+            let s = w.status.clone().unwrap_or_default();
+            let find = |t: &str| s.conditions.iter().find(|c| c.type_ == t);
+            let state = |t: &str| find(t).map_or("Unknown".to_owned(), |c| c.status.clone());
+            let message = find("Applied")
+                .filter(|c| c.status != "True")
+                .map(|c| c.message.clone())
+                .unwrap_or_default();
+            vec![
+                w.metadata.namespace.clone().unwrap_or_default(),
+                state("Applied"),
+                state("Available"),
+                output::age(w.metadata.creation_timestamp.as_ref()),
+                message,
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        println!();
+        print!(
+            "{}",
+            output::table(
+                &["CLUSTER", "APPLIED", "AVAILABLE", "AGE", "MESSAGE"],
+                &rows
+            )
+        );
+    }
+    Ok(())
+}
+
+pub async fn delete(client: kube::Client, name: &str, namespace: &str) -> anyhow::Result<()> {
+    let api: Api<WorkPlacement> = Api::namespaced(client, namespace);
+    api.delete(name, &DeleteParams::default())
+        .await
+        .map_err(|e| explain(e, &format!("cannot delete WorkPlacement {name:?}")))?;
+    println!(
+        "workplacement/{name} deleted; its Works and their resources are removed from every cluster"
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_parse_into_labels_and_expressions() {
+        let s = parse_selector("env=prod, tier!=free,gpu,!legacy").unwrap();
+        assert_eq!(s.match_labels.unwrap()["env"], "prod");
+        let ops: Vec<String> = s
+            .match_expressions
+            .unwrap()
+            .into_iter()
+            .map(|e| format!("{}:{}", e.key, e.operator))
+            .collect();
+        assert_eq!(ops, ["tier:NotIn", "gpu:Exists", "legacy:DoesNotExist"]);
+        assert!(parse_selector("a in (b)").is_err());
+    }
+
+    #[test]
+    fn bad_manifests_name_the_file_and_document() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("app.yaml");
+        std::fs::write(&path, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nmetadata: {name: b}\n").unwrap();
+        let err = read_manifests(std::slice::from_ref(&path))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with("app.yaml: document 2: the manifest has no kind"),
+            "{err}"
+        );
+        std::fs::write(&path, "- just\n- a list\n").unwrap();
+        let err = read_manifests(std::slice::from_ref(&path))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("document 1: a manifest must be an object"),
+            "{err}"
+        );
+        std::fs::write(&path, "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n").unwrap();
+        assert_eq!(read_manifests(&[path]).unwrap().len(), 1);
+    }
+}
