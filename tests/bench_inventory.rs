@@ -693,6 +693,7 @@ async fn drain_sync(mut client: Client, name: &str, shared: &Shared) {
         let request = SyncRequest {
             cluster_name: name.to_owned(),
             works: Vec::new(),
+            full: false,
         };
         match tokio::time::timeout(CALL_TIMEOUT, client.sync(request)).await {
             Ok(Ok(response)) => {

@@ -184,6 +184,7 @@ impl Member {
             bootstrap_token: hub.token.clone(),
             cluster_name: self.name.clone(),
             cluster_set: cluster_set.map(str::to_owned),
+            resync: Duration::from_secs(1),
         };
         let (stop, stopped) = tokio::sync::watch::channel(false);
         self.stop = Some(stop);

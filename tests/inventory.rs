@@ -338,6 +338,7 @@ async fn a_credential_speaks_only_for_its_own_cluster() {
         .sync(SyncRequest {
             cluster_name: "b".into(),
             works: vec![],
+            full: false,
         })
         .await
         .unwrap_err();

@@ -588,14 +588,32 @@ async fn update_strategies_field_conflicts_and_the_size_limit() {
     let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
     let cm = |name: &str, color: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"color": color}});
     // Objects the member's own people manage.
-    for (name, manager) in [("owned", "someone-else"), ("kept", "someone-else"), ("watched", "someone-else")] {
+    for (name, manager) in [
+        ("owned", "someone-else"),
+        ("kept", "someone-else"),
+        ("watched", "someone-else"),
+    ] {
         configmaps
-            .patch(name, &PatchParams::apply(manager), &Patch::Apply(cm(name, "red")))
+            .patch(
+                name,
+                &PatchParams::apply(manager),
+                &Patch::Apply(cm(name, "red")),
+            )
             .await
             .unwrap();
     }
     let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
-    let mut w = work("strategies", "east", vec![cm("owned", "blue"), cm("kept", "blue"), cm("watched", "blue"), cm("missing", "blue"), cm("fresh", "blue")]);
+    let mut w = work(
+        "strategies",
+        "east",
+        vec![
+            cm("owned", "blue"),
+            cm("kept", "blue"),
+            cm("watched", "blue"),
+            cm("missing", "blue"),
+            cm("fresh", "blue"),
+        ],
+    );
     let config = |name: &str, strategy: &str| json!({"resourceIdentifier": {"group": "", "resource": "configmaps", "name": name, "namespace": "default"}, "updateStrategy": {"type": strategy}});
     w.spec.manifest_configs = serde_json::from_value(json!([
         config("kept", "CreateOnly"),
@@ -607,31 +625,124 @@ async fn update_strategies_field_conflicts_and_the_size_limit() {
     works.create(&PostParams::default(), &w).await.unwrap();
     let done = work_condition(&works, "strategies", "Applied", "False").await;
     let status = done.status.unwrap();
-    let applied = |i: usize| status.manifest_conditions[i].conditions.iter().find(|c| c.type_ == "Applied").unwrap().clone();
+    let applied = |i: usize| {
+        status.manifest_conditions[i]
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Applied")
+            .unwrap()
+            .clone()
+    };
     // Server-side apply does not take fields another manager owns: a conflict, named.
     assert_eq!(applied(0).reason, "ApplyConflict", "{:?}", applied(0));
-    assert!(applied(0).message.starts_with("manifest 0 (ConfigMap v1 default/owned)"), "{}", applied(0).message);
-    assert!(applied(0).message.contains("conflict"), "{}", applied(0).message);
+    assert!(
+        applied(0)
+            .message
+            .starts_with("manifest 0 (ConfigMap v1 default/owned)"),
+        "{}",
+        applied(0).message
+    );
+    assert!(
+        applied(0).message.contains("conflict"),
+        "{}",
+        applied(0).message
+    );
     // CreateOnly leaves an existing object alone and creates a missing one.
     assert_eq!(applied(1).status, "True");
-    assert_eq!(configmaps.get("kept").await.unwrap().data.unwrap()["color"], "red");
+    assert_eq!(
+        configmaps.get("kept").await.unwrap().data.unwrap()["color"],
+        "red"
+    );
     assert_eq!(applied(4).status, "True");
-    assert_eq!(configmaps.get("fresh").await.unwrap().data.unwrap()["color"], "blue");
+    assert_eq!(
+        configmaps.get("fresh").await.unwrap().data.unwrap()["color"],
+        "blue"
+    );
     // ReadOnly only observes.
     assert_eq!(applied(2).status, "True");
-    assert_eq!(configmaps.get("watched").await.unwrap().data.unwrap()["color"], "red");
+    assert_eq!(
+        configmaps.get("watched").await.unwrap().data.unwrap()["color"],
+        "red"
+    );
     assert_eq!(applied(3).reason, "ResourceNotFound");
     assert!(configmaps.get_opt("missing").await.unwrap().is_none());
-    assert_eq!(configmaps.get("owned").await.unwrap().data.unwrap()["color"], "red", "the conflict overwrote the field");
+    assert_eq!(
+        configmaps.get("owned").await.unwrap().data.unwrap()["color"],
+        "red",
+        "the conflict overwrote the field"
+    );
 
     // A Work over the size limit is refused on the hub with the reason, and never reaches the cluster.
     let big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "default"}, "data": {"blob": "x".repeat(1_200_000)}});
-    works.create(&PostParams::default(), &work("huge", "east", vec![big])).await.unwrap();
+    works
+        .create(&PostParams::default(), &work("huge", "east", vec![big]))
+        .await
+        .unwrap();
     let refused = work_condition(&works, "huge", "Applied", "False").await;
-    let condition = refused.status.unwrap().conditions.into_iter().find(|c| c.type_ == "Applied").unwrap();
+    let condition = refused
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Applied")
+        .unwrap();
     assert_eq!(condition.reason, "WorkTooLarge");
-    assert!(condition.message.contains("more than the limit of 1048576"), "{}", condition.message);
+    assert!(
+        condition.message.contains("more than the limit of 1048576"),
+        "{}",
+        condition.message
+    );
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(configmaps.get_opt("big").await.unwrap().is_none());
+    east.stop_agent().await;
+}
+
+#[tokio::test]
+async fn drift_in_the_member_is_corrected_and_reported() {
+    let (hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    let manifest = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "drifty", "namespace": "default"}, "data": {"color": "blue"}});
+    works
+        .create(
+            &PostParams::default(),
+            &work("drift", "east", vec![manifest]),
+        )
+        .await
+        .unwrap();
+    work_condition(&works, "drift", "Applied", "True").await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
+    // Someone edits the object in the member cluster.
+    let edit = json!({"data": {"color": "red"}});
+    configmaps
+        .patch(
+            "drifty",
+            &PatchParams {
+                field_manager: Some("intruder".into()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(&edit),
+        )
+        .await
+        .unwrap();
+    // The agent's resync (1 s in these tests) puts it back and says so.
+    assert!(
+        eventually(WAIT, || async {
+            configmaps.get("drifty").await.unwrap().data.unwrap()["color"] == "blue"
+        })
+        .await,
+        "the drift was not corrected"
+    );
+    assert!(
+        eventually(WAIT, || async {
+            works.get("drift").await.unwrap().status.is_some_and(|s| {
+                s.manifest_conditions[0]
+                    .conditions
+                    .iter()
+                    .any(|c| c.type_ == "Applied" && c.reason == "DriftCorrected")
+            })
+        })
+        .await,
+        "the hub never heard of the correction"
+    );
     east.stop_agent().await;
 }

@@ -349,7 +349,8 @@ impl Hub for HubService {
         let _ = sender.try_send(Ok(membership_event(&set)));
         // Then what differs between the Works the agent has and the hub's.
         let known = request.get_ref().works.clone();
-        for event in work::diff(&known, &self.works.of_cluster(&name)) {
+        let full = request.get_ref().full;
+        for event in work::diff(&known, &self.works.of_cluster(&name), full) {
             if sender.try_send(Ok(event)).is_err() {
                 return Err(Status::resource_exhausted(format!(
                     "cluster {name:?} has more changed Works than one sync can carry; reconnect"

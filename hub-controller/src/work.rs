@@ -244,7 +244,7 @@ fn force_delete(work: &Work) -> bool {
 
 /// What an agent that has `known` must receive to match the hub: changed and new Works, and
 /// deletions of those the hub no longer holds or is deleting.
-pub fn diff(known: &[WorkVersion], hub: &[(String, Entry)]) -> Vec<SyncEvent> {
+pub fn diff(known: &[WorkVersion], hub: &[(String, Entry)], full: bool) -> Vec<SyncEvent> {
     let mut events = Vec::new();
     for (name, entry) in hub {
         if entry.refused.is_some() {
@@ -253,7 +253,7 @@ pub fn diff(known: &[WorkVersion], hub: &[(String, Entry)]) -> Vec<SyncEvent> {
         let current = known
             .iter()
             .any(|k| &k.name == name && k.uid == entry.uid && k.generation == entry.generation);
-        if entry.deleting || !current {
+        if full || entry.deleting || !current {
             events.push(entry.event(name));
         }
     }

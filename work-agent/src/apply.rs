@@ -27,6 +27,10 @@ pub struct Outcome {
     pub available: Option<(bool, &'static str, String)>,
     /// The object's UID, when it exists.
     pub uid: Option<String>,
+    /// The object's resourceVersion after the apply.
+    pub resource_version: Option<String>,
+    /// Someone changed what the Work sets, and this apply put it back.
+    pub drift_corrected: bool,
 }
 
 /// Why a manifest was not applied.
@@ -86,14 +90,26 @@ impl Applier {
     }
 
     /// Applies every manifest of `work`, in kind order; the outcomes are in manifest order.
-    pub async fn apply(&self, work: &Work) -> Vec<Outcome> {
+    /// `last` holds each manifest's resourceVersion after the previous apply (by ordinal): a
+    /// manifest whose object changed since, and that this apply changes back, is reported as
+    /// drift corrected.
+    pub async fn apply(
+        &self,
+        work: &Work,
+        last: &std::collections::HashMap<i32, String>,
+    ) -> Vec<Outcome> {
         let manifests = &work.spec.workload.manifests;
         let mut order: Vec<usize> = (0..manifests.len()).collect();
         order.sort_by_key(|&i| rank(&manifests[i].0));
         let mut outcomes: Vec<Option<Outcome>> = vec![None; manifests.len()];
         for i in order {
             let outcome = self
-                .apply_one(i, &manifests[i].0, &work.spec.manifest_configs)
+                .apply_one(
+                    i,
+                    &manifests[i].0,
+                    &work.spec.manifest_configs,
+                    last.get(&(i as i32)),
+                )
                 .await;
             outcomes[i] = Some(outcome);
         }
@@ -105,6 +121,7 @@ impl Applier {
         ordinal: usize,
         manifest: &Value,
         configs: &[ManifestConfig],
+        last: Option<&String>,
     ) -> Outcome {
         let mut identifier = ResourceIdentifier {
             ordinal: ordinal as i32,
@@ -115,6 +132,8 @@ impl Applier {
             applied: Err(Failure { reason, message }),
             available: None,
             uid: None,
+            resource_version: None,
+            drift_corrected: false,
         };
         let Some(object) = manifest.as_object() else {
             return fail(
@@ -224,6 +243,7 @@ impl Applier {
         ) {
             meta.insert("namespace".into(), Value::String(ns.clone()));
         }
+        let mut before: Option<String> = None;
         let written = match strategy {
             UpdateStrategyType::ReadOnly => api.get_opt(&name).await.map(|o| o.map(|o| (o, false))),
             UpdateStrategyType::CreateOnly => match api.get_opt(&name).await {
@@ -240,8 +260,20 @@ impl Applier {
                 Err(e) => Err(e),
             },
             UpdateStrategyType::ServerSideApply | UpdateStrategyType::Update => {
+                // Read first when there is a previous apply to compare with (drift).
+                if last.is_some() {
+                    before = api
+                        .get_opt(&name)
+                        .await
+                        .ok()
+                        .flatten()
+                        .and_then(|o| o.metadata.resource_version);
+                }
                 let mut params = PatchParams::apply(FIELD_MANAGER);
-                params.force = force;
+                // Applying again what this Work already applied takes its fields back from
+                // whoever changed them since (drift); a first apply does not take fields others
+                // own unless the Work says so.
+                params.force = force || last.is_some();
                 api.patch(&name, &params, &Patch::Apply(&body))
                     .await
                     .map(|o| Some((o, true)))
@@ -262,6 +294,8 @@ impl Applier {
                         format!("{described} does not exist"),
                     )),
                     uid: None,
+                    resource_version: None,
+                    drift_corrected: false,
                 };
             }
             Err(kube::Error::Api(e)) => {
@@ -292,11 +326,20 @@ impl Applier {
             }
         }
         let available = availability(&object);
+        let after = object.metadata.resource_version.clone();
+        // Changed since the last apply (before != last), and changed back now (after != before).
+        let drift_corrected =
+            last.is_some() && before.is_some() && before.as_ref() != last && after != before;
+        if drift_corrected {
+            tracing::info!(manifest = %described, "corrected drift: the object was changed in the cluster");
+        }
         Outcome {
             identifier,
             applied: Ok(object.metadata.generation),
             available: Some(available),
             uid: object.metadata.uid.clone(),
+            resource_version: after,
+            drift_corrected,
         }
     }
 

@@ -72,6 +72,8 @@ pub struct Config {
     pub cluster_name: String,
     /// A ClusterSet to join with, if any.
     pub cluster_set: Option<String>,
+    /// How often every Work is applied again, correcting drift.
+    pub resync: Duration,
 }
 
 /// Runs the agent until `shutdown` turns true. Returns an error only for what retrying cannot
@@ -268,6 +270,16 @@ impl Session<'_> {
         tokio::select! {
             ended = self.heartbeats() => ended,
             ended = self.sync() => ended,
+            ended = self.resync() => ended,
+        }
+    }
+
+    /// Applies every Work again once a resync period, correcting what drifted.
+    async fn resync(&self) -> Ended {
+        loop {
+            tokio::time::sleep(self.config.resync).await;
+            let mut client = self.client.clone();
+            self.works.resync(&mut client).await;
         }
     }
 
@@ -341,6 +353,8 @@ impl Session<'_> {
             let request = SyncRequest {
                 cluster_name: self.config.cluster_name.clone(),
                 works: known,
+                // Every Work, so that drift correction has their specs after a restart.
+                full: true,
             };
             match client.sync(request).await {
                 Ok(response) => {

@@ -27,6 +27,9 @@ struct Args {
     /// A ClusterSet to join with.
     #[arg(long, env = "ATOLL_CLUSTERSET", value_name = "SET")]
     clusterset: Option<String>,
+    /// How often every Work is applied again, correcting drift, in seconds.
+    #[arg(long, env = "ATOLL_RESYNC_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
+    resync_seconds: u64,
     /// Log output format (filter with `ATOLL_LOG`).
     #[arg(long, env = "ATOLL_LOG_FORMAT", default_value = "plain", value_parser = ["plain", "json"])]
     log_format: String,
@@ -57,6 +60,7 @@ async fn main() -> anyhow::Result<()> {
             .to_owned(),
         cluster_name: args.cluster_name,
         cluster_set: args.clusterset,
+        resync: std::time::Duration::from_secs(args.resync_seconds),
     };
     let member = match &args.kubeconfig {
         Some(path) => {

@@ -2,7 +2,8 @@
 //! the hub, after a reconnect, which version of each Work the agent has), cleaned up when the hub
 //! deletes them, and their status reported back.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 
 use atoll_api::names::{CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED};
 use atoll_api::work::{
@@ -28,6 +29,10 @@ pub struct Works {
     applier: Applier,
     member: kube::Client,
     cluster: String,
+    /// The Works as the hub last sent them, for drift correction.
+    sent: Mutex<HashMap<String, WorkUpsert>>,
+    /// Each Work's resourceVersions after its last apply, by manifest ordinal.
+    versions: Mutex<HashMap<String, HashMap<i32, String>>>,
 }
 
 impl Works {
@@ -37,6 +42,8 @@ impl Works {
             applier: Applier::new(member.clone()),
             member,
             cluster: cluster.to_owned(),
+            sent: Mutex::default(),
+            versions: Mutex::default(),
         }
     }
 
@@ -96,11 +103,33 @@ impl Works {
             .unwrap_or_default();
         let same_version = annotations.get(ANNOTATION_WORK_UID) == Some(&upsert.uid)
             && annotations.get(ANNOTATION_WORK_GENERATION) == Some(&upsert.generation.to_string());
+        lock(&self.sent).insert(upsert.name.clone(), upsert.clone());
         if same_version && !resync {
             tracing::debug!(work = %upsert.name, generation = upsert.generation, "already applied");
             return Ok(());
         }
-        let outcomes = self.applier.apply(&work).await;
+        let last = if resync {
+            lock(&self.versions)
+                .get(&upsert.name)
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            HashMap::new()
+        };
+        let outcomes = self.applier.apply(&work, &last).await;
+        let after: HashMap<i32, String> = outcomes
+            .iter()
+            .filter_map(|o| {
+                o.resource_version
+                    .clone()
+                    .map(|rv| (o.identifier.ordinal, rv))
+            })
+            .collect();
+        lock(&self.versions).insert(upsert.name.clone(), after);
+        if resync && !outcomes.iter().any(|o| o.drift_corrected) {
+            // Nothing drifted: the status the hub has still holds.
+            return Ok(());
+        }
         // What the Work held before and no longer does goes.
         let before = previous
             .and_then(|p| p.status)
@@ -157,9 +186,21 @@ impl Works {
         .await
     }
 
+    /// Re-applies every Work the hub sent, correcting drift, and reports the Works that drifted.
+    pub async fn resync(&self, client: &mut hub::Client) {
+        let sent: Vec<WorkUpsert> = lock(&self.sent).values().cloned().collect();
+        for upsert in sent {
+            if let Err(error) = self.upsert(client, &upsert, true).await {
+                tracing::warn!(work = %upsert.name, %error, "cannot re-apply a Work");
+            }
+        }
+    }
+
     /// Removes what a deleted Work applied (unless its delete option orphans it), forgets the
     /// Work, and tells the hub it may let the Work go.
     pub async fn delete(&self, client: &mut hub::Client, delete: &WorkDelete) -> Result<(), Error> {
+        lock(&self.sent).remove(&delete.name);
+        lock(&self.versions).remove(&delete.name);
         let api = self.applied_works();
         if let Some(applied) = api
             .get_opt(&delete.name)
@@ -308,6 +349,17 @@ pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
     for o in outcomes {
         let mut conditions = Vec::new();
         match &o.applied {
+            Ok(object_generation) if o.drift_corrected => conditions.push(condition(
+                CONDITION_APPLIED,
+                true,
+                "DriftCorrected",
+                format!(
+                    "{} was changed in the cluster and has been applied again",
+                    describe(&o.identifier)
+                ),
+                *object_generation,
+                &now,
+            )),
             Ok(object_generation) => conditions.push(condition(
                 CONDITION_APPLIED,
                 true,
@@ -413,4 +465,8 @@ pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
         conditions: vec![applied, available, degraded],
         manifest_conditions,
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -140,6 +140,10 @@ pub struct SyncRequest {
     /// The Works the agent has applied or is applying.
     #[prost(message, repeated, tag = "2")]
     pub works: ::prost::alloc::vec::Vec<WorkVersion>,
+    /// Send every Work, not only those that differ: an agent that restarted needs their specs
+    /// again to correct drift (it re-applies none whose version it already has).
+    #[prost(bool, tag = "3")]
+    pub full: bool,
 }
 #[allow(clippy::all)]
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
