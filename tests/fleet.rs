@@ -73,7 +73,9 @@ fn atoll(hub_dir: &Path, args: &[&str]) -> Ran {
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> Ran {
     let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
     all.extend_from_slice(args);
-    Tool::new(client_binary("kubectl").unwrap()).run(&all)
+    // kubectl keeps a discovery cache under $HOME: keep it out of the source tree.
+    let home = std::env::temp_dir().join("atoll-tests-kubectl-home");
+    Tool::new(client_binary("kubectl").unwrap()).env("HOME", home).run(&all)
 }
 
 /// The `atoll get clusters` row of each cluster, by name: (healthy, joined, clusterset).
