@@ -746,3 +746,82 @@ async fn drift_in_the_member_is_corrected_and_reported() {
     );
     east.stop_agent().await;
 }
+
+#[tokio::test]
+async fn status_feedback_comes_back_to_the_hub_and_follows_the_object() {
+    let (hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}});
+    let mut w = work("feedback", "east", vec![deployment]);
+    w.spec.manifest_configs = serde_json::from_value(json!([{
+        "resourceIdentifier": {"group": "apps", "resource": "deployments", "name": "web", "namespace": "default"},
+        "feedbackRules": [
+            {"type": "WellKnownStatus"},
+            {"type": "JSONPaths", "jsonPaths": [{"name": "wanted", "path": ".spec.replicas"}, {"name": "labels", "path": ".spec.selector.matchLabels"}]}
+        ]
+    }]))
+    .unwrap();
+    works.create(&PostParams::default(), &w).await.unwrap();
+    let values = |w: &Work| -> Vec<(String, String)> {
+        w.status
+            .as_ref()
+            .and_then(|s| s.manifest_conditions.first())
+            .and_then(|m| m.status_feedback.clone())
+            .map(|f| {
+                f.values
+                    .into_iter()
+                    .map(|v| (v.name, serde_json::to_string(&v.field_value).unwrap()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let done = work_condition(&works, "feedback", "Applied", "True").await;
+    let got = values(&done);
+    assert!(
+        got.contains(&("wanted".into(), r#"{"type":"Integer","integer":2}"#.into())),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&(
+            "labels".into(),
+            r#"{"type":"JsonRaw","jsonRaw":"{\"app\":\"web\"}"}"#.into()
+        )),
+        "{got:?}"
+    );
+    // No controller runs in the member: the well-known replica counts appear once its status does.
+    let deployments: Api<Deployment> = Api::namespaced(east.client.clone(), "default");
+    let status = json!({"status": {"replicas": 2, "readyReplicas": 1, "availableReplicas": 1, "observedGeneration": 1}});
+    deployments
+        .patch_status("web", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            values(&works.get("feedback").await.unwrap()).contains(&(
+                "ReadyReplicas".into(),
+                r#"{"type":"Integer","integer":1}"#.into(),
+            ))
+        })
+        .await,
+        "the feedback did not follow the object: {:?}",
+        values(&works.get("feedback").await.unwrap())
+    );
+    // One of two replicas available: the manifest and the Work are not Available.
+    let w = works.get("feedback").await.unwrap();
+    let available = w
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Available")
+        .unwrap();
+    assert_eq!(available.status, "False");
+    assert!(
+        available.message.contains("1 of 2 replicas are available"),
+        "{}",
+        available.message
+    );
+    east.stop_agent().await;
+}

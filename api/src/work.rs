@@ -216,6 +216,53 @@ pub struct ManifestCondition {
     #[serde(default)]
     #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,
+    /// Values the manifest's feedback rules read from the applied object.
+    #[serde(
+        default,
+        rename = "statusFeedback",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub status_feedback: Option<StatusFeedback>,
+}
+
+/// Status values read back from an applied object (OCM's `statusFeedback`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct StatusFeedback {
+    /// One value per feedback rule path that resolved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<FeedbackValue>,
+}
+
+/// One named status value.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FeedbackValue {
+    /// The rule's name for it.
+    pub name: String,
+    /// The value.
+    pub field_value: FieldValue,
+}
+
+/// A typed status value; `type` says which field holds it.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FieldValue {
+    /// `Integer`, `String`, `Boolean` or `JsonRaw`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// For `Integer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integer: Option<i64>,
+    /// For `String`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub string: Option<String>,
+    /// For `Boolean`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boolean: Option<bool>,
+    /// For `JsonRaw`: the value as JSON, at most 1024 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub json_raw: Option<String>,
 }
 
 /// A manifest of a Work: its index in `spec.workload.manifests`, and the object it names.

@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use atoll_api::work::{
-    AppliedResourceMeta, ManifestConfig, ResourceIdentifier, UpdateStrategyType, Work,
+    AppliedResourceMeta, FeedbackRuleType, FeedbackValue, FieldValue, ManifestConfig,
+    ResourceIdentifier, StatusFeedback, UpdateStrategyType, Work,
 };
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -31,6 +32,118 @@ pub struct Outcome {
     pub resource_version: Option<String>,
     /// Someone changed what the Work sets, and this apply put it back.
     pub drift_corrected: bool,
+    /// Values the manifest's feedback rules read from the object.
+    pub feedback: Option<StatusFeedback>,
+}
+
+/// The longest JSON a feedback value may carry (as OCM's `jsonRaw`).
+pub const FEEDBACK_RAW_MAX_CHARS: usize = 1024;
+
+/// The status fields reported for well-known kinds.
+fn well_known_paths(kind: &str) -> &'static [(&'static str, &'static str)] {
+    match kind {
+        "Deployment" | "StatefulSet" | "ReplicaSet" => &[
+            ("ReadyReplicas", ".status.readyReplicas"),
+            ("Replicas", ".status.replicas"),
+            ("AvailableReplicas", ".status.availableReplicas"),
+        ],
+        "DaemonSet" => &[
+            ("NumberReady", ".status.numberReady"),
+            ("DesiredNumberScheduled", ".status.desiredNumberScheduled"),
+            ("NumberAvailable", ".status.numberAvailable"),
+        ],
+        "Job" => &[
+            ("Succeeded", ".status.succeeded"),
+            ("Failed", ".status.failed"),
+        ],
+        "Pod" => &[("PodPhase", ".status.phase")],
+        _ => &[],
+    }
+}
+
+/// The value at a simple JSON path (`.status.replicas`, `.status.conditions[0].type`, with or
+/// without kubectl's braces).
+pub fn lookup<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+    let path = path.trim().trim_start_matches('{').trim_end_matches('}');
+    let mut current = object;
+    for segment in path
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|s| !s.is_empty())
+    {
+        let (name, index) = match segment.split_once('[') {
+            Some((name, rest)) => (name, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (segment, None),
+        };
+        if !name.is_empty() {
+            current = current.get(name)?;
+        }
+        if let Some(i) = index {
+            current = current.get(i)?;
+        }
+    }
+    Some(current)
+}
+
+/// A typed feedback value; `None` when the JSON is too long to report.
+fn field_value(value: &Value) -> Option<FieldValue> {
+    let mut field = FieldValue::default();
+    match value {
+        Value::Bool(b) => {
+            field.type_ = "Boolean".into();
+            field.boolean = Some(*b);
+        }
+        Value::Number(n) if n.is_i64() => {
+            field.type_ = "Integer".into();
+            field.integer = n.as_i64();
+        }
+        Value::String(text) => {
+            field.type_ = "String".into();
+            field.string = Some(text.clone());
+        }
+        other => {
+            let raw = other.to_string();
+            if raw.chars().count() > FEEDBACK_RAW_MAX_CHARS {
+                return None;
+            }
+            field.type_ = "JsonRaw".into();
+            field.json_raw = Some(raw);
+        }
+    }
+    Some(field)
+}
+
+/// What the feedback rules of `config` read from `object`.
+fn feedback(
+    kind: &str,
+    config: Option<&ManifestConfig>,
+    object: &DynamicObject,
+) -> Option<StatusFeedback> {
+    let rules = &config?.feedback_rules;
+    if rules.is_empty() {
+        return None;
+    }
+    let value = serde_json::to_value(object).ok()?;
+    let mut values = Vec::new();
+    for rule in rules {
+        let paths: Vec<(String, String)> = match rule.type_ {
+            FeedbackRuleType::WellKnownStatus => well_known_paths(kind)
+                .iter()
+                .map(|(n, p)| ((*n).to_owned(), (*p).to_owned()))
+                .collect(),
+            FeedbackRuleType::JsonPaths => rule
+                .json_paths
+                .iter()
+                .map(|p| (p.name.clone(), p.path.clone()))
+                .collect(),
+        };
+        for (name, path) in paths {
+            if let Some(field_value) = lookup(&value, &path).and_then(field_value) {
+                values.push(FeedbackValue { name, field_value });
+            }
+        }
+    }
+    Some(StatusFeedback { values })
 }
 
 /// Why a manifest was not applied.
@@ -134,6 +247,7 @@ impl Applier {
             uid: None,
             resource_version: None,
             drift_corrected: false,
+            feedback: None,
         };
         let Some(object) = manifest.as_object() else {
             return fail(
@@ -296,6 +410,7 @@ impl Applier {
                     uid: None,
                     resource_version: None,
                     drift_corrected: false,
+                    feedback: None,
                 };
             }
             Err(kube::Error::Api(e)) => {
@@ -340,6 +455,7 @@ impl Applier {
             uid: object.metadata.uid.clone(),
             resource_version: after,
             drift_corrected,
+            feedback: feedback(&kind, config, &object),
         }
     }
 
@@ -517,6 +633,34 @@ mod tests {
                 "Widget",
                 "?"
             ]
+        );
+    }
+
+    #[test]
+    fn feedback_paths_read_scalars_and_bounded_json() {
+        let object = serde_json::json!({"status": {"readyReplicas": 2, "phase": "Running", "ok": true,
+            "conditions": [{"type": "Ready"}], "big": {"k": "x".repeat(2000)}}});
+        assert_eq!(
+            lookup(&object, ".status.readyReplicas"),
+            Some(&serde_json::json!(2))
+        );
+        assert_eq!(
+            lookup(&object, "{.status.conditions[0].type}"),
+            Some(&serde_json::json!("Ready"))
+        );
+        assert_eq!(lookup(&object, ".status.missing"), None);
+        assert_eq!(field_value(&serde_json::json!(2)).unwrap().integer, Some(2));
+        assert_eq!(
+            field_value(&serde_json::json!(true)).unwrap().type_,
+            "Boolean"
+        );
+        assert_eq!(
+            field_value(&object["status"]["conditions"]).unwrap().type_,
+            "JsonRaw"
+        );
+        assert!(
+            field_value(&object["status"]["big"]).is_none(),
+            "over 1024 characters"
         );
     }
 

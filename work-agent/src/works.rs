@@ -17,6 +17,11 @@ use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams};
 use crate::apply::{Applier, Outcome, describe};
 use crate::{Error, FIELD_MANAGER, hub};
 
+/// The largest Work status the agent reports; larger ones are trimmed, with a condition saying so.
+pub const STATUS_MAX_BYTES: usize = 256 * 1024;
+/// Work condition: the status was trimmed to fit.
+pub const CONDITION_STATUS_TRIMMED: &str = "StatusTrimmed";
+
 /// Annotation on an AppliedWork: the UID of its Work on the hub.
 const ANNOTATION_WORK_UID: &str = "atoll.dev/work-uid";
 /// Annotation on an AppliedWork: the Work generation last applied.
@@ -33,6 +38,8 @@ pub struct Works {
     sent: Mutex<HashMap<String, WorkUpsert>>,
     /// Each Work's resourceVersions after its last apply, by manifest ordinal.
     versions: Mutex<HashMap<String, HashMap<i32, String>>>,
+    /// What each Work's last report said, timestamps left out.
+    reported: Mutex<HashMap<String, String>>,
 }
 
 impl Works {
@@ -44,6 +51,7 @@ impl Works {
             cluster: cluster.to_owned(),
             sent: Mutex::default(),
             versions: Mutex::default(),
+            reported: Mutex::default(),
         }
     }
 
@@ -126,10 +134,7 @@ impl Works {
             })
             .collect();
         lock(&self.versions).insert(upsert.name.clone(), after);
-        if resync && !outcomes.iter().any(|o| o.drift_corrected) {
-            // Nothing drifted: the status the hub has still holds.
-            return Ok(());
-        }
+
         // What the Work held before and no longer does goes.
         let before = previous
             .and_then(|p| p.status)
@@ -175,7 +180,14 @@ impl Works {
             applied,
         )
         .await?;
-        let status = status_of(&outcomes, work.metadata.generation);
+        let mut status = status_of(&outcomes, work.metadata.generation);
+        trim(&mut status, STATUS_MAX_BYTES);
+        let fingerprint = fingerprint(&status);
+        if resync && lock(&self.reported).get(&upsert.name) == Some(&fingerprint) {
+            // Nothing drifted and no feedback moved: the status the hub has still holds.
+            return Ok(());
+        }
+        lock(&self.reported).insert(upsert.name.clone(), fingerprint);
         self.report(
             client,
             &upsert.name,
@@ -201,6 +213,7 @@ impl Works {
     pub async fn delete(&self, client: &mut hub::Client, delete: &WorkDelete) -> Result<(), Error> {
         lock(&self.sent).remove(&delete.name);
         lock(&self.versions).remove(&delete.name);
+        lock(&self.reported).remove(&delete.name);
         let api = self.applied_works();
         if let Some(applied) = api
             .get_opt(&delete.name)
@@ -399,6 +412,7 @@ pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
         manifest_conditions.push(ManifestCondition {
             identifier: o.identifier.clone(),
             conditions,
+            status_feedback: o.feedback.clone(),
         });
     }
     let total = outcomes.len();
@@ -469,4 +483,132 @@ pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A status without its timestamps, to tell whether a report would say anything new.
+fn fingerprint(status: &WorkStatus) -> String {
+    let mut copy = status.clone();
+    let epoch = Time(jiff::Timestamp::UNIX_EPOCH);
+    for c in copy.conditions.iter_mut().chain(
+        copy.manifest_conditions
+            .iter_mut()
+            .flat_map(|m| m.conditions.iter_mut()),
+    ) {
+        c.last_transition_time = epoch.clone();
+    }
+    serde_json::to_string(&copy).unwrap_or_default()
+}
+
+/// Makes a status fit in `limit` bytes: first shortens messages and drops status feedback, then
+/// keeps only the manifests that are not fine; says so in a `StatusTrimmed` condition.
+pub fn trim(status: &mut WorkStatus, limit: usize) {
+    let size = |s: &WorkStatus| serde_json::to_vec(s).map_or(0, |b| b.len());
+    let original = size(status);
+    if original <= limit {
+        return;
+    }
+    for m in &mut status.manifest_conditions {
+        m.status_feedback = None;
+        for c in &mut m.conditions {
+            if c.message.chars().count() > 256 {
+                c.message = c.message.chars().take(253).collect::<String>() + "...";
+            }
+        }
+    }
+    let mut dropped = 0;
+    if size(status) > limit {
+        let before = status.manifest_conditions.len();
+        status.manifest_conditions.retain(|m| {
+            m.conditions
+                .iter()
+                .any(|c| c.status != "True" && c.type_ != CONDITION_DEGRADED)
+        });
+        dropped = before - status.manifest_conditions.len();
+        while size(status) > limit && !status.manifest_conditions.is_empty() {
+            status.manifest_conditions.pop();
+            dropped += 1;
+        }
+    }
+    let now = Time(jiff::Timestamp::now());
+    let message = format!(
+        "the status took {original} bytes, more than the limit of {limit}: messages were shortened, status feedback left out{}",
+        if dropped > 0 {
+            format!(", and {dropped} manifests that are fine left out")
+        } else {
+            String::new()
+        }
+    );
+    status.conditions.push(condition(
+        CONDITION_STATUS_TRIMMED,
+        true,
+        "StatusTooLarge",
+        message,
+        None,
+        &now,
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use atoll_api::work::ResourceIdentifier;
+
+    fn manifest(ordinal: i32, ok: bool, message: &str) -> ManifestCondition {
+        let now = Time(jiff::Timestamp::now());
+        ManifestCondition {
+            identifier: ResourceIdentifier {
+                ordinal,
+                ..ResourceIdentifier::default()
+            },
+            conditions: vec![condition(
+                CONDITION_APPLIED,
+                ok,
+                "R",
+                message.to_owned(),
+                None,
+                &now,
+            )],
+            status_feedback: None,
+        }
+    }
+
+    #[test]
+    fn a_large_status_is_trimmed_and_says_so() {
+        let mut status = WorkStatus {
+            conditions: Vec::new(),
+            manifest_conditions: (0..200)
+                .map(|i| manifest(i, i != 7, &"m".repeat(2000)))
+                .collect(),
+        };
+        trim(&mut status, 20_000);
+        assert!(serde_json::to_vec(&status).unwrap().len() <= 20_000);
+        let trimmed = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == CONDITION_STATUS_TRIMMED)
+            .unwrap();
+        assert!(
+            trimmed
+                .message
+                .contains("199 manifests that are fine left out"),
+            "{}",
+            trimmed.message
+        );
+        assert_eq!(status.manifest_conditions.len(), 1);
+        assert_eq!(
+            status.manifest_conditions[0].identifier.ordinal, 7,
+            "the failed manifest stays"
+        );
+    }
+
+    #[test]
+    fn a_small_status_is_left_alone() {
+        let mut status = WorkStatus {
+            conditions: Vec::new(),
+            manifest_conditions: vec![manifest(0, true, "ok")],
+        };
+        let before = status.clone();
+        trim(&mut status, STATUS_MAX_BYTES);
+        assert_eq!(status, before);
+    }
 }
