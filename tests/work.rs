@@ -825,3 +825,93 @@ async fn status_feedback_comes_back_to_the_hub_and_follows_the_object() {
     );
     east.stop_agent().await;
 }
+
+#[tokio::test]
+async fn an_agent_stopped_mid_apply_neither_misses_nor_repeats_work() {
+    let (hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    let many: Vec<Value> = (0..150)
+        .map(|i| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i:02}"), "namespace": "default"}, "data": {"i": i.to_string()}}))
+        .collect();
+    works
+        .create(&PostParams::default(), &work("many", "east", many))
+        .await
+        .unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
+    // Stop the agent as soon as the first objects land.
+    assert!(
+        eventually(WAIT, || async {
+            configmaps.get_opt("c00").await.unwrap().is_some()
+        })
+        .await
+    );
+    east.stop_agent().await;
+    let before: Vec<(String, Option<String>)> = configmaps
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|c| {
+            c.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with('c'))
+        })
+        .map(|c| (c.metadata.name.unwrap(), c.metadata.resource_version))
+        .collect();
+    assert!(
+        before.len() < 150,
+        "the agent finished before it was stopped: no restart mid-apply to test"
+    );
+    east.run_agent(&hub, None);
+    let done = work_condition(&works, "many", "Applied", "True").await;
+    assert_eq!(done.status.unwrap().manifest_conditions.len(), 150);
+    // What was applied before the stop was not written again; nothing is missing.
+    for (name, version) in &before {
+        let now = configmaps.get(name).await.unwrap();
+        assert_eq!(
+            &now.metadata.resource_version, version,
+            "{name} was written again"
+        );
+    }
+    let applied: Api<AppliedWork> = Api::all(east.client.clone());
+    assert_eq!(
+        applied
+            .get("many")
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .applied_resources
+            .len(),
+        150
+    );
+    east.stop_agent().await;
+}
+
+#[tokio::test]
+async fn works_of_a_removed_cluster_do_not_hang() {
+    let (hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    works
+        .create(
+            &PostParams::default(),
+            &work("w", "east", vec![configmap("x")]),
+        )
+        .await
+        .unwrap();
+    work_condition(&works, "w", "Applied", "True").await;
+    east.stop_agent().await;
+    atoll_hub::record::remove(hub.client.clone(), "east")
+        .await
+        .unwrap();
+    let namespaces: Api<Namespace> = Api::all(hub.client.clone());
+    assert!(
+        eventually(WAIT, || async {
+            namespaces.get_opt("east").await.unwrap().is_none()
+        })
+        .await,
+        "the removed cluster's namespace (and its Work) hung"
+    );
+}
