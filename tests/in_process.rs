@@ -138,6 +138,8 @@ pub async fn start_hub(
     let mut config = atoll_hub::Config::new(addr);
     config.auto_accept = auto_accept;
     config.leases = leases;
+    // Deleting Works of a lost cluster wait as long as it takes to call the cluster lost.
+    config.lost_cluster_grace = leases.grace();
     atoll_hub::Hub::start(client.clone(), config).await.unwrap()
 }
 

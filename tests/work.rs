@@ -915,3 +915,99 @@ async fn works_of_a_removed_cluster_do_not_hang() {
         "the removed cluster's namespace (and its Work) hung"
     );
 }
+
+#[tokio::test]
+async fn a_deleted_work_of_a_lost_cluster_goes_after_the_grace_period() {
+    let hub = TestHub::start(
+        true,
+        Leases {
+            lease: Duration::from_secs(1),
+            missed: 2,
+        },
+    )
+    .await;
+    let mut east = Member::start(&hub, "east").await;
+    hub.wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    works
+        .create(
+            &PostParams::default(),
+            &work("w", "east", vec![configmap("x")]),
+        )
+        .await
+        .unwrap();
+    work_condition(&works, "w", "Applied", "True").await;
+    east.stop_agent().await;
+    works.delete("w", &DeleteParams::default()).await.unwrap();
+    hub.wait_condition("east", "ControlPlaneHealthy", "Unknown", Some("AgentLost"))
+        .await;
+    assert!(
+        works.get_opt("w").await.unwrap().is_some(),
+        "the Work went before the grace period"
+    );
+    assert!(
+        eventually(WAIT, || async {
+            works.get_opt("w").await.unwrap().is_none()
+        })
+        .await,
+        "the Work hung"
+    );
+    // The cluster keeps what it had: nobody was there to delete it.
+    assert_eq!(greeting(&east).await.as_deref(), Some("x"));
+}
+
+#[tokio::test]
+async fn a_cluster_that_was_away_converges_when_it_returns() {
+    let (hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    works
+        .create(
+            &PostParams::default(),
+            &work("stays", "east", vec![configmap("v1")]),
+        )
+        .await
+        .unwrap();
+    let gone = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "leaving", "namespace": "default"}});
+    works
+        .create(&PostParams::default(), &work("goes", "east", vec![gone]))
+        .await
+        .unwrap();
+    work_condition(&works, "stays", "Applied", "True").await;
+    work_condition(&works, "goes", "Applied", "True").await;
+    east.stop_agent().await;
+    // While it is away: one Work changes, one is deleted, one is new.
+    let patch = json!({"spec": {"workload": {"manifests": [configmap("v2")]}}});
+    works
+        .patch("stays", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    works
+        .delete("goes", &DeleteParams::default())
+        .await
+        .unwrap();
+    let fresh = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "arrived", "namespace": "default"}});
+    works
+        .create(&PostParams::default(), &work("new", "east", vec![fresh]))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        greeting(&east).await.as_deref(),
+        Some("v1"),
+        "the cluster changed while its agent was away"
+    );
+    east.run_agent(&hub, None);
+    let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
+    assert!(
+        eventually(WAIT, || async {
+            greeting(&east).await.as_deref() == Some("v2")
+                && configmaps.get_opt("leaving").await.unwrap().is_none()
+                && configmaps.get_opt("arrived").await.unwrap().is_some()
+                && works.get_opt("goes").await.unwrap().is_none()
+        })
+        .await,
+        "the returning cluster did not converge"
+    );
+    east.stop_agent().await;
+}

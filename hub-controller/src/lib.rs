@@ -75,16 +75,20 @@ pub struct Config {
     pub auto_accept: bool,
     /// Heartbeat lease and how many may be missed.
     pub leases: Leases,
+    /// How long a deleting Work waits for its Unknown cluster to clean up before it goes anyway.
+    pub lost_cluster_grace: std::time::Duration,
 }
 
 impl Config {
-    /// Defaults: listen on `grpc_addr`, no auto-accept, 10 s leases, Unknown after 3.
+    /// Defaults: listen on `grpc_addr`, no auto-accept, 10 s leases, Unknown after 3, deleting
+    /// Works of an Unknown cluster let go after 5 minutes.
     pub fn new(grpc_addr: SocketAddr) -> Self {
         Self {
             grpc_addr,
             grpc_hosts: Vec::new(),
             auto_accept: false,
             leases: Leases::default(),
+            lost_cluster_grace: work::LOST_CLUSTER_GRACE,
         }
     }
 }
@@ -189,6 +193,7 @@ impl Hub {
             fleet.clone(),
             client.clone(),
             stop.clone(),
+            config.lost_cluster_grace,
         )));
         tasks.push(tokio::spawn(clusterset::run(fleet.clone(), client, stop)));
         fleet.membership_dirty.notify_one();

@@ -20,7 +20,7 @@ use crate::sources;
 pub const MANIFESTS_MAX_BYTES: usize = 1024 * 1024;
 /// Annotation that lets a deleting Work go at once, whatever its cluster's state.
 pub const ANNOTATION_FORCE_DELETE: &str = "atoll.dev/force-delete";
-/// How long a deleting Work waits for a cluster that is Unknown before it goes anyway.
+/// How long a deleting Work waits, by default, for a cluster that is Unknown before it goes anyway.
 pub const LOST_CLUSTER_GRACE: Duration = Duration::from_secs(300);
 
 /// One Work as the hub sends it.
@@ -380,12 +380,14 @@ pub async fn release(client: kube::Client, cluster: &str, name: &str) -> kube::R
 }
 
 /// Lets deleting Works go when no agent will clean them up: their cluster was removed, stayed
-/// Unknown for longer than [`LOST_CLUSTER_GRACE`], or the Work carries [`ANNOTATION_FORCE_DELETE`].
+/// Unknown for longer than `grace` (by default [`LOST_CLUSTER_GRACE`]), or the Work carries
+/// [`ANNOTATION_FORCE_DELETE`].
 pub async fn release_abandoned(
     index: Arc<WorkIndex>,
     fleet: Arc<Fleet>,
     client: kube::Client,
     mut shutdown: watch::Receiver<bool>,
+    grace: Duration,
 ) {
     let mut lost_since: HashMap<String, std::time::Instant> = HashMap::new();
     loop {
@@ -407,7 +409,7 @@ pub async fn release_abandoned(
                 Some("it carries the atoll.dev/force-delete annotation")
             } else if member.is_none() {
                 Some("its cluster is no longer a member")
-            } else if lost && now.duration_since(since) > LOST_CLUSTER_GRACE {
+            } else if lost && now.duration_since(since) > grace {
                 Some("its cluster has been Unknown for longer than the grace period")
             } else {
                 None
