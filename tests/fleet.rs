@@ -75,7 +75,9 @@ fn kubectl(kubeconfig: &Path, args: &[&str]) -> Ran {
     all.extend_from_slice(args);
     // kubectl keeps a discovery cache under $HOME: keep it out of the source tree.
     let home = std::env::temp_dir().join("atoll-tests-kubectl-home");
-    Tool::new(client_binary("kubectl").unwrap()).env("HOME", home).run(&all)
+    Tool::new(client_binary("kubectl").unwrap())
+        .env("HOME", home)
+        .run(&all)
 }
 
 /// The `atoll get clusters` row of each cluster, by name: (healthy, joined, clusterset).
@@ -525,6 +527,9 @@ async fn a_placement_lands_on_every_member_survives_a_killed_hub_and_cleans_up()
         status.stdout.contains("3 selected, 3 applied, 3 available"),
         "{status}"
     );
+    let placements = kubectl(&hub_dir.join("hub.kubeconfig"), &["get", "workplacements"]).success();
+    assert_eq!(placements.rows()[0], ["NAME", "SELECTED", "AVAILABLE", "DEGRADED", "PROGRESSING", "AGE"]);
+    assert_eq!(&placements.rows()[1][..5], ["shop", "3", "3", "0", "False"], "{placements}");
     let works = kubectl(&hub_dir.join("hub.kubeconfig"), &["get", "works", "-A"]).success();
     assert_eq!(works.rows().len(), 4, "one Work per cluster:\n{works}");
 
