@@ -362,21 +362,31 @@ async fn refuse(client: kube::Client, cluster: String, name: String, why: String
 /// Removes the cleanup finalizer: the Work goes.
 pub async fn release(client: kube::Client, cluster: &str, name: &str) -> kube::Result<()> {
     let api: Api<Work> = Api::namespaced(client, cluster);
-    let Some(work) = api.get_opt(name).await? else {
-        return Ok(());
-    };
-    let finalizers: Vec<String> = work
-        .metadata
-        .finalizers
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|f| f != FINALIZER_WORK_CLEANUP)
-        .collect();
-    let patch = serde_json::json!({"metadata": {"finalizers": finalizers, "resourceVersion": work.metadata.resource_version}});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map(|_| ())
+    let mut attempt = 0;
+    loop {
+        let Some(work) = api.get_opt(name).await? else {
+            return Ok(());
+        };
+        let finalizers: Vec<String> = work
+            .metadata
+            .finalizers
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f != FINALIZER_WORK_CLEANUP)
+            .collect();
+        let patch = serde_json::json!({"metadata": {"finalizers": finalizers, "resourceVersion": work.metadata.resource_version}});
+        match api
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => return Ok(()),
+            // Someone wrote the Work meanwhile (its status, say): read it again.
+            Err(kube::Error::Api(e)) if e.code == 409 && attempt < 5 => attempt += 1,
+            Err(kube::Error::Api(e)) if e.code == 404 => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Lets deleting Works go when no agent will clean them up: their cluster was removed, stayed
