@@ -528,8 +528,22 @@ async fn a_placement_lands_on_every_member_survives_a_killed_hub_and_cleans_up()
         "{status}"
     );
     let placements = kubectl(&hub_dir.join("hub.kubeconfig"), &["get", "workplacements"]).success();
-    assert_eq!(placements.rows()[0], ["NAME", "SELECTED", "AVAILABLE", "DEGRADED", "PROGRESSING", "AGE"]);
-    assert_eq!(&placements.rows()[1][..5], ["shop", "3", "3", "0", "False"], "{placements}");
+    assert_eq!(
+        placements.rows()[0],
+        [
+            "NAME",
+            "SELECTED",
+            "AVAILABLE",
+            "DEGRADED",
+            "PROGRESSING",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        &placements.rows()[1][..5],
+        ["shop", "3", "3", "0", "False"],
+        "{placements}"
+    );
     let works = kubectl(&hub_dir.join("hub.kubeconfig"), &["get", "works", "-A"]).success();
     assert_eq!(works.rows().len(), 4, "one Work per cluster:\n{works}");
 
