@@ -393,17 +393,18 @@ impl Hub for HubService {
                 report.work_name
             ))
         })?;
-        let works: Api<Work> = Api::namespaced(self.client.clone(), &name);
-        let work = works.get_opt(&report.work_name).await.map_err(internal)?;
-        match work {
-            Some(w) if w.metadata.uid.as_deref() == Some(report.work_uid.as_str()) => {}
-            _ => {
-                return Err(Status::not_found(format!(
-                    "cluster {name:?} has no Work {:?} with UID {:?}",
-                    report.work_name, report.work_uid
-                )));
-            }
+        // The hub's own index says whether this cluster has that Work (no read of the API).
+        let known = self
+            .works
+            .get(&name, &report.work_name)
+            .is_some_and(|e| e.uid == report.work_uid);
+        if !known {
+            return Err(Status::not_found(format!(
+                "cluster {name:?} has no Work {:?} with UID {:?}",
+                report.work_name, report.work_uid
+            )));
         }
+        let works: Api<Work> = Api::namespaced(self.client.clone(), &name);
         works
             .patch_status(
                 &report.work_name,

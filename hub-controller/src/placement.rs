@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use atoll_api::names::{CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING};
+use atoll_api::names::{
+    CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING, FINALIZER_WORK_CLEANUP,
+};
 use atoll_api::placement::{FailedCluster, RolloutType, WorkPlacement, WorkPlacementStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -20,6 +22,9 @@ use crate::conditions::{Verdict, merge};
 use crate::fleet::Fleet;
 use crate::sources;
 use crate::work::{ANNOTATION_PLACEMENT_GENERATION, Entry, LABEL_PLACEMENT, WorkIndex};
+
+/// How many Works the hub stamps at once.
+const STAMP_CONCURRENCY: usize = 64;
 
 /// Field manager of the Works the hub stamps.
 const FIELD_MANAGER: &str = "atoll-hub";
@@ -318,10 +323,27 @@ async fn reconcile(
                 .collect()
         }
     };
-    for cluster in &to_stamp {
-        stamp(client, placement, &key, cluster, generation).await?;
+    // Stamp concurrently: each is one write, and a large fleet has thousands.
+    let manifests = Arc::new(placement.spec.manifests.clone());
+    let owned: Vec<String> = to_stamp.iter().map(|c| (*c).clone()).collect();
+    let mut stamped_now = Vec::new();
+    for chunk in owned.chunks(STAMP_CONCURRENCY) {
+        let mut writes = Vec::with_capacity(chunk.len());
+        for cluster in chunk {
+            writes.push(stamp(
+                client.clone(),
+                key.clone(),
+                cluster.clone(),
+                generation,
+                manifests.clone(),
+            ));
+        }
+        stamped_now.extend(futures::future::join_all(writes).await);
+    }
+    for (cluster, result) in stamped_now {
+        result?;
         timings.insert(
-            (key.clone(), (*cluster).clone()),
+            (key.clone(), cluster),
             Timing {
                 generation,
                 stamped: now,
@@ -524,13 +546,24 @@ fn cluster_progress(
 }
 
 async fn stamp(
-    client: &kube::Client,
-    placement: &WorkPlacement,
+    client: kube::Client,
+    key: String,
+    cluster: String,
+    generation: i64,
+    manifests: Arc<Vec<atoll_api::work::Manifest>>,
+) -> (String, kube::Result<()>) {
+    let result = write_work(client, &key, &cluster, generation, &manifests).await;
+    (cluster, result)
+}
+
+async fn write_work(
+    client: kube::Client,
     key: &str,
     cluster: &str,
     generation: i64,
+    manifests: &[atoll_api::work::Manifest],
 ) -> kube::Result<()> {
-    let api: Api<atoll_api::work::Work> = Api::namespaced(client.clone(), cluster);
+    let api: Api<atoll_api::work::Work> = Api::namespaced(client, cluster);
     let work = serde_json::json!({
         "apiVersion": "multicluster.x-k8s.io/v1alpha1",
         "kind": "Work",
@@ -538,9 +571,11 @@ async fn stamp(
             "name": key,
             "namespace": cluster,
             "labels": {LABEL_PLACEMENT: key},
+            // Held from the start, saving the hub a second write per Work.
+            "finalizers": [FINALIZER_WORK_CLEANUP],
             "annotations": {ANNOTATION_PLACEMENT_GENERATION: generation.to_string()},
         },
-        "spec": {"workload": {"manifests": placement.spec.manifests}},
+        "spec": {"workload": {"manifests": manifests}},
     });
     api.patch(
         key,

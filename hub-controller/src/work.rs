@@ -160,6 +160,14 @@ impl WorkIndex {
         removed
     }
 
+    /// One Work.
+    pub fn get(&self, cluster: &str, name: &str) -> Option<Entry> {
+        self.lock()
+            .get(cluster)
+            .and_then(|works| works.get(name))
+            .cloned()
+    }
+
     /// The Works of one cluster.
     pub fn of_cluster(&self, cluster: &str) -> Vec<(String, Entry)> {
         self.lock()
