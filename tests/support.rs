@@ -2,6 +2,7 @@
 //! process or as the real `atoll` binary) on a free loopback port, and connect kube-rs to it over
 //! HTTPS with the admin kubeconfig it wrote.
 
+pub mod bench;
 pub mod in_process;
 
 use std::net::{SocketAddr, TcpListener};

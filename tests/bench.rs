@@ -1,0 +1,120 @@
+//! Helpers the benchmark programs share: simulated clusters' identities, the hub process's
+//! memory, log and file limits, and table verdicts.
+
+use std::path::Path;
+
+use anyhow::{Context as _, bail};
+use atoll_api::names::PROPERTY_CLUSTER_ID;
+use atoll_proto::v1::Property;
+
+/// File descriptors kept free beyond one per simulated agent.
+pub const FD_MARGIN: u64 = 256;
+
+/// Fails with what to do when this process (and so the hub it starts) may not open enough files.
+pub fn check_open_files(clusters: usize) -> anyhow::Result<()> {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let soft = limits
+        .lines()
+        .find(|line| line.starts_with("Max open files"))
+        .and_then(|line| line.split_whitespace().nth(3))
+        .and_then(|value| value.parse::<u64>().ok());
+    let need = clusters as u64 + FD_MARGIN;
+    match soft {
+        Some(limit) if limit < need => bail!(
+            "{clusters} simulated agents need about {need} open files in this process and as many \
+             in the hub, but the limit is {limit}: raise it (ulimit -n {need}) or run fewer \
+             clusters (--clusters)"
+        ),
+        _ => Ok(()),
+    }
+}
+
+pub fn cluster_id(index: usize) -> String {
+    format!("00000000-0000-4000-8000-{index:012x}")
+}
+
+/// Warning and error lines of the hub's log, and the first of them without its timestamp and
+/// with the data directory shown as `DATA`.
+pub fn hub_log(path: &Path, data_dir: &Path) -> (usize, usize, String) {
+    let log = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<String> = log.lines().map(without_colours).collect();
+    let count = |level: &str| lines.iter().filter(|l| l.contains(level)).count();
+    let first = lines
+        .iter()
+        .find(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+        .map(|l| {
+            let message = l
+                .split_once(' ')
+                .map_or(l.as_str(), |(_, rest)| rest.trim());
+            message.replace(&data_dir.display().to_string(), "DATA")
+        })
+        .unwrap_or_default();
+    (count(" WARN "), count(" ERROR "), first)
+}
+
+/// The ClusterProperties a simulated member reports: its cluster ID, as a real agent does.
+pub fn properties(index: usize) -> Vec<Property> {
+    vec![Property {
+        name: PROPERTY_CLUSTER_ID.to_owned(),
+        value: cluster_id(index),
+    }]
+}
+
+/// VmRSS of a process, in KiB.
+pub fn rss_kib(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .with_context(|| format!("the hub (pid {pid}) is gone"))?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .context("no VmRSS in /proc/PID/status")
+}
+
+/// A seed that differs from run to run.
+pub fn run_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// The binary's path from its `target` directory on, so that no machine path is printed.
+pub fn short_binary(path: &str) -> String {
+    path.rfind("/release/")
+        .or_else(|| path.rfind("/debug/"))
+        .map_or_else(|| path.to_owned(), |i| format!("target{}", &path[i..]))
+}
+
+/// A uniform number in [0, 1) (splitmix64), for the heartbeat jitter.
+pub fn unit(state: &mut u64) -> f64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
+}
+
+pub fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "missed" }
+}
+
+/// A log line without its ANSI colour sequences.
+pub fn without_colours(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // ESC [ parameters, ending with a letter.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
