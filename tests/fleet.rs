@@ -59,6 +59,20 @@ impl Drop for Agent {
     }
 }
 
+/// Three member clusters (`atoll apiserver`: east, west, north) with their agents, joining the
+/// hub whose data directory is `hub_dir`.
+fn start_members(dir: &Path, hub_dir: &Path, grpc: &str) -> (Vec<Process>, Vec<Agent>) {
+    let mut members = Vec::new();
+    let mut agents = Vec::new();
+    for name in ["east", "west", "north"] {
+        let member = Process::apiserver(&dir.join(name), free_addr().unwrap()).unwrap();
+        let log = dir.join(format!("{name}-agent.log"));
+        agents.push(Agent::start(hub_dir, grpc, &member, name, log));
+        members.push(member);
+    }
+    (members, agents)
+}
+
 /// `atoll` against the hub.
 fn atoll(hub_dir: &Path, args: &[&str]) -> Ran {
     let kubeconfig = hub_dir.join("hub.kubeconfig");
@@ -131,20 +145,7 @@ async fn three_clusters_join_get_lost_come_back_and_move_between_sets() {
     .unwrap();
     assert!(hub_dir.join("hub-ca.crt").exists() && hub_dir.join("bootstrap-token").exists());
 
-    let names = ["east", "west", "north"];
-    let mut members = Vec::new();
-    let mut agents = Vec::new();
-    for name in names {
-        let member = Process::apiserver(&dir.path().join(name), free_addr().unwrap()).unwrap();
-        agents.push(Agent::start(
-            &hub_dir,
-            &grpc,
-            &member,
-            name,
-            dir.path().join(format!("{name}-agent.log")),
-        ));
-        members.push(member);
-    }
+    let (members, mut agents) = start_members(dir.path(), &hub_dir, &grpc);
 
     // All three join and are healthy, in the CLI and in kubectl's printer columns.
     until(
@@ -434,19 +435,7 @@ async fn a_placement_lands_on_every_member_survives_a_killed_hub_and_cleans_up()
         "3",
     ];
     let mut hub = Process::hub_with(&hub_dir, api_addr, &flags).unwrap();
-    let mut members = Vec::new();
-    let mut agents = Vec::new();
-    for name in ["east", "west", "north"] {
-        let member = Process::apiserver(&dir.path().join(name), free_addr().unwrap()).unwrap();
-        agents.push(Agent::start(
-            &hub_dir,
-            &grpc,
-            &member,
-            name,
-            dir.path().join(format!("{name}-agent.log")),
-        ));
-        members.push(member);
-    }
+    let (members, _agents) = start_members(dir.path(), &hub_dir, &grpc);
     until(
         dir.path(),
         "three clusters are healthy",
