@@ -118,3 +118,45 @@ pub fn without_colours(line: &str) -> String {
     }
     out
 }
+
+/// What a fleet benchmark was asked for: the full plan (when cargo passes `--bench` and
+/// `--quick` is absent) and the fleet sizes `--clusters 100,1000` names.
+pub struct FleetArgs {
+    /// Run the full plan.
+    pub full: bool,
+    /// The sizes to run, when narrowed.
+    pub clusters: Option<Vec<usize>>,
+}
+
+/// The arguments the fleet benchmarks take.
+pub const FLEET_USAGE: &str =
+    "arguments: [--quick] [--clusters 100,1000,5000] (cargo adds --bench)";
+
+/// Parses `[--bench] [--quick] [--clusters N,N]`.
+pub fn fleet_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<FleetArgs> {
+    let mut bench = false;
+    let mut quick = false;
+    let mut clusters = None;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--bench" => bench = true,
+            "--quick" => quick = true,
+            "--clusters" => {
+                let list = args.next().context(FLEET_USAGE)?;
+                let sizes = list
+                    .split(',')
+                    .map(|n| match n.trim().parse::<usize>() {
+                        Ok(n) if n > 0 => Ok(n),
+                        _ => bail!("--clusters wants positive counts, not {n:?}; {FLEET_USAGE}"),
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                clusters = Some(sizes);
+            }
+            other => bail!("unknown argument {other:?}; {FLEET_USAGE}"),
+        }
+    }
+    Ok(FleetArgs {
+        full: bench && !quick,
+        clusters,
+    })
+}

@@ -57,8 +57,8 @@ use atoll_api::inventory::ClusterProfile;
 use atoll_api::names::{CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED, INVENTORY_NAMESPACE};
 use atoll_proto::v1::{Health, HeartbeatRequest, JoinRequest, SyncRequest, join_response};
 use atoll_tests::bench::{
-    check_open_files, cluster_id, hub_log, properties, rss_kib, run_seed, short_binary, unit,
-    verdict,
+    check_open_files, cluster_id, fleet_args, hub_log, properties, rss_kib, run_seed, short_binary,
+    unit, verdict,
 };
 use atoll_tests::{Process, Report, client_from, cpu_ticks, free_addr, machine_busy_ticks};
 use kube::api::{Api, ListParams};
@@ -148,39 +148,17 @@ const QUICK: Plan = Plan {
     lost_slack: Duration::from_secs(5),
 };
 
-const USAGE: &str = "arguments: [--quick] [--clusters 100,1000,5000] (cargo adds --bench)";
-
 struct Options {
     plan: Plan,
     clusters: Vec<usize>,
 }
 
 impl Options {
-    fn parse(mut args: impl Iterator<Item = String>) -> anyhow::Result<Self> {
-        let mut bench = false;
-        let mut quick = false;
-        let mut clusters = None;
-        while let Some(arg) = args.next() {
-            match arg.as_str() {
-                "--bench" => bench = true,
-                "--quick" => quick = true,
-                "--clusters" => {
-                    let list = args.next().context(USAGE)?;
-                    let sizes = list
-                        .split(',')
-                        .map(|n| match n.trim().parse::<usize>() {
-                            Ok(n) if n > 0 => Ok(n),
-                            _ => bail!("--clusters wants positive counts, not {n:?}; {USAGE}"),
-                        })
-                        .collect::<anyhow::Result<Vec<_>>>()?;
-                    clusters = Some(sizes);
-                }
-                other => bail!("unknown argument {other:?}; {USAGE}"),
-            }
-        }
-        let plan = if bench && !quick { FULL } else { QUICK };
+    fn parse(args: impl Iterator<Item = String>) -> anyhow::Result<Self> {
+        let args = fleet_args(args)?;
+        let plan = if args.full { FULL } else { QUICK };
         Ok(Options {
-            clusters: clusters.unwrap_or_else(|| plan.clusters.to_vec()),
+            clusters: args.clusters.unwrap_or_else(|| plan.clusters.to_vec()),
             plan,
         })
     }
