@@ -162,10 +162,17 @@ pub struct Member {
     pub name: String,
     pub stop: Option<tokio::sync::watch::Sender<bool>>,
     pub task: Option<tokio::task::JoinHandle<Result<(), atoll_agent::Error>>>,
+    /// How often its agent applies every Work again.
+    pub resync: Duration,
 }
 
 impl Member {
     pub async fn start(hub: &TestHub, name: &str) -> Member {
+        Self::start_with_resync(hub, name, Duration::from_secs(1)).await
+    }
+
+    /// A member whose agent applies every Work again once per `resync`.
+    pub async fn start_with_resync(hub: &TestHub, name: &str, resync: Duration) -> Member {
         let api = TestServer::start(StorageKind::Memory).await.unwrap();
         let client = api.client().await.unwrap();
         let mut member = Member {
@@ -174,6 +181,7 @@ impl Member {
             name: name.to_owned(),
             stop: None,
             task: None,
+            resync,
         };
         member.run_agent(hub, None);
         member
@@ -186,7 +194,7 @@ impl Member {
             bootstrap_token: hub.token.clone(),
             cluster_name: self.name.clone(),
             cluster_set: cluster_set.map(str::to_owned),
-            resync: Duration::from_secs(1),
+            resync: self.resync,
         };
         let (stop, stopped) = tokio::sync::watch::channel(false);
         self.stop = Some(stop);

@@ -1011,3 +1011,63 @@ async fn a_cluster_that_was_away_converges_when_it_returns() {
     );
     east.stop_agent().await;
 }
+
+#[tokio::test]
+async fn a_change_to_an_applied_object_is_corrected_at_once_not_at_the_next_resync() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    // A resync period far longer than the test: only the watch of applied objects can act.
+    let mut east = Member::start_with_resync(&hub, "east", Duration::from_secs(3600)).await;
+    hub.wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    works
+        .create(
+            &PostParams::default(),
+            &work("watched", "east", vec![configmap("blue")]),
+        )
+        .await
+        .unwrap();
+    work_condition(&works, "watched", "Applied", "True").await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
+    let applied = configmaps.get("greeting").await.unwrap();
+    assert_eq!(
+        applied
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get("atoll.dev/applied-by")
+            .map(String::as_str),
+        Some("atoll-work-agent")
+    );
+    let edit = json!({"data": {"value": "red"}});
+    configmaps
+        .patch(
+            "greeting",
+            &PatchParams {
+                field_manager: Some("intruder".into()),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(&edit),
+        )
+        .await
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            greeting(&east).await.as_deref() == Some("blue")
+        })
+        .await,
+        "the change was not corrected"
+    );
+    assert!(
+        eventually(WAIT, || async {
+            works.get("watched").await.unwrap().status.is_some_and(|s| {
+                s.manifest_conditions[0]
+                    .conditions
+                    .iter()
+                    .any(|c| c.type_ == "Applied" && c.reason == "DriftCorrected")
+            })
+        })
+        .await
+    );
+    east.stop_agent().await;
+}

@@ -36,6 +36,9 @@ pub struct Outcome {
     pub feedback: Option<StatusFeedback>,
 }
 
+/// Label the agent puts on every object it applies (value: its field manager).
+pub const LABEL_APPLIED_BY: &str = "atoll.dev/applied-by";
+
 /// The longest JSON a feedback value may carry (as OCM's `jsonRaw`).
 pub const FEEDBACK_RAW_MAX_CHARS: usize = 1024;
 
@@ -351,11 +354,17 @@ impl Applier {
             .is_some_and(|s| s.force);
 
         let mut body = manifest.clone();
-        if let (Some(ns), Some(meta)) = (
-            &namespace,
-            body.get_mut("metadata").and_then(Value::as_object_mut),
-        ) {
-            meta.insert("namespace".into(), Value::String(ns.clone()));
+        if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+            if let Some(ns) = &namespace {
+                meta.insert("namespace".into(), Value::String(ns.clone()));
+            }
+            // Marks what the agent applied, so that it can watch those objects for drift.
+            let labels = meta
+                .entry("labels")
+                .or_insert_with(|| Value::Object(Default::default()));
+            if let Some(labels) = labels.as_object_mut() {
+                labels.insert(LABEL_APPLIED_BY.into(), Value::String(FIELD_MANAGER.into()));
+            }
         }
         let mut before: Option<String> = None;
         let written = match strategy {

@@ -274,12 +274,23 @@ impl Session<'_> {
         }
     }
 
-    /// Applies every Work again once a resync period, correcting what drifted.
+    /// Applies a Work again as soon as one of its objects changes in the cluster, and every
+    /// Work once a resync period, correcting what drifted.
     async fn resync(&self) -> Ended {
+        let mut next = tokio::time::Instant::now() + self.config.resync;
         loop {
-            tokio::time::sleep(self.config.resync).await;
             let mut client = self.client.clone();
-            self.works.resync(&mut client).await;
+            tokio::select! {
+                _ = tokio::time::sleep_until(next) => {
+                    self.works.resync(&mut client).await;
+                    next = tokio::time::Instant::now() + self.config.resync;
+                }
+                Some(work) = self.works.next_changed() => {
+                    // Let a burst of changes settle, then apply once.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    self.works.reapply(&mut client, &work).await;
+                }
+            }
         }
     }
 

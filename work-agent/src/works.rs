@@ -2,8 +2,14 @@
 //! the hub, after a reconnect, which version of each Work the agent has), cleaned up when the hub
 //! deletes them, and their status reported back.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::watcher;
+use tokio::sync::{mpsc, watch};
 
 use atoll_api::names::{CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED};
 use atoll_api::work::{
@@ -14,7 +20,7 @@ use atoll_proto::v1::{WorkDelete, WorkStatusReport, WorkUpsert, WorkVersion};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams};
 
-use crate::apply::{Applier, Outcome, describe};
+use crate::apply::{Applier, LABEL_APPLIED_BY, Outcome, describe};
 use crate::{Error, FIELD_MANAGER, hub};
 
 /// The largest Work status the agent reports; larger ones are trimmed, with a condition saying so.
@@ -40,11 +46,27 @@ pub struct Works {
     versions: Mutex<HashMap<String, HashMap<i32, String>>>,
     /// What each Work's last report said, timestamps left out.
     reported: Mutex<HashMap<String, String>>,
+    /// Which Work applied each object, and the object's resourceVersion after that apply.
+    owners: Arc<Mutex<HashMap<ObjectKey, (String, String)>>>,
+    /// The kinds watched for drift.
+    watched: Mutex<HashSet<(String, String, String)>>,
+    /// Works whose objects changed in the cluster, from the watches.
+    changed: (
+        mpsc::UnboundedSender<String>,
+        tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
+    ),
+    /// Ends the watches when the Works go.
+    _stop: watch::Sender<()>,
+    stopped: watch::Receiver<()>,
 }
+
+/// An applied object: group, kind, namespace, name.
+type ObjectKey = (String, String, String, String);
 
 impl Works {
     /// The Works of cluster `cluster` (its name on the hub), applied through `member`.
     pub fn new(member: kube::Client, cluster: &str) -> Self {
+        let (stop, stopped) = watch::channel(());
         Self {
             applier: Applier::new(member.clone()),
             member,
@@ -52,6 +74,14 @@ impl Works {
             sent: Mutex::default(),
             versions: Mutex::default(),
             reported: Mutex::default(),
+            owners: Arc::default(),
+            watched: Mutex::default(),
+            changed: {
+                let (tx, rx) = mpsc::unbounded_channel();
+                (tx, tokio::sync::Mutex::new(rx))
+            },
+            _stop: stop,
+            stopped,
         }
     }
 
@@ -134,6 +164,7 @@ impl Works {
             })
             .collect();
         lock(&self.versions).insert(upsert.name.clone(), after);
+        self.watch_applied(&upsert.name, &outcomes);
 
         // What the Work held before and no longer does goes.
         let before = previous
@@ -196,6 +227,84 @@ impl Works {
             &status,
         )
         .await
+    }
+
+    /// Records which Work applied each object and watches their kinds, so that a change made in
+    /// the cluster brings the Work back at once rather than at the next resync.
+    fn watch_applied(&self, work: &str, outcomes: &[Outcome]) {
+        for o in outcomes.iter().filter(|o| o.applied.is_ok()) {
+            let id = &o.identifier;
+            let key = (
+                id.group.clone(),
+                id.kind.clone(),
+                id.namespace.clone(),
+                id.name.clone(),
+            );
+            let version = o.resource_version.clone().unwrap_or_default();
+            lock(&self.owners).insert(key, (work.to_owned(), version));
+            let kind = (id.group.clone(), id.version.clone(), id.kind.clone());
+            if id.resource.is_empty() || !lock(&self.watched).insert(kind) {
+                continue;
+            }
+            let gvk = GroupVersionKind::gvk(&id.group, &id.version, &id.kind);
+            let resource = ApiResource::from_gvk_with_plural(&gvk, &id.resource);
+            let api: Api<DynamicObject> = Api::all_with(self.member.clone(), &resource);
+            let config =
+                watcher::Config::default().labels(&format!("{LABEL_APPLIED_BY}={FIELD_MANAGER}"));
+            let (owners, changed, mut stopped) = (
+                self.owners.clone(),
+                self.changed.0.clone(),
+                self.stopped.clone(),
+            );
+            let (group, kind) = (id.group.clone(), id.kind.clone());
+            tokio::spawn(async move {
+                let mut events = std::pin::pin!(watcher::watcher(api, config));
+                loop {
+                    let event = tokio::select! {
+                        event = events.next() => event,
+                        _ = stopped.changed() => return,
+                    };
+                    let object = match event {
+                        Some(Ok(watcher::Event::Apply(o))) => o,
+                        Some(Ok(_)) => continue,
+                        Some(Err(error)) => {
+                            tracing::debug!(%error, %kind, "watch of applied objects failed; retrying");
+                            tokio::time::sleep(Duration::from_secs(5)).await;
+                            continue;
+                        }
+                        None => return,
+                    };
+                    let key = (
+                        group.clone(),
+                        kind.clone(),
+                        object.metadata.namespace.clone().unwrap_or_default(),
+                        object.metadata.name.clone().unwrap_or_default(),
+                    );
+                    let owner = lock(&owners).get(&key).cloned();
+                    if let Some((work, version)) = owner
+                        && object.metadata.resource_version.as_deref() != Some(version.as_str())
+                        && changed.send(work).is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    }
+
+    /// Waits for a Work whose applied objects changed in the cluster.
+    pub async fn next_changed(&self) -> Option<String> {
+        self.changed.1.lock().await.recv().await
+    }
+
+    /// Applies one Work again (when its objects changed in the cluster).
+    pub async fn reapply(&self, client: &mut hub::Client, name: &str) {
+        let sent = lock(&self.sent).get(name).cloned();
+        if let Some(upsert) = sent
+            && let Err(error) = self.upsert(client, &upsert, true).await
+        {
+            tracing::warn!(work = %name, %error, "cannot re-apply a Work");
+        }
     }
 
     /// Re-applies every Work the hub sent, correcting drift, and reports the Works that drifted.
