@@ -83,6 +83,22 @@ fn atoll(hub_dir: &Path, args: &[&str]) -> Ran {
         .run(&all)
 }
 
+/// `spec.size` of the Widget `shop/w` in a member cluster, through kubectl.
+fn widget_size(member: &Process) -> Ran {
+    kubectl(
+        &member.kubeconfig(),
+        &[
+            "get",
+            "widget",
+            "w",
+            "-n",
+            "shop",
+            "-o",
+            "jsonpath={.spec.size}",
+        ],
+    )
+}
+
 /// `kubectl` against the cluster of `kubeconfig`.
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> Ran {
     let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
@@ -496,19 +512,7 @@ async fn a_placement_lands_on_every_member_survives_a_killed_hub_and_cleans_up()
     for member in &members {
         on_member(member, &["get", "deployment", "web", "-n", "shop"]).success();
         on_member(member, &["get", "configmap", "settings", "-n", "shop"]).success();
-        let size = on_member(
-            member,
-            &[
-                "get",
-                "widget",
-                "w",
-                "-n",
-                "shop",
-                "-o",
-                "jsonpath={.spec.size}",
-            ],
-        )
-        .success();
+        let size = widget_size(member).success();
         assert_eq!(size.stdout.trim(), "1");
     }
     let status = atoll(&hub_dir, &["work", "status", "shop"]).success();
@@ -561,19 +565,7 @@ async fn a_placement_lands_on_every_member_survives_a_killed_hub_and_cleans_up()
         on_member(member, &["get", "configmap", "settings", "-n", "shop"])
             .failure()
             .stderr_has("NotFound");
-        let size = on_member(
-            member,
-            &[
-                "get",
-                "widget",
-                "w",
-                "-n",
-                "shop",
-                "-o",
-                "jsonpath={.spec.size}",
-            ],
-        )
-        .success();
+        let size = widget_size(member).success();
         assert_eq!(size.stdout.trim(), "2");
     }
 
@@ -601,25 +593,7 @@ async fn a_placement_lands_on_every_member_survives_a_killed_hub_and_cleans_up()
         dir.path(),
         "every member has size 3 after the hub's restart",
         Duration::from_secs(60),
-        || {
-            members.iter().all(|m| {
-                on_member(
-                    m,
-                    &[
-                        "get",
-                        "widget",
-                        "w",
-                        "-n",
-                        "shop",
-                        "-o",
-                        "jsonpath={.spec.size}",
-                    ],
-                )
-                .stdout
-                .trim()
-                    == "3"
-            })
-        },
+        || members.iter().all(|m| widget_size(m).stdout.trim() == "3"),
     )
     .await;
     until(

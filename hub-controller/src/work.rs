@@ -6,13 +6,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use atoll_api::names::FINALIZER_WORK_CLEANUP;
+use atoll_api::names::{CONDITION_APPLIED, FINALIZER_WORK_CLEANUP};
 use atoll_api::work::Work;
 use atoll_proto::v1::{SyncEvent, WorkDelete, WorkUpsert, WorkVersion, sync_event};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::watch;
 
+use crate::conditions::{Verdict, merge};
 use crate::fleet::{Fleet, Health};
 use crate::sources;
 
@@ -354,11 +355,9 @@ async fn add_finalizer(client: kube::Client, work: Work) {
 
 async fn refuse(client: kube::Client, cluster: String, name: String, why: String) {
     let api: Api<Work> = Api::namespaced(client, &cluster);
-    let now = jiff::Timestamp::now();
-    let status = serde_json::json!({"status": {"conditions": [{
-        "type": "Applied", "status": "False", "reason": "WorkTooLarge", "message": why,
-        "lastTransitionTime": k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(now),
-    }]}});
+    let verdict = Verdict::new(CONDITION_APPLIED, "False", "WorkTooLarge", why);
+    let conditions = merge(&[], vec![verdict], None, jiff::Timestamp::now());
+    let status = serde_json::json!({"status": {"conditions": conditions}});
     if let Err(error) = api
         .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
         .await
