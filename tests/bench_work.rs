@@ -20,7 +20,7 @@
 //! - fan-out: from the create (or the update) call to every agent having received its Work, to
 //!   every report acknowledged, and to the hub's API showing the WorkPlacement with
 //!   `available == N` and `Progressing` reason `RolloutComplete` at the new generation (polled
-//!   every 250 ms); the p50/p99 of each cluster's "call → Work received" and "call → report
+//!   every 50 ms); the p50/p99 of each cluster's "call → Work received" and "call → report
 //!   sent";
 //! - hub load: the CPU the hub process used over the fan-out (utime + stime from
 //!   `/proc/PID/stat`), this program used and every other process used, in % of one core
@@ -83,7 +83,7 @@ const JOIN_CONCURRENCY: usize = 128;
 /// How long one connect or call may take before it counts as failed.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the hub's API is polled for the WorkPlacement's status.
-const POLL: Duration = Duration::from_millis(250);
+const POLL: Duration = Duration::from_millis(50);
 /// How often the profiles are listed while waiting for the fleet to be ready (not measured).
 const READY_POLL: Duration = Duration::from_secs(1);
 /// How often an agent opens its sync stream before it gives up.

@@ -387,12 +387,6 @@ impl Hub for HubService {
             }
             return Ok(Response::new(WorkStatusAck {}));
         }
-        let status: serde_json::Value = serde_json::from_slice(&report.status).map_err(|e| {
-            Status::invalid_argument(format!(
-                "the status of Work {:?} is not JSON: {e}",
-                report.work_name
-            ))
-        })?;
         // The hub's own index says whether this cluster has that Work (no read of the API).
         let known = self
             .works
@@ -404,15 +398,16 @@ impl Hub for HubService {
                 report.work_name, report.work_uid
             )));
         }
-        let works: Api<Work> = Api::namespaced(self.client.clone(), &name);
-        works
-            .patch_status(
-                &report.work_name,
-                &PatchParams::default(),
-                &Patch::Merge(serde_json::json!({ "status": status })),
-            )
-            .await
-            .map_err(internal)?;
+        match work::write_status(&self.client, &name, &report.work_name, &report.status).await {
+            Ok(()) => {}
+            Err(work::WriteStatusError::NotJson(e)) => {
+                return Err(Status::invalid_argument(format!(
+                    "the status of Work {:?} is not JSON: {e}",
+                    report.work_name
+                )));
+            }
+            Err(work::WriteStatusError::Api(e)) => return Err(internal(e)),
+        }
         Ok(Response::new(WorkStatusAck {}))
     }
 }

@@ -563,7 +563,6 @@ async fn write_work(
     generation: i64,
     manifests: &[atoll_api::work::Manifest],
 ) -> kube::Result<()> {
-    let api: Api<atoll_api::work::Work> = Api::namespaced(client, cluster);
     let work = serde_json::json!({
         "apiVersion": "multicluster.x-k8s.io/v1alpha1",
         "kind": "Work",
@@ -577,12 +576,16 @@ async fn write_work(
         },
         "spec": {"workload": {"manifests": manifests}},
     });
-    api.patch(
-        key,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&work),
-    )
-    .await?;
+    // The answer (the whole Work) is not decoded: the watch brings it to the index.
+    let url = <atoll_api::work::Work as kube::Resource>::url_path(&(), Some(cluster));
+    let request = kube::core::Request::new(url)
+        .patch(
+            key,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&work),
+        )
+        .map_err(kube::Error::BuildRequest)?;
+    client.request::<serde::de::IgnoredAny>(request).await?;
     tracing::info!(placement = %key, %cluster, generation, "stamped the Work");
     Ok(())
 }

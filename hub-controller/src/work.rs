@@ -366,6 +366,52 @@ async fn refuse(client: kube::Client, cluster: String, name: String, why: String
     }
 }
 
+/// Writes a Work's status as its agent reported it, passing the agent's JSON through as it came
+/// (it is checked to be one JSON object, not decoded into a tree) and not decoding the answer:
+/// this is the hub's most frequent write.
+pub async fn write_status(
+    client: &kube::Client,
+    cluster: &str,
+    name: &str,
+    status: &[u8],
+) -> Result<(), WriteStatusError> {
+    #[derive(serde::Serialize)]
+    struct StatusPatch<'a> {
+        status: &'a serde_json::value::RawValue,
+    }
+    let raw: &serde_json::value::RawValue =
+        serde_json::from_slice(status).map_err(|e| WriteStatusError::NotJson(e.to_string()))?;
+    if !raw.get().starts_with('{') {
+        return Err(WriteStatusError::NotJson(
+            "a status is a JSON object".to_owned(),
+        ));
+    }
+    let request = kube::core::Request::new(<Work as kube::Resource>::url_path(&(), Some(cluster)))
+        .patch_subresource(
+            "status",
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(StatusPatch { status: raw }),
+        )
+        .map_err(|e| WriteStatusError::Api(kube::Error::BuildRequest(e)))?;
+    client
+        .request::<serde::de::IgnoredAny>(request)
+        .await
+        .map_err(WriteStatusError::Api)?;
+    Ok(())
+}
+
+/// Why a reported status was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteStatusError {
+    /// The report is not a JSON object.
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    /// The hub's API refused or failed.
+    #[error(transparent)]
+    Api(kube::Error),
+}
+
 /// Removes the cleanup finalizer: the Work goes.
 pub async fn release(client: kube::Client, cluster: &str, name: &str) -> kube::Result<()> {
     let api: Api<Work> = Api::namespaced(client, cluster);

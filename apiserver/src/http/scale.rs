@@ -106,7 +106,7 @@ pub async fn patch(
     let current = store.get(rt, ns, name).await?;
     let mut scale = from_object(rt, &current)?;
     let doc: Value = match patch_type {
-        PatchType::Apply => serde_yaml_ng::from_slice(body)
+        PatchType::Apply => crate::patch::decode_apply(body)
             .map_err(|e| Error::BadRequest(format!("error decoding YAML: {e}")))?,
         _ => serde_json::from_slice(body)
             .map_err(|e| Error::BadRequest(format!("error decoding patch: {e}")))?,

@@ -502,7 +502,7 @@ impl Store {
             ));
         }
         let patch_doc: Value = match patch_type {
-            PatchType::Apply => serde_yaml_ng::from_slice(body)
+            PatchType::Apply => crate::patch::decode_apply(body)
                 .map_err(|e| Error::BadRequest(format!("error decoding YAML: {e}")))?,
             _ => serde_json::from_slice(body)
                 .map_err(|e| Error::BadRequest(format!("error decoding patch: {e}")))?,
@@ -1067,7 +1067,7 @@ impl Store {
             if rt.builtin {
                 // Built-in kinds are typed: a value of the wrong type fails decoding (400), as
                 // kube-apiserver's JSON decoder does; the rest is validation (422).
-                let found = validation::validate(object, schema);
+                let found = validation::validate(object, None, schema);
                 if let Some(bad) = found.iter().find(|e| is_type_error(e)) {
                     return Err(Error::BadRequest(format!(
                         "{kind} in version {version:?} cannot be handled as a {kind}: {bad}",
@@ -1078,7 +1078,8 @@ impl Store {
                 errors.extend(found);
             } else {
                 validation::apply_defaults(object, schema);
-                errors.extend(validation::validate(object, schema));
+                // Custom resources ratchet: unchanged fields are not validated again.
+                errors.extend(validation::validate(object, old, schema));
             }
         }
         let name_rule = if rt.group.is_empty() && rt.plural == "namespaces" {

@@ -18,10 +18,20 @@ use super::{FieldError, path};
 
 /// Validates `obj` against `schema` (a CRD version's `openAPIV3Schema`). Non-nullable `null`s
 /// and unknown fields should have been removed first (see [`super::structural`]).
-pub fn validate(obj: &Value, schema: &Value) -> Vec<FieldError> {
-    let mut errs = validate_node(obj, schema, "");
-    errs.extend(list_sets_and_maps(obj, schema, ""));
+///
+/// On an update, `old` is the stored object and validation ratchets as kube-apiserver's does for
+/// custom resources (KEP-4008): a property whose value is unchanged is not validated again, so
+/// an object that became invalid under a newer schema can still be updated elsewhere, and a
+/// status write does not pay for validating an unchanged spec.
+pub fn validate(obj: &Value, old: Option<&Value>, schema: &Value) -> Vec<FieldError> {
+    let mut errs = validate_node(obj, old, schema, "");
+    errs.extend(list_sets_and_maps(obj, old, schema, ""));
     errs
+}
+
+/// The old value of property `name`, when `old` is an object.
+fn old_child<'a>(old: Option<&'a Value>, name: &str) -> Option<&'a Value> {
+    old.and_then(|o| o.get(name))
 }
 
 /// The field an error about the value at kube-openapi path `name` is reported on.
@@ -111,7 +121,7 @@ fn is_whole(f: f64) -> bool {
     f.is_finite() && f.fract() == 0.0
 }
 
-fn validate_node(data: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
+fn validate_node(data: &Value, old: Option<&Value>, schema: &Value, path: &str) -> Vec<FieldError> {
     let Some(s) = schema.as_object() else {
         return Vec::new();
     };
@@ -169,7 +179,7 @@ fn validate_node(data: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
     errs.extend(check_enum(data, s, path));
 
     if let Value::Object(map) = data {
-        errs.extend(check_object(map, s, path));
+        errs.extend(check_object(map, old, s, path));
     }
     errs
 }
@@ -193,13 +203,19 @@ fn sub_schemas<'a>(s: &'a Map<String, Value>, key: &str) -> &'a [Value] {
 
 fn check_combinators(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
+    if !["anyOf", "oneOf", "allOf", "not"]
+        .iter()
+        .any(|k| s.contains_key(*k))
+    {
+        return errs;
+    }
     let quoted = go_quote(path);
 
     let any_of = sub_schemas(s, "anyOf");
     if !any_of.is_empty() {
         let results: Vec<Vec<FieldError>> = any_of
             .iter()
-            .map(|sub| validate_node(data, sub, path))
+            .map(|sub| validate_node(data, None, sub, path))
             .collect();
         if !results.iter().any(Vec::is_empty) {
             errs.push(composite_error(format!(
@@ -215,7 +231,7 @@ fn check_combinators(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<Fi
     if !one_of.is_empty() {
         let results: Vec<Vec<FieldError>> = one_of
             .iter()
-            .map(|sub| validate_node(data, sub, path))
+            .map(|sub| validate_node(data, None, sub, path))
             .collect();
         let valid = results.iter().filter(|r| r.is_empty()).count();
         if valid != 1 {
@@ -239,7 +255,7 @@ fn check_combinators(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<Fi
     if !all_of.is_empty() {
         let mut valid = 0;
         for sub in all_of {
-            let result = validate_node(data, sub, path);
+            let result = validate_node(data, None, sub, path);
             if result.is_empty() {
                 valid += 1;
             }
@@ -254,7 +270,7 @@ fn check_combinators(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<Fi
     }
 
     if let Some(not) = s.get("not")
-        && validate_node(data, not, path).is_empty()
+        && validate_node(data, None, not, path).is_empty()
     {
         errs.push(composite_error(format!(
             "{quoted} must not validate the schema (not)"
@@ -429,7 +445,12 @@ fn check_array(items: &[Value], s: &Map<String, Value>, path: &str) -> Vec<Field
     let mut errs = Vec::new();
     if let Some(item_schema) = s.get("items").filter(|v| v.is_object()) {
         for (i, item) in items.iter().enumerate() {
-            errs.extend(validate_node(item, item_schema, &path::index(path, i)));
+            errs.extend(validate_node(
+                item,
+                None,
+                item_schema,
+                &path::index(path, i),
+            ));
         }
     }
     let size = items.len() as u64;
@@ -498,7 +519,12 @@ fn check_enum(data: &Value, s: &Map<String, Value>, path: &str) -> Option<FieldE
     ))
 }
 
-fn check_object(map: &Map<String, Value>, s: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+fn check_object(
+    map: &Map<String, Value>,
+    old: Option<&Value>,
+    s: &Map<String, Value>,
+    path: &str,
+) -> Vec<FieldError> {
     let count = map.len() as u64;
     if let Some(min) = s.get("minProperties").and_then(Value::as_u64)
         && count < min
@@ -525,9 +551,14 @@ fn check_object(map: &Map<String, Value>, s: &Map<String, Value>, path: &str) ->
         .get("properties")
         .and_then(Value::as_object)
         .unwrap_or(&empty);
-    let mut keys: Vec<&String> = map.keys().collect();
-    keys.sort();
-    match s.get("additionalProperties") {
+    let unchanged = |key: &str, value: &Value| old_child(old, key) == Some(value);
+    let additional = s.get("additionalProperties");
+    let mut keys: Vec<&String> = Vec::new();
+    if additional.is_some() {
+        keys = map.keys().collect();
+        keys.sort();
+    }
+    match additional {
         Some(Value::Bool(false)) => {
             for key in &keys {
                 if !properties.contains_key(key.as_str()) {
@@ -541,9 +572,11 @@ fn check_object(map: &Map<String, Value>, s: &Map<String, Value>, path: &str) ->
         }
         Some(additional @ Value::Object(_)) => {
             for key in &keys {
-                if !properties.contains_key(key.as_str()) {
+                let value = &map[key.as_str()];
+                if !properties.contains_key(key.as_str()) && !unchanged(key, value) {
                     errs.extend(validate_node(
-                        &map[key.as_str()],
+                        value,
+                        old_child(old, key),
                         additional,
                         &format!("{path}.{key}"),
                     ));
@@ -556,9 +589,12 @@ fn check_object(map: &Map<String, Value>, s: &Map<String, Value>, path: &str) ->
     let mut names: Vec<&String> = properties.keys().collect();
     names.sort();
     for name in names {
-        if let Some(value) = map.get(name.as_str()) {
+        if let Some(value) = map.get(name.as_str())
+            && !unchanged(name, value)
+        {
             errs.extend(validate_node(
                 value,
+                old_child(old, name),
                 &properties[name.as_str()],
                 &path::child(path, name),
             ));
@@ -674,17 +710,27 @@ fn is_cidr(text: &str) -> bool {
 }
 
 /// Upstream's `ValidateListSetsAndMaps`: items of `set` lists and keys of `map` lists are unique.
-fn list_sets_and_maps(data: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
+fn list_sets_and_maps(
+    data: &Value,
+    old: Option<&Value>,
+    schema: &Value,
+    path: &str,
+) -> Vec<FieldError> {
     let (Some(map), Some(s)) = (data.as_object(), schema.as_object()) else {
         return Vec::new();
     };
     let mut errs = Vec::new();
-    let mut keys: Vec<&String> = map.keys().collect();
+    let mut keys: Vec<&String> = map
+        .iter()
+        .filter(|(key, value)| old_child(old, key) != Some(*value))
+        .map(|(key, _)| key)
+        .collect();
     keys.sort();
     if let Some(additional) = s.get("additionalProperties").filter(|v| v.is_object()) {
         for key in &keys {
             errs.extend(list_value(
                 &map[key.as_str()],
+                old_child(old, key),
                 additional,
                 &path::key(path, key),
             ));
@@ -693,17 +739,22 @@ fn list_sets_and_maps(data: &Value, schema: &Value, path: &str) -> Vec<FieldErro
     if let Some(properties) = s.get("properties").and_then(Value::as_object) {
         for key in &keys {
             if let Some(sub) = properties.get(key.as_str()) {
-                errs.extend(list_value(&map[key.as_str()], sub, &path::child(path, key)));
+                errs.extend(list_value(
+                    &map[key.as_str()],
+                    old_child(old, key),
+                    sub,
+                    &path::child(path, key),
+                ));
             }
         }
     }
     errs
 }
 
-fn list_value(data: &Value, schema: &Value, path: &str) -> Vec<FieldError> {
+fn list_value(data: &Value, old: Option<&Value>, schema: &Value, path: &str) -> Vec<FieldError> {
     match data {
         Value::Array(items) => list_array(items, schema, path),
-        Value::Object(_) => list_sets_and_maps(data, schema, path),
+        Value::Object(_) => list_sets_and_maps(data, old, schema, path),
         _ => Vec::new(),
     }
 }
@@ -724,7 +775,7 @@ fn list_array(items: &[Value], schema: &Value, path: &str) -> Vec<FieldError> {
     }
     if let Some(item_schema) = schema.get("items").filter(|v| v.is_object()) {
         for (i, item) in items.iter().enumerate() {
-            errs.extend(list_value(item, item_schema, &path::index(path, i)));
+            errs.extend(list_value(item, None, item_schema, &path::index(path, i)));
         }
     }
     errs
@@ -841,7 +892,7 @@ mod tests {
 
     fn check(spec: Value) -> Vec<String> {
         let obj = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec});
-        messages(&validate(&obj, &widget_schema()))
+        messages(&validate(&obj, None, &widget_schema()))
     }
 
     #[test]
@@ -864,6 +915,7 @@ mod tests {
         );
         let errs = validate(
             &json!({"spec": {"size": "m", "replicas": "x"}}),
+            None,
             &widget_schema(),
         );
         assert_eq!(errs[0].reason(), "FieldValueTypeInvalid");
@@ -989,30 +1041,30 @@ mod tests {
     #[test]
     fn combinators() {
         let schema = json!({"type": "object", "properties": {"v": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}});
-        assert!(validate(&json!({"v": 1}), &schema).is_empty());
+        assert!(validate(&json!({"v": 1}), None, &schema).is_empty());
         assert_eq!(
-            messages(&validate(&json!({"v": true}), &schema)),
+            messages(&validate(&json!({"v": true}), None, &schema)),
             [
                 r#"<nil>: Invalid value: "": "v" must validate at least one schema (anyOf)"#,
                 r#"v: Invalid value: "boolean": v in body must be of type integer: "boolean""#,
             ]
         );
         let schema = json!({"type": "object", "properties": {"v": {"type": "object", "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}}});
-        assert!(validate(&json!({"v": {"a": 1}}), &schema).is_empty());
+        assert!(validate(&json!({"v": {"a": 1}}), None, &schema).is_empty());
         assert_eq!(
-            messages(&validate(&json!({"v": {"a": 1, "b": 2}}), &schema)),
+            messages(&validate(&json!({"v": {"a": 1, "b": 2}}), None, &schema)),
             [
                 r#"<nil>: Invalid value: "": "v" must validate one and only one schema (oneOf). Found 2 valid alternatives"#
             ]
         );
         let schema = json!({"type": "object", "properties": {"v": {"type": "string", "not": {"enum": ["x"]}}}});
         assert_eq!(
-            messages(&validate(&json!({"v": "x"}), &schema)),
+            messages(&validate(&json!({"v": "x"}), None, &schema)),
             [r#"<nil>: Invalid value: "": "v" must not validate the schema (not)"#]
         );
         let schema = json!({"type": "object", "properties": {"v": {"allOf": [{"type": "string"}, {"maxLength": 1}]}}});
         assert_eq!(
-            messages(&validate(&json!({"v": "xy"}), &schema)),
+            messages(&validate(&json!({"v": "xy"}), None, &schema)),
             [
                 "v: Too long: may not be more than 1 byte",
                 r#"<nil>: Invalid value: "": "v" must validate all the schemas (allOf)"#
@@ -1034,7 +1086,7 @@ mod tests {
             "ports": [{"name": "http", "port": 80}, {"name": "http", "port": 81}],
             "pairs": [{"a": "x", "b": "y"}, {"a": "x", "b": "z"}, {"a": "x", "b": "y"}]
         }});
-        let errs = validate(&obj, &schema);
+        let errs = validate(&obj, None, &schema);
         assert_eq!(
             messages(&errs),
             [
@@ -1044,5 +1096,23 @@ mod tests {
             ]
         );
         assert!(errs.iter().all(|e| e.reason() == "FieldValueDuplicate"));
+    }
+
+    #[test]
+    fn unchanged_properties_ratchet_on_update() {
+        // Stored under an older schema: replicas was a string then.
+        let old = json!({"spec": {"size": "m", "replicas": "three"}, "status": {"ready": 1}});
+        let status_write =
+            json!({"spec": {"size": "m", "replicas": "three"}, "status": {"ready": 2}});
+        assert!(validate(&status_write, Some(&old), &widget_schema()).is_empty());
+        // A new object, or a changed field, is validated in full.
+        assert_eq!(validate(&status_write, None, &widget_schema()).len(), 1);
+        let changed = json!({"spec": {"size": "m", "replicas": "four"}});
+        assert_eq!(
+            messages(&validate(&changed, Some(&old), &widget_schema())),
+            [
+                r#"spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string""#
+            ]
+        );
     }
 }
