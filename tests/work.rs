@@ -1071,3 +1071,132 @@ async fn a_change_to_an_applied_object_is_corrected_at_once_not_at_the_next_resy
     );
     east.stop_agent().await;
 }
+
+/// The Work's manifest condition of `type_`, as the hub shows it, for its first manifest.
+fn manifest_condition(work: &Work, type_: &str) -> Option<(String, String, String)> {
+    work.status
+        .as_ref()?
+        .manifest_conditions
+        .first()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+#[tokio::test]
+async fn a_rollout_in_the_member_shows_as_progressing_and_a_stuck_one_as_degraded() {
+    let (hub, mut east) = start().await;
+    let placements: Api<atoll_api::placement::WorkPlacement> =
+        Api::namespaced(hub.client.clone(), "default");
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}});
+    let strategy = json!({"type": "Progressive", "maxFailures": 0});
+    placements
+        .create(
+            &PostParams::default(),
+            &placement(
+                "web",
+                json!({"clusterNames": ["east"]}),
+                strategy,
+                vec![deployment],
+            ),
+        )
+        .await
+        .unwrap();
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    // No controller runs in the member: once applied, the Deployment is settled.
+    let w = work_condition(&works, "default.web", "Progressing", "False").await;
+    assert_eq!(
+        manifest_condition(&w, "Degraded").map(|c| c.0).as_deref(),
+        Some("False")
+    );
+    placement_condition(&placements, "web", "Progressing", "RolloutComplete").await;
+
+    // The member's controller starts a rollout: the manifest and the Work are Progressing.
+    let deployments: Api<Deployment> = Api::namespaced(east.client.clone(), "default");
+    let set_status = |status: Value| {
+        let deployments = deployments.clone();
+        async move {
+            deployments
+                .patch_status(
+                    "web",
+                    &PatchParams::default(),
+                    &Patch::Merge(&json!({"status": status})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    set_status(json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 1, "availableReplicas": 1,
+        "conditions": [{"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "rolling"}]}))
+    .await;
+    let w = work_condition(&works, "default.web", "Progressing", "True").await;
+    let (status, reason, message) = manifest_condition(&w, "Progressing").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "RolloutInProgress")
+    );
+    assert_eq!(
+        message,
+        "1 of 3 replicas updated, 1 available, 2 old replicas left"
+    );
+    let summary = w
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .unwrap();
+    assert_eq!(summary.reason, "Applying");
+    assert!(
+        summary
+            .message
+            .contains("manifest 0 (Deployment apps/v1 default/web): 1 of 3 replicas updated"),
+        "{}",
+        summary.message
+    );
+    let status = placement_condition(&placements, "web", "Progressing", "RollingOut").await;
+    assert_eq!((status.available, status.pending), (0, 1), "{status:#?}");
+
+    // It runs past its progress deadline: Degraded, and the rollout halts naming the cluster.
+    set_status(json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 1, "availableReplicas": 1,
+        "conditions": [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+            "message": "ReplicaSet \"web-7d\" has timed out progressing."}]}))
+    .await;
+    let w = work_condition(&works, "default.web", "Degraded", "True").await;
+    let (_, reason, message) = manifest_condition(&w, "Degraded").unwrap();
+    assert_eq!(reason, "ProgressDeadlineExceeded");
+    assert_eq!(message, "ReplicaSet \"web-7d\" has timed out progressing.");
+    let status = placement_condition(&placements, "web", "Progressing", "RolloutHalted").await;
+    assert_eq!(status.degraded, 1);
+    assert_eq!(status.failed_clusters.len(), 1, "{status:#?}");
+    let failed = &status.failed_clusters[0];
+    assert_eq!(
+        (failed.name.as_str(), failed.reason.as_str()),
+        ("east", "Degraded")
+    );
+    assert!(
+        failed
+            .message
+            .contains("ReplicaSet \"web-7d\" has timed out progressing."),
+        "{}",
+        failed.message
+    );
+
+    // The rollout finishes after all: neither progressing nor degraded, and the placement is done.
+    set_status(json!({"observedGeneration": 1, "replicas": 3, "updatedReplicas": 3, "availableReplicas": 3,
+        "conditions": [{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"}]}))
+    .await;
+    let w = work_condition(&works, "default.web", "Degraded", "False").await;
+    assert_eq!(
+        manifest_condition(&w, "Progressing").map(|c| (c.0, c.1)),
+        Some(("False".to_owned(), "Completed".to_owned()))
+    );
+    let status = placement_condition(&placements, "web", "Progressing", "RolloutComplete").await;
+    assert_eq!((status.available, status.degraded), (1, 0));
+    assert!(status.failed_clusters.is_empty(), "{status:#?}");
+    east.stop_agent().await;
+}

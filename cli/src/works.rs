@@ -336,14 +336,19 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
             let s = w.status.clone().unwrap_or_default();
             let find = |t: &str| s.conditions.iter().find(|c| c.type_ == t);
             let state = |t: &str| find(t).map_or("Unknown".to_owned(), |c| c.status.clone());
+            // What most needs saying: a failure, else a degraded resource, else a rollout.
             let message = find("Applied")
-                .filter(|c| c.status != "True")
+                .filter(|c| c.status == "False")
+                .or(find("Degraded").filter(|c| c.status == "True"))
+                .or(find("Progressing").filter(|c| c.status == "True"))
                 .map(|c| c.message.clone())
                 .unwrap_or_default();
             vec![
                 w.metadata.namespace.clone().unwrap_or_default(),
                 state("Applied"),
                 state("Available"),
+                state("Progressing"),
+                state("Degraded"),
                 output::age(w.metadata.creation_timestamp.as_ref()),
                 message,
             ]
@@ -354,7 +359,15 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
         print!(
             "{}",
             output::table(
-                &["CLUSTER", "APPLIED", "AVAILABLE", "AGE", "MESSAGE"],
+                &[
+                    "CLUSTER",
+                    "APPLIED",
+                    "AVAILABLE",
+                    "PROGRESSING",
+                    "DEGRADED",
+                    "AGE",
+                    "MESSAGE"
+                ],
                 &rows
             )
         );

@@ -40,8 +40,9 @@ pub enum Progress {
     Soaking,
     /// Applied and available for long enough.
     Succeeded,
-    /// Failed to apply, or missed the progress deadline; why.
-    Failed(String),
+    /// Failed to apply (`ApplyFailed`), reported degraded resources (`Degraded`), or missed the
+    /// progress deadline (`ProgressDeadlineExceeded`): the reason, and why.
+    Failed(&'static str, String),
 }
 
 /// What the rollout knows about one stamped cluster over time.
@@ -292,7 +293,7 @@ async fn reconcile(
     // What to stamp now.
     let failures = progress
         .iter()
-        .filter(|(_, p)| matches!(p, Progress::Failed(_)))
+        .filter(|(_, p)| matches!(p, Progress::Failed(..)))
         .count();
     let max_failures = strategy
         .max_failures
@@ -376,14 +377,9 @@ async fn reconcile(
     let failed_clusters: Vec<FailedCluster> = progress
         .iter()
         .filter_map(|(c, p)| match p {
-            Progress::Failed(why) => Some(FailedCluster {
+            Progress::Failed(reason, why) => Some(FailedCluster {
                 name: c.clone(),
-                reason: if why.starts_with("no report") {
-                    "ProgressDeadlineExceeded"
-                } else {
-                    "ApplyFailed"
-                }
-                .to_owned(),
+                reason: (*reason).to_owned(),
                 message: why.clone(),
             }),
             _ => None,
@@ -391,7 +387,7 @@ async fn reconcile(
         .collect();
     let done = progress
         .iter()
-        .filter(|(_, p)| matches!(p, Progress::Succeeded | Progress::Failed(_)))
+        .filter(|(_, p)| matches!(p, Progress::Succeeded | Progress::Failed(..)))
         .count();
     let pending = (selected.len() - done) as i32;
     let total = selected.len();
@@ -524,9 +520,15 @@ fn cluster_progress(
     let reported = &entry.reported;
     if reported.generation == Some(entry.generation) {
         if reported.applied == Some(false) {
-            return Progress::Failed(reported.message.clone());
+            return Progress::Failed("ApplyFailed", reported.message.clone());
         }
-        if reported.applied == Some(true) && reported.available == Some(true) {
+        if reported.degraded == Some(true) {
+            return Progress::Failed("Degraded", reported.message.clone());
+        }
+        if reported.applied == Some(true)
+            && reported.available == Some(true)
+            && reported.progressing != Some(true)
+        {
             let since = *timing.available_since.get_or_insert(now);
             return if now.duration_since(since) >= min_success {
                 Progress::Succeeded
@@ -537,10 +539,13 @@ fn cluster_progress(
     }
     timing.available_since = None;
     match deadline {
-        Some(d) if now.duration_since(timing.stamped) > d => Progress::Failed(format!(
-            "no report of the Work applied and available within the progress deadline of {}s",
-            d.as_secs()
-        )),
+        Some(d) if now.duration_since(timing.stamped) > d => Progress::Failed(
+            "ProgressDeadlineExceeded",
+            format!(
+                "no report of the Work applied, available and done progressing within the progress deadline of {}s",
+                d.as_secs()
+            ),
+        ),
         _ => Progress::Updating,
     }
 }

@@ -55,9 +55,11 @@ pub struct Reported {
     pub applied: Option<bool>,
     /// `Available`.
     pub available: Option<bool>,
+    /// `Progressing`.
+    pub progressing: Option<bool>,
     /// `Degraded`.
     pub degraded: Option<bool>,
-    /// Why it is not applied, when it is not.
+    /// Why it is not applied, or, when it is, why it is degraded.
     pub message: String,
 }
 
@@ -72,13 +74,16 @@ fn reported(work: &Work) -> Reported {
     };
     let find = |t: &str| status.conditions.iter().find(|c| c.type_ == t);
     let applied = find(atoll_api::names::CONDITION_APPLIED);
+    let degraded = find(atoll_api::names::CONDITION_DEGRADED);
     Reported {
         generation: applied.and_then(|c| c.observed_generation),
         applied: applied.map(|c| c.status == "True"),
         available: find(atoll_api::names::CONDITION_AVAILABLE).map(|c| c.status == "True"),
-        degraded: find(atoll_api::names::CONDITION_DEGRADED).map(|c| c.status == "True"),
+        progressing: find(atoll_api::names::CONDITION_PROGRESSING).map(|c| c.status == "True"),
+        degraded: degraded.map(|c| c.status == "True"),
         message: applied
             .filter(|c| c.status != "True")
+            .or(degraded.filter(|c| c.status == "True"))
             .map(|c| c.message.clone())
             .unwrap_or_default(),
     }

@@ -24,8 +24,8 @@ pub struct Outcome {
     pub identifier: ResourceIdentifier,
     /// `Ok(generation)` when applied (or found, for read-only); why not otherwise.
     pub applied: Result<Option<i64>, Failure>,
-    /// Whether the object exists and is available, with the reason.
-    pub available: Option<(bool, &'static str, String)>,
+    /// What the object's status says (available, progressing, degraded), when it was read.
+    pub health: Option<crate::health::Health>,
     /// The object's UID, when it exists.
     pub uid: Option<String>,
     /// The object's resourceVersion after the apply.
@@ -246,7 +246,7 @@ impl Applier {
         let fail = |identifier: ResourceIdentifier, reason, message: String| Outcome {
             identifier,
             applied: Err(Failure { reason, message }),
-            available: None,
+            health: None,
             uid: None,
             resource_version: None,
             drift_corrected: false,
@@ -411,11 +411,7 @@ impl Applier {
                         reason: "ResourceNotFound",
                         message: format!("{described}: read-only, and it does not exist"),
                     }),
-                    available: Some((
-                        false,
-                        "ResourceNotFound",
-                        format!("{described} does not exist"),
-                    )),
+                    health: Some(crate::health::missing(&described)),
                     uid: None,
                     resource_version: None,
                     drift_corrected: false,
@@ -449,7 +445,7 @@ impl Applier {
                 );
             }
         }
-        let available = availability(&object);
+        let health = crate::health::of(&kind, object.metadata.generation, &object.data);
         let after = object.metadata.resource_version.clone();
         // Changed since the last apply (before != last), and changed back now (after != before).
         let drift_corrected =
@@ -460,7 +456,7 @@ impl Applier {
         Outcome {
             identifier,
             applied: Ok(object.metadata.generation),
-            available: Some(available),
+            health: Some(health),
             uid: object.metadata.uid.clone(),
             resource_version: after,
             drift_corrected,
@@ -541,31 +537,6 @@ pub fn describe(id: &ResourceIdentifier) -> String {
         format!("{}/{}", id.namespace, id.name)
     };
     format!("manifest {} ({} {gv} {name})", id.ordinal, id.kind)
-}
-
-/// Whether an applied object is available: it exists, and for workloads that report it, its
-/// replicas are available. Objects no controller reports on count as available once they exist.
-fn availability(object: &DynamicObject) -> (bool, &'static str, String) {
-    let status = object.data.get("status");
-    let spec_replicas = object
-        .data
-        .pointer("/spec/replicas")
-        .and_then(Value::as_i64);
-    let available = status
-        .and_then(|s| s.get("availableReplicas"))
-        .and_then(Value::as_i64);
-    match (
-        spec_replicas,
-        available,
-        status.and_then(|s| s.get("observedGeneration")),
-    ) {
-        (Some(want), Some(have), Some(_)) if have < want => (
-            false,
-            "ResourceNotAvailable",
-            format!("{have} of {want} replicas are available"),
-        ),
-        _ => (true, "ResourceAvailable", "the resource exists".to_owned()),
-    }
 }
 
 /// The apply rank of a manifest: Namespaces and CRDs first, webhooks last, unknown kinds late.

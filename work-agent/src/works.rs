@@ -11,7 +11,9 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher;
 use tokio::sync::{mpsc, watch};
 
-use atoll_api::names::{CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED};
+use atoll_api::names::{
+    CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING,
+};
 use atoll_api::work::{
     AppliedResourceMeta, AppliedWork, AppliedWorkSpec, AppliedWorkStatus, DeletePropagationPolicy,
     ManifestCondition, Work, WorkStatus,
@@ -462,23 +464,24 @@ fn condition(
     }
 }
 
-/// The Work's status: one entry per manifest, and the summary conditions.
+/// The Work's status: one entry per manifest, and the summary conditions. `Applied`, `Available`
+/// and `Degraded` summarise as "the worst wins", `Progressing` is True while any manifest is.
 pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
     let now = Time(jiff::Timestamp::now());
     let mut manifest_conditions = Vec::new();
     let mut failed = Vec::new();
     let mut unavailable = Vec::new();
+    let mut progressing = Vec::new();
+    let mut degraded = Vec::new();
     for o in outcomes {
+        let described = describe(&o.identifier);
         let mut conditions = Vec::new();
         match &o.applied {
             Ok(object_generation) if o.drift_corrected => conditions.push(condition(
                 CONDITION_APPLIED,
                 true,
                 "DriftCorrected",
-                format!(
-                    "{} was changed in the cluster and has been applied again",
-                    describe(&o.identifier)
-                ),
+                format!("{described} was changed in the cluster and has been applied again"),
                 *object_generation,
                 &now,
             )),
@@ -502,21 +505,36 @@ pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
                 ));
             }
         }
-        match &o.available {
-            Some((ok, reason, message)) => {
-                if !ok {
-                    unavailable.push(format!("{}: {message}", describe(&o.identifier)));
+        let object_generation = o.applied.as_ref().ok().copied().flatten();
+        match &o.health {
+            Some(health) => {
+                let verdicts = [
+                    (CONDITION_AVAILABLE, &health.available),
+                    (CONDITION_PROGRESSING, &health.progressing),
+                    (CONDITION_DEGRADED, &health.degraded),
+                ];
+                for (type_, verdict) in verdicts {
+                    conditions.push(condition(
+                        type_,
+                        verdict.ok,
+                        &verdict.reason,
+                        verdict.message.clone(),
+                        object_generation,
+                        &now,
+                    ));
                 }
-                conditions.push(condition(
-                    CONDITION_AVAILABLE,
-                    *ok,
-                    reason,
-                    message.clone(),
-                    None,
-                    &now,
-                ));
+                let line = |v: &crate::health::Verdict| format!("{described}: {}", v.message);
+                if !health.available.ok {
+                    unavailable.push(line(&health.available));
+                }
+                if health.progressing.ok {
+                    progressing.push(line(&health.progressing));
+                }
+                if health.degraded.ok {
+                    degraded.push(line(&health.degraded));
+                }
             }
-            None => unavailable.push(format!("{}: not applied", describe(&o.identifier))),
+            None => unavailable.push(format!("{described}: not applied")),
         }
         manifest_conditions.push(ManifestCondition {
             identifier: o.identifier.clone(),
@@ -538,54 +556,70 @@ pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
         }
         text
     };
-    let applied = if failed.is_empty() {
-        condition(
-            CONDITION_APPLIED,
-            true,
+    let summarise = |type_: &str, list: &[String], bad: (&str, &str), good: (&str, String)| {
+        let holds_when_empty = type_ != CONDITION_PROGRESSING && type_ != CONDITION_DEGRADED;
+        if list.is_empty() {
+            condition(type_, holds_when_empty, good.0, good.1, generation, &now)
+        } else {
+            condition(
+                type_,
+                !holds_when_empty,
+                bad.0,
+                summary(list, bad.1),
+                generation,
+                &now,
+            )
+        }
+    };
+    let applied = summarise(
+        CONDITION_APPLIED,
+        &failed,
+        ("AppliedWorkFailed", "failed"),
+        (
             "AppliedWorkComplete",
             format!("all {total} manifests applied"),
-            generation,
-            &now,
-        )
-    } else {
-        condition(
-            CONDITION_APPLIED,
-            false,
-            "AppliedWorkFailed",
-            summary(&failed, "failed"),
-            generation,
-            &now,
-        )
-    };
-    let available = if unavailable.is_empty() {
-        condition(
-            CONDITION_AVAILABLE,
-            true,
+        ),
+    );
+    let available = summarise(
+        CONDITION_AVAILABLE,
+        &unavailable,
+        ("ResourcesNotAvailable", "not available"),
+        (
             "ResourcesAvailable",
             format!("all {total} resources are available"),
+        ),
+    );
+    let progressing = if progressing.is_empty() && !(failed.is_empty() && degraded.is_empty()) {
+        condition(
+            CONDITION_PROGRESSING,
+            false,
+            "Failed",
+            "nothing is progressing, and some manifests failed or are degraded".to_owned(),
             generation,
             &now,
         )
     } else {
-        condition(
-            CONDITION_AVAILABLE,
-            false,
-            "ResourcesNotAvailable",
-            summary(&unavailable, "not available"),
-            generation,
-            &now,
+        summarise(
+            CONDITION_PROGRESSING,
+            &progressing,
+            ("Applying", "progressing"),
+            (
+                "Completed",
+                format!("all {total} resources match what was applied"),
+            ),
         )
     };
-    let degraded = condition(
+    let degraded = summarise(
         CONDITION_DEGRADED,
-        false,
-        "AsExpected",
-        "no resource reports a degraded state".to_owned(),
-        generation,
-        &now,
+        &degraded,
+        ("ResourcesDegraded", "degraded"),
+        (
+            "AsExpected",
+            "no resource reports a degraded state".to_owned(),
+        ),
     );
     WorkStatus {
-        conditions: vec![applied, available, degraded],
+        conditions: vec![applied, progressing, available, degraded],
         manifest_conditions,
     }
 }
@@ -627,10 +661,13 @@ pub fn trim(status: &mut WorkStatus, limit: usize) {
     let mut dropped = 0;
     if size(status) > limit {
         let before = status.manifest_conditions.len();
+        // A manifest is fine when it is applied and available, and neither progressing nor
+        // degraded: those conditions hold exactly when something is not done.
         status.manifest_conditions.retain(|m| {
-            m.conditions
-                .iter()
-                .any(|c| c.status != "True" && c.type_ != CONDITION_DEGRADED)
+            m.conditions.iter().any(|c| {
+                let settled = c.type_ == CONDITION_PROGRESSING || c.type_ == CONDITION_DEGRADED;
+                (c.status == "True") == settled
+            })
         });
         dropped = before - status.manifest_conditions.len();
         while size(status) > limit && !status.manifest_conditions.is_empty() {
