@@ -1200,3 +1200,77 @@ async fn a_rollout_in_the_member_shows_as_progressing_and_a_stuck_one_as_degrade
     assert!(status.failed_clusters.is_empty(), "{status:#?}");
     east.stop_agent().await;
 }
+
+#[tokio::test]
+async fn selectively_orphaned_resources_stay_when_removed_or_when_their_work_goes() {
+    let (hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    let named = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"owner": "transfer"}});
+    let mut transfer = work("transfer", "east", vec![named("a"), named("b"), named("c")]);
+    transfer.spec.delete_option = serde_json::from_value(json!({
+        "propagationPolicy": "SelectivelyOrphan",
+        "selectivelyOrphans": {"orphaningRules": [
+            {"group": "", "resource": "configmaps", "namespace": "default", "name": "b"},
+            {"group": "", "resource": "configmaps", "namespace": "default", "name": "c"}
+        ]}
+    }))
+    .unwrap();
+    works
+        .create(&PostParams::default(), &transfer)
+        .await
+        .unwrap();
+    work_condition(&works, "transfer", "Applied", "True").await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
+    let present = |name: &'static str| {
+        let configmaps = configmaps.clone();
+        async move { configmaps.get_opt(name).await.unwrap().is_some() }
+    };
+
+    // b leaves the Work (for another Work to adopt it): it stays in the cluster.
+    let patch = json!({"spec": {"workload": {"manifests": [named("a"), named("c")]}}});
+    works
+        .patch("transfer", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            works
+                .get("transfer")
+                .await
+                .unwrap()
+                .status
+                .is_some_and(|s| s.manifest_conditions.len() == 2)
+        })
+        .await
+    );
+    let applied: Api<AppliedWork> = Api::all(east.client.clone());
+    let recorded = applied
+        .get("transfer")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .applied_resources;
+    assert_eq!(recorded.len(), 2, "b is no longer recorded: {recorded:?}");
+    assert!(
+        present("b").await,
+        "an orphaned resource taken out of its Work was deleted"
+    );
+
+    // The Work goes: a goes with it, c stays.
+    works
+        .delete("transfer", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            works.get_opt("transfer").await.unwrap().is_none()
+        })
+        .await,
+        "the Work did not go"
+    );
+    assert!(!present("a").await, "a was not orphaned and should be gone");
+    assert!(present("c").await, "c was orphaned and should stay");
+    assert!(present("b").await);
+    east.stop_agent().await;
+}

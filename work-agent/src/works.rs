@@ -16,7 +16,7 @@ use atoll_api::names::{
 };
 use atoll_api::work::{
     AppliedResourceMeta, AppliedWork, AppliedWorkSpec, AppliedWorkStatus, DeletePropagationPolicy,
-    ManifestCondition, Work, WorkStatus,
+    ManifestCondition, ResourceIdentifier, ResourceRef, Work, WorkStatus,
 };
 use atoll_proto::v1::{WorkDelete, WorkStatusReport, WorkUpsert, WorkVersion};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -36,6 +36,94 @@ const ANNOTATION_WORK_UID: &str = "atoll.dev/work-uid";
 const ANNOTATION_WORK_GENERATION: &str = "atoll.dev/work-generation";
 /// Annotation on an AppliedWork: what to do with its resources when the Work goes.
 const ANNOTATION_DELETE_POLICY: &str = "atoll.dev/delete-propagation-policy";
+/// Annotation on an AppliedWork: the `SelectivelyOrphan` rules, as JSON.
+const ANNOTATION_ORPHANING_RULES: &str = "atoll.dev/orphaning-rules";
+
+/// Which resources stay in the cluster when their Work is deleted or no longer holds them (OCM's
+/// delete propagation): none (`Foreground`), all (`Orphan`), or those the rules name
+/// (`SelectivelyOrphan`, by group, resource, namespace and name).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Orphaning {
+    policy: DeletePropagationPolicy,
+    rules: Vec<ResourceRef>,
+}
+
+impl Orphaning {
+    /// What a Work's `deleteOption` says.
+    pub fn of(work: &Work) -> Self {
+        let option = work.spec.delete_option.clone().unwrap_or_default();
+        Orphaning {
+            policy: option.propagation_policy,
+            rules: option
+                .selectively_orphans
+                .map(|s| s.orphaning_rules)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// What an AppliedWork recorded.
+    fn recorded(annotations: &BTreeMap<String, String>) -> Self {
+        let policy = match annotations
+            .get(ANNOTATION_DELETE_POLICY)
+            .map(String::as_str)
+        {
+            Some("Orphan") => DeletePropagationPolicy::Orphan,
+            Some("SelectivelyOrphan") => DeletePropagationPolicy::SelectivelyOrphan,
+            _ => DeletePropagationPolicy::Foreground,
+        };
+        let rules = annotations
+            .get(ANNOTATION_ORPHANING_RULES)
+            .and_then(|r| serde_json::from_str(r).ok())
+            .unwrap_or_default();
+        Orphaning { policy, rules }
+    }
+
+    fn annotations(&self) -> [(String, String); 2] {
+        let policy = match self.policy {
+            DeletePropagationPolicy::Orphan => "Orphan",
+            DeletePropagationPolicy::SelectivelyOrphan => "SelectivelyOrphan",
+            DeletePropagationPolicy::Foreground => "Foreground",
+        };
+        [
+            (ANNOTATION_DELETE_POLICY.to_owned(), policy.to_owned()),
+            (
+                ANNOTATION_ORPHANING_RULES.to_owned(),
+                serde_json::to_string(&self.rules).unwrap_or_default(),
+            ),
+        ]
+    }
+
+    /// Whether the resource stays when its Work lets it go.
+    pub fn keeps(&self, id: &ResourceIdentifier) -> bool {
+        match self.policy {
+            DeletePropagationPolicy::Foreground => false,
+            DeletePropagationPolicy::Orphan => true,
+            DeletePropagationPolicy::SelectivelyOrphan => self.rules.iter().any(|r| {
+                r.group == id.group
+                    && r.resource == id.resource
+                    && r.namespace == id.namespace
+                    && r.name == id.name
+            }),
+        }
+    }
+
+    /// Splits resources into those to delete and those left in the cluster.
+    fn split(&self, resources: Vec<AppliedResourceMeta>) -> (Vec<AppliedResourceMeta>, usize) {
+        let before = resources.len();
+        let delete: Vec<AppliedResourceMeta> = resources
+            .into_iter()
+            .filter(|r| {
+                let keep = self.keeps(&r.identifier);
+                if keep {
+                    tracing::info!(resource = %describe(&r.identifier), "orphaned: it stays in the cluster");
+                }
+                !keep
+            })
+            .collect();
+        let kept = before - delete.len();
+        (delete, kept)
+    }
+}
 
 /// The Works of one cluster.
 pub struct Works {
@@ -185,6 +273,8 @@ impl Works {
                 })
             })
             .collect();
+        let orphaning = Orphaning::of(&work);
+        let (removed, _) = orphaning.split(removed);
         let mut left = self.applier.delete(&removed).await;
         let mut applied: Vec<AppliedResourceMeta> = outcomes
             .iter()
@@ -199,17 +289,11 @@ impl Works {
             tracing::warn!(resource = %describe(&r.identifier), %error, "cannot delete a resource the Work no longer holds");
             r
         }));
-        let policy = work
-            .spec
-            .delete_option
-            .as_ref()
-            .map(|d| d.propagation_policy)
-            .unwrap_or_default();
         self.record(
             &upsert.name,
             &upsert.uid,
             upsert.generation,
-            policy,
+            &orphaning,
             applied,
         )
         .await?;
@@ -332,30 +416,25 @@ impl Works {
             .map_err(Error::member("AppliedWork"))?
         {
             let annotations = applied.metadata.annotations.clone().unwrap_or_default();
-            let orphan = annotations
-                .get(ANNOTATION_DELETE_POLICY)
-                .map(String::as_str)
-                == Some("Orphan");
             let resources = applied
                 .status
                 .map(|s| s.applied_resources)
                 .unwrap_or_default();
-            if !orphan {
-                let left = self.applier.delete(&resources).await;
-                if let Some((r, error)) = left.first() {
-                    return Err(Error::Hub(format!(
-                        "cannot delete {} of deleted Work {:?}: {error}",
-                        describe(&r.identifier),
-                        delete.name
-                    )));
-                }
+            let (resources, orphaned) = Orphaning::recorded(&annotations).split(resources);
+            let left = self.applier.delete(&resources).await;
+            if let Some((r, error)) = left.first() {
+                return Err(Error::Hub(format!(
+                    "cannot delete {} of deleted Work {:?}: {error}",
+                    describe(&r.identifier),
+                    delete.name
+                )));
             }
             match api.delete(&delete.name, &DeleteParams::default()).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
                 Err(e) => return Err(Error::member("AppliedWork")(e)),
             }
-            tracing::info!(work = %delete.name, orphaned = orphan, "Work deleted; its resources {}", if orphan { "stay" } else { "are gone" });
+            tracing::info!(work = %delete.name, deleted = resources.len(), orphaned, "Work deleted, and its resources with it but for those orphaned");
         }
         let report = WorkStatusReport {
             cluster_name: self.cluster.clone(),
@@ -380,25 +459,21 @@ impl Works {
         name: &str,
         uid: &str,
         generation: i64,
-        policy: DeletePropagationPolicy,
+        orphaning: &Orphaning,
         applied: Vec<AppliedResourceMeta>,
     ) -> Result<(), Error> {
-        let policy = match policy {
-            DeletePropagationPolicy::Orphan => "Orphan",
-            DeletePropagationPolicy::SelectivelyOrphan => "SelectivelyOrphan",
-            DeletePropagationPolicy::Foreground => "Foreground",
-        };
+        let mut annotations = BTreeMap::from([
+            (ANNOTATION_WORK_UID.to_owned(), uid.to_owned()),
+            (
+                ANNOTATION_WORK_GENERATION.to_owned(),
+                generation.to_string(),
+            ),
+        ]);
+        annotations.extend(orphaning.annotations());
         let record = AppliedWork {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
-                annotations: Some(BTreeMap::from([
-                    (ANNOTATION_WORK_UID.to_owned(), uid.to_owned()),
-                    (
-                        ANNOTATION_WORK_GENERATION.to_owned(),
-                        generation.to_string(),
-                    ),
-                    (ANNOTATION_DELETE_POLICY.to_owned(), policy.to_owned()),
-                ])),
+                annotations: Some(annotations),
                 ..ObjectMeta::default()
             },
             spec: AppliedWorkSpec {
@@ -697,6 +772,35 @@ pub fn trim(status: &mut WorkStatus, limit: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn orphaning_keeps_all_none_or_what_the_rules_name_across_a_restart() {
+        let id = |name: &str| ResourceIdentifier {
+            resource: "configmaps".into(),
+            namespace: "default".into(),
+            name: name.into(),
+            ..ResourceIdentifier::default()
+        };
+        let work = |option: serde_json::Value| -> Work {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "w"},
+                "spec": {"workload": {"manifests": []}, "deleteOption": option}
+            }))
+            .unwrap()
+        };
+        let all = Orphaning::of(&work(serde_json::json!({"propagationPolicy": "Orphan"})));
+        assert!(all.keeps(&id("x")));
+        let none = Orphaning::of(&work(serde_json::json!({})));
+        assert!(!none.keeps(&id("x")));
+        let some = Orphaning::of(&work(serde_json::json!({
+            "propagationPolicy": "SelectivelyOrphan",
+            "selectivelyOrphans": {"orphaningRules": [{"group": "", "resource": "configmaps", "namespace": "default", "name": "b"}]}
+        })));
+        assert!(some.keeps(&id("b")) && !some.keeps(&id("a")));
+        // What the AppliedWork records is what the agent reads back after a restart.
+        let recorded = Orphaning::recorded(&some.annotations().into_iter().collect());
+        assert_eq!(recorded, some);
+    }
     use atoll_api::work::ResourceIdentifier;
 
     fn manifest(ordinal: i32, ok: bool, message: &str) -> ManifestCondition {
