@@ -386,10 +386,10 @@ fn pod(object: &Value) -> Health {
 fn generic(object: &Value) -> Health {
     let degraded = ["Degraded", "Failed", "Stalled"]
         .iter()
-        .find_map(|t| condition_is(object, t, "True").map(|c| says(c, *t)));
+        .find_map(|t| condition_is(object, t, "True").map(|c| says(c, t)));
     let progressing = ["Reconciling", "Progressing"]
         .iter()
-        .find_map(|t| condition_is(object, t, "True").map(|c| says(c, *t)));
+        .find_map(|t| condition_is(object, t, "True").map(|c| says(c, t)));
     Health {
         available: available(),
         progressing: match progressing {
