@@ -1274,3 +1274,146 @@ async fn selectively_orphaned_resources_stay_when_removed_or_when_their_work_goe
     assert!(present("b").await);
     east.stop_agent().await;
 }
+
+#[tokio::test]
+async fn ignored_fields_stay_as_the_member_has_them() {
+    let (hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    let web = |image: &str| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default", "labels": {"tier": "front"}},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": image}]}}}})
+    };
+    let settings = |color: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "default", "labels": {"tier": "front"}}, "data": {"color": color}});
+    let configs = json!([
+        {"resourceIdentifier": {"group": "apps", "resource": "deployments", "namespace": "default", "name": "web"},
+         "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {"ignoreFields": [{"condition": "OnSpokePresent", "jsonPaths": [".spec.replicas"]}]}}},
+        {"resourceIdentifier": {"group": "", "resource": "configmaps", "namespace": "default", "name": "settings"},
+         "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {"ignoreFields": [{"condition": "OnSpokeChange", "jsonPaths": [".data.color"]}]}}},
+        {"resourceIdentifier": {"group": "", "resource": "configmaps", "namespace": "default", "name": "bad"},
+         "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {"ignoreFields": [{"jsonPaths": [".data[x]"]}]}}}
+    ]);
+    let bad = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad", "namespace": "default"}});
+    let mut w = work(
+        "scaled",
+        "east",
+        vec![web("nginx:1"), settings("blue"), bad.clone()],
+    );
+    w.spec.manifest_configs = serde_json::from_value(configs).unwrap();
+    works.create(&PostParams::default(), &w).await.unwrap();
+    let done = work_condition(&works, "scaled", "Applied", "False").await;
+    // The manifest with a malformed path fails alone, naming the path.
+    let failed = &done.status.as_ref().unwrap().manifest_conditions[2].conditions[0];
+    assert_eq!(failed.reason, "AppliedManifestSSAIgnoreFieldError");
+    assert!(
+        failed
+            .message
+            .contains(r#"".data[x]": [x] is not a list index"#),
+        "{}",
+        failed.message
+    );
+    let deployments: Api<Deployment> = Api::namespaced(east.client.clone(), "default");
+    let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
+    assert_eq!(
+        deployments.get("web").await.unwrap().spec.unwrap().replicas,
+        Some(2)
+    );
+
+    // An autoscaler sets replicas, someone edits the color; both also touch a label the Work sets,
+    // which the agent takes back: once it has, it has applied again, and left what it ignores.
+    let by_hand = PatchParams::default();
+    deployments
+        .patch(
+            "web",
+            &by_hand,
+            &Patch::Merge(&json!({"metadata": {"labels": {"tier": "x"}}, "spec": {"replicas": 5}})),
+        )
+        .await
+        .unwrap();
+    configmaps
+        .patch(
+            "settings",
+            &by_hand,
+            &Patch::Merge(
+                &json!({"metadata": {"labels": {"tier": "x"}}, "data": {"color": "green"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let label = |labels: Option<std::collections::BTreeMap<String, String>>| {
+        labels.and_then(|l| l.get("tier").cloned())
+    };
+    assert!(
+        eventually(WAIT, || async {
+            label(deployments.get("web").await.unwrap().metadata.labels).as_deref() == Some("front")
+                && label(configmaps.get("settings").await.unwrap().metadata.labels).as_deref()
+                    == Some("front")
+        })
+        .await,
+        "the agent did not apply again after the change"
+    );
+    assert_eq!(
+        deployments.get("web").await.unwrap().spec.unwrap().replicas,
+        Some(5)
+    );
+    let color = || async {
+        configmaps
+            .get("settings")
+            .await
+            .unwrap()
+            .data
+            .unwrap()
+            .get("color")
+            .cloned()
+    };
+    assert_eq!(color().await.as_deref(), Some("green"));
+
+    // The Work changes: a new image lands but replicas stay (OnSpokePresent); the same color
+    // stays green, a new color from the Work wins (OnSpokeChange).
+    let patch = json!({"spec": {"workload": {"manifests": [web("nginx:2"), settings("blue"), bad.clone()]}}});
+    works
+        .patch("scaled", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let image = || async {
+        deployments
+            .get("web")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap()
+            .containers[0]
+            .image
+            .clone()
+    };
+    assert!(
+        eventually(WAIT, || async {
+            image().await.as_deref() == Some("nginx:2")
+        })
+        .await
+    );
+    assert_eq!(
+        deployments.get("web").await.unwrap().spec.unwrap().replicas,
+        Some(5)
+    );
+    assert_eq!(color().await.as_deref(), Some("green"));
+    let patch =
+        json!({"spec": {"workload": {"manifests": [web("nginx:2"), settings("red"), bad]}}});
+    works
+        .patch("scaled", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async { color().await.as_deref() == Some("red") }).await,
+        "the Work's new color did not win: {:?}",
+        color().await
+    );
+    assert_eq!(
+        deployments.get("web").await.unwrap().spec.unwrap().replicas,
+        Some(5)
+    );
+    east.stop_agent().await;
+}

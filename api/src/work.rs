@@ -157,6 +157,30 @@ pub struct ServerSideApplyConfig {
     /// Field manager; defaults to the work agent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field_manager: Option<String>,
+    /// Fields the agent leaves as the member cluster has them (an autoscaler's `replicas`, say).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore_fields: Vec<IgnoreField>,
+}
+
+/// Fields of an applied resource the agent does not set again.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IgnoreField {
+    /// When the fields are left alone.
+    #[serde(default)]
+    pub condition: IgnoreFieldsCondition,
+    /// The fields, as JSONPaths such as `.spec.replicas` or `.spec.template.spec.containers[0].image`.
+    pub json_paths: Vec<String>,
+}
+
+/// When ignored fields are left as the member cluster has them.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum IgnoreFieldsCondition {
+    /// Once the resource exists in the member cluster, the fields are never set again.
+    #[default]
+    OnSpokePresent,
+    /// A change made in the member cluster stays until the Work changes the field's value.
+    OnSpokeChange,
 }
 
 /// A rule for which status fields of a resource are reported back.

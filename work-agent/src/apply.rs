@@ -3,11 +3,13 @@
 //! field manager `atoll-work-agent` (or created once, or only read, as the Work's manifest configs
 //! say). One manifest that fails does not stop the others.
 
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use atoll_api::work::{
-    AppliedResourceMeta, FeedbackRuleType, FeedbackValue, FieldValue, ManifestConfig,
-    ResourceIdentifier, StatusFeedback, UpdateStrategyType, Work,
+    AppliedResourceMeta, FeedbackRuleType, FeedbackValue, FieldValue, IgnoreField,
+    IgnoreFieldsCondition, ManifestConfig, ResourceIdentifier, StatusFeedback, UpdateStrategyType,
+    Work,
 };
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -34,7 +36,25 @@ pub struct Outcome {
     pub drift_corrected: bool,
     /// Values the manifest's feedback rules read from the object.
     pub feedback: Option<StatusFeedback>,
+    /// The Work's values of its `OnSpokeChange` ignored fields at this apply, by path: the next
+    /// apply sets such a field only when the Work's value differs from this one.
+    pub ignored: BTreeMap<String, Value>,
 }
+
+/// What the agent knows of a Work's previous apply.
+#[derive(Debug)]
+pub struct Previous<'a> {
+    /// Each manifest's resourceVersion after the previous apply in this process (by ordinal),
+    /// for drift reports; empty for an apply that is not a resync.
+    pub versions: &'a HashMap<i32, String>,
+    /// Each manifest's [`Outcome::ignored`] from the previous apply (by ordinal).
+    pub ignored: &'a HashMap<i32, BTreeMap<String, Value>>,
+    /// What the Work's AppliedWork records as applied.
+    pub applied: &'a [AppliedResourceMeta],
+}
+
+/// Why an ignored field could not be honoured (OCM's reason).
+const REASON_IGNORE_FIELD_ERROR: &str = "AppliedManifestSSAIgnoreFieldError";
 
 /// Label the agent puts on every object it applies (value: its field manager).
 pub const LABEL_APPLIED_BY: &str = "atoll.dev/applied-by";
@@ -64,28 +84,41 @@ fn well_known_paths(kind: &str) -> &'static [(&'static str, &'static str)] {
     }
 }
 
-/// The value at a simple JSON path (`.status.replicas`, `.status.conditions[0].type`, with or
-/// without kubectl's braces).
-pub fn lookup<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
-    let path = path.trim().trim_start_matches('{').trim_end_matches('}');
-    let mut current = object;
-    for segment in path
-        .trim_start_matches('.')
-        .split('.')
-        .filter(|s| !s.is_empty())
-    {
-        let (name, index) = match segment.split_once('[') {
-            Some((name, rest)) => (name, rest.trim_end_matches(']').parse::<usize>().ok()),
-            None => (segment, None),
-        };
-        if !name.is_empty() {
-            current = current.get(name)?;
-        }
-        if let Some(i) = index {
-            current = current.get(i)?;
+/// Puts the member cluster's values of ignored fields into `body`, so that applying it leaves them
+/// as they are: always once the object exists (`OnSpokePresent`), and for `OnSpokeChange` unless
+/// the Work's value changed since the last apply (recorded in `before`, written to `now`).
+fn leave_ignored(
+    body: &mut Value,
+    existing: Option<&DynamicObject>,
+    rules: &[IgnoreField],
+    before: Option<&BTreeMap<String, Value>>,
+    now: &mut BTreeMap<String, Value>,
+) -> Result<(), String> {
+    let existing = match existing {
+        Some(e) => Some(serde_json::to_value(e).map_err(|e| e.to_string())?),
+        // A first create sets every field, ignored ones included.
+        None => None,
+    };
+    for rule in rules {
+        for path in &rule.json_paths {
+            let wanted = crate::fields::lookup(body, path)
+                .cloned()
+                .unwrap_or(Value::Null);
+            let leave = match rule.condition {
+                IgnoreFieldsCondition::OnSpokePresent => true,
+                IgnoreFieldsCondition::OnSpokeChange => {
+                    let unchanged = before.and_then(|b| b.get(path)) == Some(&wanted);
+                    now.insert(path.clone(), wanted);
+                    unchanged
+                }
+            };
+            if let Some(existing) = existing.as_ref().filter(|_| leave) {
+                let theirs = crate::fields::lookup(existing, path).cloned();
+                crate::fields::replace(body, path, theirs)?;
+            }
         }
     }
-    Some(current)
+    Ok(())
 }
 
 /// A typed feedback value; `None` when the JSON is too long to report.
@@ -141,7 +174,7 @@ fn feedback(
                 .collect(),
         };
         for (name, path) in paths {
-            if let Some(field_value) = lookup(&value, &path).and_then(field_value) {
+            if let Some(field_value) = crate::fields::lookup(&value, &path).and_then(field_value) {
                 values.push(FeedbackValue { name, field_value });
             }
         }
@@ -209,23 +242,14 @@ impl Applier {
     /// `last` holds each manifest's resourceVersion after the previous apply (by ordinal): a
     /// manifest whose object changed since, and that this apply changes back, is reported as
     /// drift corrected.
-    pub async fn apply(
-        &self,
-        work: &Work,
-        last: &std::collections::HashMap<i32, String>,
-    ) -> Vec<Outcome> {
+    pub async fn apply(&self, work: &Work, previous: &Previous<'_>) -> Vec<Outcome> {
         let manifests = &work.spec.workload.manifests;
         let mut order: Vec<usize> = (0..manifests.len()).collect();
         order.sort_by_key(|&i| rank(&manifests[i].0));
         let mut outcomes: Vec<Option<Outcome>> = vec![None; manifests.len()];
         for i in order {
             let outcome = self
-                .apply_one(
-                    i,
-                    &manifests[i].0,
-                    &work.spec.manifest_configs,
-                    last.get(&(i as i32)),
-                )
+                .apply_one(i, &manifests[i].0, &work.spec.manifest_configs, previous)
                 .await;
             outcomes[i] = Some(outcome);
         }
@@ -237,8 +261,10 @@ impl Applier {
         ordinal: usize,
         manifest: &Value,
         configs: &[ManifestConfig],
-        last: Option<&String>,
+        previous: &Previous<'_>,
     ) -> Outcome {
+        let last = previous.versions.get(&(ordinal as i32));
+        let ignored_before = previous.ignored.get(&(ordinal as i32));
         let mut identifier = ResourceIdentifier {
             ordinal: ordinal as i32,
             ..ResourceIdentifier::default()
@@ -251,6 +277,7 @@ impl Applier {
             resource_version: None,
             drift_corrected: false,
             feedback: None,
+            ignored: BTreeMap::new(),
         };
         let Some(object) = manifest.as_object() else {
             return fail(
@@ -348,10 +375,20 @@ impl Applier {
             .and_then(|c| c.update_strategy.as_ref())
             .map(|s| s.type_)
             .unwrap_or_default();
-        let force = config
+        let ssa = config
             .and_then(|c| c.update_strategy.as_ref())
-            .and_then(|s| s.server_side_apply.as_ref())
-            .is_some_and(|s| s.force);
+            .and_then(|s| s.server_side_apply.as_ref());
+        let force = ssa.is_some_and(|s| s.force);
+        let ignore_fields = ssa.map(|s| s.ignore_fields.as_slice()).unwrap_or_default();
+        for path in ignore_fields.iter().flat_map(|f| &f.json_paths) {
+            if let Err(why) = crate::fields::check(path) {
+                return fail(
+                    identifier,
+                    REASON_IGNORE_FIELD_ERROR,
+                    format!("{described}: ignoreFields: {why}"),
+                );
+            }
+        }
 
         let mut body = manifest.clone();
         if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -367,6 +404,7 @@ impl Applier {
             }
         }
         let mut before: Option<String> = None;
+        let mut ignored = BTreeMap::new();
         let written = match strategy {
             UpdateStrategyType::ReadOnly => api.get_opt(&name).await.map(|o| o.map(|o| (o, false))),
             UpdateStrategyType::CreateOnly => match api.get_opt(&name).await {
@@ -383,20 +421,39 @@ impl Applier {
                 Err(e) => Err(e),
             },
             UpdateStrategyType::ServerSideApply | UpdateStrategyType::Update => {
-                // Read first when there is a previous apply to compare with (drift).
-                if last.is_some() {
-                    before = api
-                        .get_opt(&name)
-                        .await
-                        .ok()
-                        .flatten()
-                        .and_then(|o| o.metadata.resource_version);
+                // Read first when there is a previous apply to compare with (drift), or fields
+                // to leave as the cluster has them.
+                if last.is_some() || !ignore_fields.is_empty() {
+                    let existing = api.get_opt(&name).await.ok().flatten();
+                    before = existing
+                        .as_ref()
+                        .and_then(|o| o.metadata.resource_version.clone());
+                    if let Err(why) = leave_ignored(
+                        &mut body,
+                        existing.as_ref(),
+                        ignore_fields,
+                        ignored_before,
+                        &mut ignored,
+                    ) {
+                        return fail(
+                            identifier,
+                            REASON_IGNORE_FIELD_ERROR,
+                            format!("{described}: ignoreFields: {why}"),
+                        );
+                    }
                 }
                 let mut params = PatchParams::apply(FIELD_MANAGER);
                 // Applying again what this Work already applied takes its fields back from
-                // whoever changed them since (drift); a first apply does not take fields others
-                // own unless the Work says so.
-                params.force = force || last.is_some();
+                // whoever changed them since (drift, or a change of the Work); a first apply does
+                // not take fields others own unless the Work says so.
+                let applied_before = previous.applied.iter().any(|r| {
+                    let id = &r.identifier;
+                    id.group == identifier.group
+                        && id.kind == identifier.kind
+                        && id.namespace == identifier.namespace
+                        && id.name == identifier.name
+                });
+                params.force = force || last.is_some() || applied_before;
                 api.patch(&name, &params, &Patch::Apply(&body))
                     .await
                     .map(|o| Some((o, true)))
@@ -416,6 +473,7 @@ impl Applier {
                     resource_version: None,
                     drift_corrected: false,
                     feedback: None,
+                    ignored: BTreeMap::new(),
                 };
             }
             Err(kube::Error::Api(e)) => {
@@ -461,6 +519,7 @@ impl Applier {
             resource_version: after,
             drift_corrected,
             feedback: feedback(&kind, config, &object),
+            ignored,
         }
     }
 
@@ -621,14 +680,14 @@ mod tests {
         let object = serde_json::json!({"status": {"readyReplicas": 2, "phase": "Running", "ok": true,
             "conditions": [{"type": "Ready"}], "big": {"k": "x".repeat(2000)}}});
         assert_eq!(
-            lookup(&object, ".status.readyReplicas"),
+            crate::fields::lookup(&object, ".status.readyReplicas"),
             Some(&serde_json::json!(2))
         );
         assert_eq!(
-            lookup(&object, "{.status.conditions[0].type}"),
+            crate::fields::lookup(&object, "{.status.conditions[0].type}"),
             Some(&serde_json::json!("Ready"))
         );
-        assert_eq!(lookup(&object, ".status.missing"), None);
+        assert_eq!(crate::fields::lookup(&object, ".status.missing"), None);
         assert_eq!(field_value(&serde_json::json!(2)).unwrap().integer, Some(2));
         assert_eq!(
             field_value(&serde_json::json!(true)).unwrap().type_,

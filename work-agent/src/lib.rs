@@ -9,6 +9,7 @@
 
 pub mod apply;
 pub mod credential;
+pub mod fields;
 pub mod health;
 pub mod hub;
 pub mod properties;

@@ -22,7 +22,7 @@ use atoll_proto::v1::{WorkDelete, WorkStatusReport, WorkUpsert, WorkVersion};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams};
 
-use crate::apply::{Applier, LABEL_APPLIED_BY, Outcome, describe};
+use crate::apply::{Applier, LABEL_APPLIED_BY, Outcome, Previous, describe};
 use crate::{Error, FIELD_MANAGER, hub};
 
 /// The largest Work status the agent reports; larger ones are trimmed, with a condition saying so.
@@ -38,6 +38,12 @@ const ANNOTATION_WORK_GENERATION: &str = "atoll.dev/work-generation";
 const ANNOTATION_DELETE_POLICY: &str = "atoll.dev/delete-propagation-policy";
 /// Annotation on an AppliedWork: the `SelectivelyOrphan` rules, as JSON.
 const ANNOTATION_ORPHANING_RULES: &str = "atoll.dev/orphaning-rules";
+/// Annotation on an AppliedWork: the Work's values of `OnSpokeChange` ignored fields at the last
+/// apply, as JSON by manifest ordinal and path.
+const ANNOTATION_IGNORED_FIELDS: &str = "atoll.dev/ignored-fields";
+
+/// Ignored-field values by manifest ordinal and path.
+type IgnoredValues = HashMap<i32, BTreeMap<String, serde_json::Value>>;
 
 /// Which resources stay in the cluster when their Work is deleted or no longer holds them (OCM's
 /// delete propagation): none (`Foreground`), all (`Orphan`), or those the rules name
@@ -244,7 +250,30 @@ impl Works {
         } else {
             HashMap::new()
         };
-        let outcomes = self.applier.apply(&work, &last).await;
+        let ignored_before: IgnoredValues = annotations
+            .get(ANNOTATION_IGNORED_FIELDS)
+            .and_then(|v| serde_json::from_str(v).ok())
+            .unwrap_or_default();
+        let before = previous
+            .and_then(|p| p.status)
+            .map(|s| s.applied_resources)
+            .unwrap_or_default();
+        let outcomes = self
+            .applier
+            .apply(
+                &work,
+                &Previous {
+                    versions: &last,
+                    ignored: &ignored_before,
+                    applied: &before,
+                },
+            )
+            .await;
+        let ignored: IgnoredValues = outcomes
+            .iter()
+            .filter(|o| !o.ignored.is_empty())
+            .map(|o| (o.identifier.ordinal, o.ignored.clone()))
+            .collect();
         let after: HashMap<i32, String> = outcomes
             .iter()
             .filter_map(|o| {
@@ -257,10 +286,6 @@ impl Works {
         self.watch_applied(&upsert.name, &outcomes);
 
         // What the Work held before and no longer does goes.
-        let before = previous
-            .and_then(|p| p.status)
-            .map(|s| s.applied_resources)
-            .unwrap_or_default();
         let removed: Vec<AppliedResourceMeta> = before
             .into_iter()
             .filter(|r| {
@@ -293,7 +318,7 @@ impl Works {
             &upsert.name,
             &upsert.uid,
             upsert.generation,
-            &orphaning,
+            (&orphaning, &ignored),
             applied,
         )
         .await?;
@@ -459,7 +484,7 @@ impl Works {
         name: &str,
         uid: &str,
         generation: i64,
-        orphaning: &Orphaning,
+        (orphaning, ignored): (&Orphaning, &IgnoredValues),
         applied: Vec<AppliedResourceMeta>,
     ) -> Result<(), Error> {
         let mut annotations = BTreeMap::from([
@@ -470,6 +495,12 @@ impl Works {
             ),
         ]);
         annotations.extend(orphaning.annotations());
+        if !ignored.is_empty() {
+            annotations.insert(
+                ANNOTATION_IGNORED_FIELDS.to_owned(),
+                serde_json::to_string(ignored).unwrap_or_default(),
+            );
+        }
         let record = AppliedWork {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),
