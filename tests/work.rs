@@ -1417,3 +1417,66 @@ async fn ignored_fields_stay_as_the_member_has_them() {
     );
     east.stop_agent().await;
 }
+
+#[tokio::test]
+async fn a_finished_work_goes_after_its_time_to_live() {
+    let (hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "migrate", "namespace": "default"},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "migrate", "image": "busybox"}]}});
+    let mut w = work("migration", "east", vec![pod, configmap("input")]);
+    w.spec.delete_option = serde_json::from_value(json!({"ttlSecondsAfterFinished": 2})).unwrap();
+    works.create(&PostParams::default(), &w).await.unwrap();
+    // The pod has not run: the Work is not Complete, and it stays.
+    let w = work_condition(&works, "migration", "Complete", "False").await;
+    let complete = w
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Complete")
+        .unwrap();
+    assert_eq!(complete.reason, "ManifestsNotComplete");
+    assert!(
+        complete
+            .message
+            .contains("manifest 0 (Pod v1 default/migrate): the pod has not finished"),
+        "{}",
+        complete.message
+    );
+    assert_eq!(
+        manifest_condition(&w, "Complete").map(|c| c.1).as_deref(),
+        Some("PodNotFinished")
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        works.get_opt("migration").await.unwrap().is_some(),
+        "an unfinished Work went"
+    );
+
+    // The pod succeeds in the member: Complete, and two seconds later the Work and its resources go.
+    let pods: Api<k8s_openapi::api::core::v1::Pod> =
+        Api::namespaced(east.client.clone(), "default");
+    pods.patch_status(
+        "migrate",
+        &PatchParams::default(),
+        &Patch::Merge(&json!({"status": {"phase": "Succeeded"}})),
+    )
+    .await
+    .unwrap();
+    work_condition(&works, "migration", "Complete", "True").await;
+    assert!(
+        eventually(WAIT, || async {
+            works.get_opt("migration").await.unwrap().is_none()
+        })
+        .await,
+        "the finished Work did not go after its time to live"
+    );
+    assert!(
+        pods.get_opt("migrate").await.unwrap().is_none(),
+        "the Work's pod stayed"
+    );
+    assert_eq!(greeting(&east).await, None, "the Work's ConfigMap stayed");
+    east.stop_agent().await;
+}

@@ -44,6 +44,10 @@ pub const CONDITION_AVAILABLE: &str = "Available";
 /// Work and WorkPlacement condition: the applied resources do not match their desired state.
 pub const CONDITION_DEGRADED: &str = "Degraded";
 
+/// Condition type on a Work and its manifests: the resources finished (Jobs and Pods that ran to
+/// an end), which `deleteOption.ttlSecondsAfterFinished` counts from.
+pub const CONDITION_COMPLETE: &str = "Complete";
+
 /// ClusterSet and HostedCluster condition: the object is ready for use.
 pub const CONDITION_READY: &str = "Ready";
 

@@ -188,6 +188,11 @@ impl Hub {
             client.clone(),
             stop.clone(),
         )));
+        tasks.push(tokio::spawn(work::expire_finished(
+            works.clone(),
+            client.clone(),
+            stop.clone(),
+        )));
         tasks.push(tokio::spawn(work::release_abandoned(
             works,
             fleet.clone(),

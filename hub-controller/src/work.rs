@@ -44,6 +44,8 @@ pub struct Entry {
     pub placement: Option<(String, i64)>,
     /// What its cluster last reported.
     pub reported: Reported,
+    /// `deleteOption.ttlSecondsAfterFinished`: how long after it is Complete the Work goes.
+    pub ttl_after_finished: Option<Duration>,
 }
 
 /// A Work's summary conditions as its cluster reported them.
@@ -59,6 +61,8 @@ pub struct Reported {
     pub progressing: Option<bool>,
     /// `Degraded`.
     pub degraded: Option<bool>,
+    /// `Complete` (only Works with resources that run to an end report it).
+    pub complete: Option<bool>,
     /// Why it is not applied, or, when it is, why it is degraded.
     pub message: String,
 }
@@ -81,6 +85,7 @@ fn reported(work: &Work) -> Reported {
         available: find(atoll_api::names::CONDITION_AVAILABLE).map(|c| c.status == "True"),
         progressing: find(atoll_api::names::CONDITION_PROGRESSING).map(|c| c.status == "True"),
         degraded: degraded.map(|c| c.status == "True"),
+        complete: find(atoll_api::names::CONDITION_COMPLETE).map(|c| c.status == "True"),
         message: applied
             .filter(|c| c.status != "True")
             .or(degraded.filter(|c| c.status == "True"))
@@ -212,6 +217,24 @@ impl WorkIndex {
             .collect()
     }
 
+    /// The Works that finished and carry a time to live: cluster, name, UID and the time to live.
+    pub fn finished(&self) -> Vec<(String, String, String, Duration)> {
+        let index = self.lock();
+        index
+            .iter()
+            .flat_map(|(cluster, works)| {
+                works.iter().filter_map(|(name, e)| {
+                    let done = !e.deleting
+                        && e.reported.complete == Some(true)
+                        && e.reported.generation == Some(e.generation);
+                    e.ttl_after_finished
+                        .filter(|_| done)
+                        .map(|ttl| (cluster.clone(), name.clone(), e.uid.clone(), ttl))
+                })
+            })
+            .collect()
+    }
+
     /// The Works being deleted, by cluster and name.
     pub fn deleting(&self) -> Vec<(String, String, Entry)> {
         let index = self.lock();
@@ -246,6 +269,12 @@ fn entry_of(work: &Work, uid: String, generation: i64, deleting: bool) -> Entry 
         force_delete: force_delete(work),
         placement: placement_of(work),
         reported: reported(work),
+        ttl_after_finished: work
+            .spec
+            .delete_option
+            .as_ref()
+            .and_then(|d| d.ttl_seconds_after_finished)
+            .map(|s| Duration::from_secs(s.max(0) as u64)),
     }
 }
 
@@ -443,6 +472,41 @@ pub async fn release(client: kube::Client, cluster: &str, name: &str) -> kube::R
             Err(kube::Error::Api(e)) if e.code == 409 && attempt < 5 => attempt += 1,
             Err(kube::Error::Api(e)) if e.code == 404 => return Ok(()),
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Deletes Works `ttlSecondsAfterFinished` after the hub first saw them Complete. The clock is the
+/// hub's: a restarted hub counts again from when it sees them, so a Work never goes early.
+pub async fn expire_finished(
+    index: Arc<WorkIndex>,
+    client: kube::Client,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut since: HashMap<String, std::time::Instant> = HashMap::new();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = shutdown.changed() => return,
+        }
+        let now = std::time::Instant::now();
+        let finished = index.finished();
+        since.retain(|uid, _| finished.iter().any(|(_, _, u, _)| u == uid));
+        for (cluster, name, uid, ttl) in finished {
+            let first = *since.entry(uid).or_insert(now);
+            if now.duration_since(first) < ttl {
+                continue;
+            }
+            let api: Api<Work> = Api::namespaced(client.clone(), &cluster);
+            match api.delete(&name, &Default::default()).await {
+                Ok(_) => {
+                    tracing::info!(work = %name, %cluster, ttl_seconds = ttl.as_secs(), "deleted a finished Work: its ttlSecondsAfterFinished passed");
+                }
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(error) => {
+                    tracing::warn!(work = %name, %cluster, %error, "cannot delete a finished Work");
+                }
+            }
         }
     }
 }

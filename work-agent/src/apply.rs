@@ -28,6 +28,8 @@ pub struct Outcome {
     pub applied: Result<Option<i64>, Failure>,
     /// What the object's status says (available, progressing, degraded), when it was read.
     pub health: Option<crate::health::Health>,
+    /// Whether it ran to an end, for the kinds that do (Jobs, Pods).
+    pub complete: Option<crate::health::Verdict>,
     /// The object's UID, when it exists.
     pub uid: Option<String>,
     /// The object's resourceVersion after the apply.
@@ -273,6 +275,7 @@ impl Applier {
             identifier,
             applied: Err(Failure { reason, message }),
             health: None,
+            complete: None,
             uid: None,
             resource_version: None,
             drift_corrected: false,
@@ -469,6 +472,7 @@ impl Applier {
                         message: format!("{described}: read-only, and it does not exist"),
                     }),
                     health: Some(crate::health::missing(&described)),
+                    complete: None,
                     uid: None,
                     resource_version: None,
                     drift_corrected: false,
@@ -515,6 +519,7 @@ impl Applier {
             identifier,
             applied: Ok(object.metadata.generation),
             health: Some(health),
+            complete: crate::health::completion(&kind, &object.data),
             uid: object.metadata.uid.clone(),
             resource_version: after,
             drift_corrected,

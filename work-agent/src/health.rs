@@ -102,6 +102,29 @@ pub fn missing(described: &str) -> Health {
     }
 }
 
+/// Whether a Job or Pod ran to an end (succeeded or failed, as OCM's well-known completions);
+/// `None` for the kinds that do not end.
+pub fn completion(kind: &str, object: &Value) -> Option<Verdict> {
+    match kind {
+        "Job" => Some(
+            match ["Complete", "Failed"]
+                .iter()
+                .find(|t| condition_is(object, t, "True").is_some())
+            {
+                Some(&"Complete") => Verdict::new(true, "JobComplete", "the Job completed"),
+                Some(_) => Verdict::new(true, "JobFailed", "the Job failed"),
+                None => Verdict::new(false, "JobNotFinished", "the Job has not finished"),
+            },
+        ),
+        "Pod" => Some(match text(object, "/status/phase") {
+            Some("Succeeded") => Verdict::new(true, "PodSucceeded", "the pod succeeded"),
+            Some("Failed") => Verdict::new(true, "PodFailed", "the pod failed"),
+            _ => Verdict::new(false, "PodNotFinished", "the pod has not finished"),
+        }),
+        _ => None,
+    }
+}
+
 fn available() -> Verdict {
     Verdict::new(true, "ResourceAvailable", "the resource exists")
 }
@@ -564,5 +587,29 @@ mod tests {
             "status": {"observedGeneration": 3, "readyReplicas": 2, "availableReplicas": 2,
                 "updatedReplicas": 1, "currentRevision": "a", "updateRevision": "b"}});
         assert!(of("StatefulSet", &statefulset).progressing.ok);
+    }
+
+    #[test]
+    fn jobs_and_pods_complete_when_they_end_either_way() {
+        let done = |kind: &str, v: Value| completion(kind, &v).map(|c| (c.ok, c.reason));
+        let job = |t: &str| json!({"status": {"conditions": [{"type": t, "status": "True"}]}});
+        assert_eq!(
+            done("Job", job("Complete")),
+            Some((true, "JobComplete".into()))
+        );
+        assert_eq!(done("Job", job("Failed")), Some((true, "JobFailed".into())));
+        assert_eq!(
+            done("Job", json!({})),
+            Some((false, "JobNotFinished".into()))
+        );
+        assert_eq!(
+            done("Pod", json!({"status": {"phase": "Succeeded"}})),
+            Some((true, "PodSucceeded".into()))
+        );
+        assert_eq!(
+            done("Pod", json!({"status": {"phase": "Running"}})),
+            Some((false, "PodNotFinished".into()))
+        );
+        assert_eq!(done("ConfigMap", json!({})), None);
     }
 }

@@ -12,7 +12,8 @@ use kube::runtime::watcher;
 use tokio::sync::{mpsc, watch};
 
 use atoll_api::names::{
-    CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING,
+    CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_COMPLETE, CONDITION_DEGRADED,
+    CONDITION_PROGRESSING,
 };
 use atoll_api::work::{
     AppliedResourceMeta, AppliedWork, AppliedWorkSpec, AppliedWorkStatus, DeletePropagationPolicy,
@@ -579,6 +580,9 @@ pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
     let mut unavailable = Vec::new();
     let mut progressing = Vec::new();
     let mut degraded = Vec::new();
+    // Manifests that can finish, and those of them that have not.
+    let mut finishing = 0;
+    let mut unfinished = Vec::new();
     for o in outcomes {
         let described = describe(&o.identifier);
         let mut conditions = Vec::new();
@@ -641,6 +645,20 @@ pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
                 }
             }
             None => unavailable.push(format!("{described}: not applied")),
+        }
+        if let Some(complete) = &o.complete {
+            finishing += 1;
+            if !complete.ok {
+                unfinished.push(format!("{described}: {}", complete.message));
+            }
+            conditions.push(condition(
+                CONDITION_COMPLETE,
+                complete.ok,
+                &complete.reason,
+                complete.message.clone(),
+                object_generation,
+                &now,
+            ));
         }
         manifest_conditions.push(ManifestCondition {
             identifier: o.identifier.clone(),
@@ -724,8 +742,33 @@ pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
             "no resource reports a degraded state".to_owned(),
         ),
     );
+    let mut conditions = vec![applied, progressing, available, degraded];
+    // Complete only says something for Works with manifests that finish (Jobs, Pods).
+    if finishing > 0 {
+        conditions.push(if unfinished.is_empty() && failed.is_empty() {
+            condition(
+                CONDITION_COMPLETE,
+                true,
+                "ManifestsComplete",
+                format!("all {finishing} resources that run to an end have finished"),
+                generation,
+                &now,
+            )
+        } else {
+            let mut left = unfinished;
+            left.extend(failed.iter().cloned());
+            condition(
+                CONDITION_COMPLETE,
+                false,
+                "ManifestsNotComplete",
+                summary(&left, "not finished"),
+                generation,
+                &now,
+            )
+        });
+    }
     WorkStatus {
-        conditions: vec![applied, progressing, available, degraded],
+        conditions,
         manifest_conditions,
     }
 }
