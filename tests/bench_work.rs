@@ -9,8 +9,9 @@
 //! the real agent's jitter, and keeps its sync stream open and reads it. On a `WorkUpsert` it
 //! applies the Work's manifests to an in-memory member cluster (objects by kind, namespace and
 //! name; what the Work no longer holds goes) and reports the Work's status with
-//! `ReportWorkStatus`: `Applied` and `Available` True at the upsert's generation, one manifest
-//! condition per manifest, as the real agent reports a Work it applied.
+//! `ReportWorkStatus`, built by the real agent's own `status_of`: `Applied` and `Available` True,
+//! `Progressing` and `Degraded` False at the upsert's generation, and the same four conditions
+//! for each manifest.
 //!
 //! Once every cluster shows joined and healthy and every sync stream is open, the program creates
 //! one WorkPlacement of `MANIFESTS` ConfigMaps (about `CONFIG_BYTES` bytes of data each) selecting
@@ -54,14 +55,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
+use atoll_agent::apply::Outcome;
 use atoll_agent::hub::Client;
 use atoll_api::inventory::ClusterProfile;
 use atoll_api::names::{
-    CONDITION_APPLIED, CONDITION_AVAILABLE, CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED,
-    CONDITION_PROGRESSING, INVENTORY_NAMESPACE,
+    CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED, CONDITION_PROGRESSING, INVENTORY_NAMESPACE,
 };
 use atoll_api::placement::WorkPlacement;
-use atoll_api::work::{ManifestCondition, ResourceIdentifier, Work, WorkStatus};
+use atoll_api::work::{ResourceIdentifier, Work, WorkStatus};
 use atoll_hub::work::ANNOTATION_PLACEMENT_GENERATION;
 use atoll_proto::v1::{
     Health, HeartbeatRequest, JoinRequest, SyncRequest, WorkStatusReport, WorkUpsert, WorkVersion,
@@ -72,7 +73,6 @@ use atoll_tests::bench::{
     unit, verdict,
 };
 use atoll_tests::{Process, Report, client_from, cpu_ticks, free_addr, machine_busy_ticks};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -1181,41 +1181,24 @@ fn identify(ordinal: usize, manifest: &Value) -> ResourceIdentifier {
     }
 }
 
-/// The status of a Work applied at `generation`: applied and available, and so is each manifest.
+/// The status of a Work applied at `generation`, as the real agent reports it (its own
+/// `status_of`): each ConfigMap applied, available, not progressing, not degraded.
 fn work_status(generation: i64, identifiers: Vec<ResourceIdentifier>) -> WorkStatus {
-    let now = jiff::Timestamp::now();
-    let conditions = |what: &str| {
-        vec![
-            Condition {
-                type_: CONDITION_APPLIED.to_owned(),
-                status: "True".to_owned(),
-                reason: "AppliedWorkComplete".to_owned(),
-                message: format!("{what} applied"),
-                last_transition_time: Time(now),
-                observed_generation: Some(generation),
-            },
-            Condition {
-                type_: CONDITION_AVAILABLE.to_owned(),
-                status: "True".to_owned(),
-                reason: "ResourcesAvailable".to_owned(),
-                message: format!("{what} available"),
-                last_transition_time: Time(now),
-                observed_generation: Some(generation),
-            },
-        ]
-    };
-    WorkStatus {
-        conditions: conditions("every manifest"),
-        manifest_conditions: identifiers
-            .into_iter()
-            .map(|identifier| ManifestCondition {
-                identifier,
-                conditions: conditions("the manifest"),
-                // ConfigMaps have no status to feed back.
-                ..ManifestCondition::default()
-            })
-            .collect(),
-    }
+    let outcomes: Vec<Outcome> = identifiers
+        .into_iter()
+        .map(|identifier| Outcome {
+            identifier,
+            applied: Ok(Some(1)),
+            health: Some(atoll_agent::health::of("ConfigMap", Some(1), &json!({}))),
+            complete: None,
+            uid: None,
+            resource_version: None,
+            drift_corrected: false,
+            feedback: None,
+            ignored: Default::default(),
+        })
+        .collect();
+    atoll_agent::works::status_of(&outcomes, Some(generation))
 }
 
 // ---------------------------------------------------------------------------------------------

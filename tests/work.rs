@@ -1106,11 +1106,13 @@ async fn a_rollout_in_the_member_shows_as_progressing_and_a_stuck_one_as_degrade
         .await
         .unwrap();
     let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
-    // No controller runs in the member: once applied, the Deployment is settled.
+    // No controller runs in the member: once applied, the Deployment is settled, and without a
+    // status it reports neither Progressing nor Degraded, only Available.
     let w = work_condition(&works, "default.web", "Progressing", "False").await;
+    assert_eq!(manifest_condition(&w, "Degraded"), None);
     assert_eq!(
-        manifest_condition(&w, "Degraded").map(|c| c.0).as_deref(),
-        Some("False")
+        manifest_condition(&w, "Available").map(|c| c.0).as_deref(),
+        Some("True")
     );
     placement_condition(&placements, "web", "Progressing", "RolloutComplete").await;
 

@@ -31,9 +31,23 @@ impl Verdict {
     }
 }
 
-/// The three verdicts on one object.
+/// The verdicts on one object.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Health {
+    /// Whether the object has a status to read (a controller reports on it). Without one it can
+    /// neither progress nor degrade, and only `Available` is reported for it.
+    pub observed: bool,
+    /// `Available`.
+    pub available: Verdict,
+    /// `Progressing`.
+    pub progressing: Verdict,
+    /// `Degraded`.
+    pub degraded: Verdict,
+}
+
+/// The three verdicts, before it is known whether the object is observed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct State {
     /// `Available`.
     pub available: Verdict,
     /// `Progressing`.
@@ -92,6 +106,7 @@ fn says(c: &Value, fallback: &str) -> (String, String) {
 /// A read-only manifest's object that is not there.
 pub fn missing(described: &str) -> Health {
     Health {
+        observed: false,
         available: Verdict::new(
             false,
             "ResourceNotFound",
@@ -140,12 +155,25 @@ fn not_degraded() -> Verdict {
 /// Reads an object as it came back from the cluster: its `metadata.generation`, and the rest of it
 /// (`spec`, `status`) as `object`.
 pub fn of(kind: &str, generation: Option<i64>, object: &Value) -> Health {
+    let state = state(kind, generation, object);
+    Health {
+        observed: object
+            .get("status")
+            .and_then(Value::as_object)
+            .is_some_and(|s| !s.is_empty()),
+        available: state.available,
+        progressing: state.progressing,
+        degraded: state.degraded,
+    }
+}
+
+fn state(kind: &str, generation: Option<i64>, object: &Value) -> State {
     let observed = int(object, "/status/observedGeneration");
     // The controller has not seen the latest spec yet: nothing else in the status is current.
     if let (Some(generation), Some(observed)) = (generation, observed)
         && observed < generation
     {
-        return Health {
+        return State {
             available: available(),
             progressing: Verdict::new(
                 true,
@@ -173,7 +201,7 @@ fn replicas_unavailable(have: i64, want: i64) -> Verdict {
     )
 }
 
-fn deployment(object: &Value) -> Health {
+fn deployment(object: &Value) -> State {
     if int(object, "/status/observedGeneration").is_none() {
         return generic(object);
     }
@@ -191,7 +219,7 @@ fn deployment(object: &Value) -> Health {
         .filter(|c| c.get("reason").and_then(Value::as_str) == Some("ProgressDeadlineExceeded"))
     {
         let (reason, message) = says(c, "ProgressDeadlineExceeded");
-        return Health {
+        return State {
             available,
             progressing: Verdict::new(false, "Failed", message.clone()),
             degraded: Verdict::new(true, &reason, message),
@@ -199,7 +227,7 @@ fn deployment(object: &Value) -> Health {
     }
     if let Some(c) = condition_is(object, "ReplicaFailure", "True") {
         let (reason, message) = says(c, "ReplicaFailure");
-        return Health {
+        return State {
             available,
             progressing: Verdict::new(false, "Failed", message.clone()),
             degraded: Verdict::new(true, &reason, message),
@@ -212,7 +240,7 @@ fn deployment(object: &Value) -> Health {
     if updated < want || replicas > updated || have < updated {
         if rolled_out && updated >= want && replicas <= updated {
             // The rollout finished earlier; replicas were lost since.
-            return Health {
+            return State {
                 degraded: Verdict::new(
                     true,
                     "ReplicasUnavailable",
@@ -223,7 +251,7 @@ fn deployment(object: &Value) -> Health {
             };
         }
         let old = (replicas - updated).max(0);
-        return Health {
+        return State {
             available,
             progressing: Verdict::new(
                 true,
@@ -235,14 +263,14 @@ fn deployment(object: &Value) -> Health {
             degraded: not_degraded(),
         };
     }
-    Health {
+    State {
         available,
         progressing: not_progressing(),
         degraded: not_degraded(),
     }
 }
 
-fn replicated(object: &Value) -> Health {
+fn replicated(object: &Value) -> State {
     if int(object, "/status/observedGeneration").is_none() {
         return generic(object);
     }
@@ -275,7 +303,7 @@ fn replicated(object: &Value) -> Health {
         }
         None => not_degraded(),
     };
-    Health {
+    State {
         available: if have < want {
             replicas_unavailable(have, want)
         } else {
@@ -286,14 +314,14 @@ fn replicated(object: &Value) -> Health {
     }
 }
 
-fn daemon_set(object: &Value) -> Health {
+fn daemon_set(object: &Value) -> State {
     if int(object, "/status/observedGeneration").is_none() {
         return generic(object);
     }
     let want = int(object, "/status/desiredNumberScheduled").unwrap_or(0);
     let updated = int(object, "/status/updatedNumberScheduled").unwrap_or(want);
     let have = int(object, "/status/numberAvailable").unwrap_or(0);
-    Health {
+    State {
         available: if have < want {
             Verdict::new(
                 false,
@@ -316,17 +344,17 @@ fn daemon_set(object: &Value) -> Health {
     }
 }
 
-fn job(object: &Value) -> Health {
+fn job(object: &Value) -> State {
     if let Some(c) = condition_is(object, "Failed", "True") {
         let (reason, message) = says(c, "JobFailed");
-        return Health {
+        return State {
             available: available(),
             progressing: Verdict::new(false, "Failed", message.clone()),
             degraded: Verdict::new(true, &reason, message),
         };
     }
     if condition_is(object, "Complete", "True").is_some() {
-        return Health {
+        return State {
             available: available(),
             progressing: Verdict::new(false, "Completed", "the Job completed"),
             degraded: not_degraded(),
@@ -335,7 +363,7 @@ fn job(object: &Value) -> Health {
     if object.pointer("/status/startTime").is_some() {
         let active = int(object, "/status/active").unwrap_or(0);
         let succeeded = int(object, "/status/succeeded").unwrap_or(0);
-        return Health {
+        return State {
             available: available(),
             progressing: Verdict::new(
                 true,
@@ -348,7 +376,7 @@ fn job(object: &Value) -> Health {
     generic(object)
 }
 
-fn pod(object: &Value) -> Health {
+fn pod(object: &Value) -> State {
     let Some(phase) = text(object, "/status/phase") else {
         return generic(object);
     };
@@ -366,7 +394,7 @@ fn pod(object: &Value) -> Health {
             let message = format!("container {container:?} is waiting: {reason} {detail}")
                 .trim_end()
                 .to_owned();
-            return Health {
+            return State {
                 available: Verdict::new(false, "ResourceNotAvailable", message.clone()),
                 progressing: Verdict::new(false, "Failed", message.clone()),
                 degraded: Verdict::new(true, reason, message),
@@ -377,23 +405,23 @@ fn pod(object: &Value) -> Health {
         "Failed" => {
             let reason = text(object, "/status/reason").unwrap_or("PodFailed");
             let message = text(object, "/status/message").unwrap_or("the pod failed");
-            Health {
+            State {
                 available: Verdict::new(false, "ResourceNotAvailable", message),
                 progressing: Verdict::new(false, "Failed", message),
                 degraded: Verdict::new(true, reason, message),
             }
         }
-        "Succeeded" => Health {
+        "Succeeded" => State {
             available: available(),
             progressing: Verdict::new(false, "Completed", "the pod succeeded"),
             degraded: not_degraded(),
         },
-        _ if condition_is(object, "Ready", "True").is_some() => Health {
+        _ if condition_is(object, "Ready", "True").is_some() => State {
             available: available(),
             progressing: not_progressing(),
             degraded: not_degraded(),
         },
-        _ => Health {
+        _ => State {
             available: Verdict::new(
                 false,
                 "ResourceNotAvailable",
@@ -406,14 +434,14 @@ fn pod(object: &Value) -> Health {
 }
 
 /// Any kind: the conventions most controllers follow (kstatus's, and OpenShift's operators').
-fn generic(object: &Value) -> Health {
+fn generic(object: &Value) -> State {
     let degraded = ["Degraded", "Failed", "Stalled"]
         .iter()
         .find_map(|t| condition_is(object, t, "True").map(|c| says(c, t)));
     let progressing = ["Reconciling", "Progressing"]
         .iter()
         .find_map(|t| condition_is(object, t, "True").map(|c| says(c, t)));
-    Health {
+    State {
         available: available(),
         progressing: match progressing {
             Some((_, message)) if degraded.is_none() => {

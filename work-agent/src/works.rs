@@ -141,8 +141,8 @@ pub struct Works {
     sent: Mutex<HashMap<String, WorkUpsert>>,
     /// Each Work's resourceVersions after its last apply, by manifest ordinal.
     versions: Mutex<HashMap<String, HashMap<i32, String>>>,
-    /// What each Work's last report said, timestamps left out.
-    reported: Mutex<HashMap<String, String>>,
+    /// What each Work's last report said: its fingerprint (timestamps left out) and the status.
+    reported: Mutex<HashMap<String, (String, WorkStatus)>>,
     /// Which Work applied each object, and the object's resourceVersion after that apply.
     owners: Arc<Mutex<HashMap<ObjectKey, (String, String)>>>,
     /// The kinds watched for drift.
@@ -326,11 +326,17 @@ impl Works {
         let mut status = status_of(&outcomes, work.metadata.generation);
         trim(&mut status, STATUS_MAX_BYTES);
         let fingerprint = fingerprint(&status);
-        if resync && lock(&self.reported).get(&upsert.name) == Some(&fingerprint) {
-            // Nothing drifted and no feedback moved: the status the hub has still holds.
-            return Ok(());
+        {
+            let mut reported = lock(&self.reported);
+            if let Some((last, before)) = reported.get(&upsert.name) {
+                if resync && *last == fingerprint {
+                    // Nothing drifted and no feedback moved: the status the hub has still holds.
+                    return Ok(());
+                }
+                keep_transition_times(&mut status, before);
+            }
+            reported.insert(upsert.name.clone(), (fingerprint, status.clone()));
         }
-        lock(&self.reported).insert(upsert.name.clone(), fingerprint);
         self.report(
             client,
             &upsert.name,
@@ -618,11 +624,12 @@ pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
         let object_generation = o.applied.as_ref().ok().copied().flatten();
         match &o.health {
             Some(health) => {
-                let verdicts = [
-                    (CONDITION_AVAILABLE, &health.available),
-                    (CONDITION_PROGRESSING, &health.progressing),
-                    (CONDITION_DEGRADED, &health.degraded),
-                ];
+                let mut verdicts = vec![(CONDITION_AVAILABLE, &health.available)];
+                // An object without a status (a ConfigMap) neither progresses nor degrades.
+                if health.observed {
+                    verdicts.push((CONDITION_PROGRESSING, &health.progressing));
+                    verdicts.push((CONDITION_DEGRADED, &health.degraded));
+                }
                 for (type_, verdict) in verdicts {
                     conditions.push(condition(
                         type_,
@@ -791,6 +798,31 @@ fn fingerprint(status: &WorkStatus) -> String {
     serde_json::to_string(&copy).unwrap_or_default()
 }
 
+/// Keeps each condition's `lastTransitionTime` from the previous report while its status stays
+/// the same, as a condition's transition time should (manifests matched by ordinal).
+fn keep_transition_times(status: &mut WorkStatus, before: &WorkStatus) {
+    let carry = |now: &mut [Condition], then: &[Condition]| {
+        for c in now {
+            if let Some(old) = then
+                .iter()
+                .find(|o| o.type_ == c.type_ && o.status == c.status)
+            {
+                c.last_transition_time = old.last_transition_time.clone();
+            }
+        }
+    };
+    carry(&mut status.conditions, &before.conditions);
+    for m in &mut status.manifest_conditions {
+        if let Some(old) = before
+            .manifest_conditions
+            .iter()
+            .find(|o| o.identifier.ordinal == m.identifier.ordinal)
+        {
+            carry(&mut m.conditions, &old.conditions);
+        }
+    }
+}
+
 /// Makes a status fit in `limit` bytes: first shortens messages and drops status feedback, then
 /// keeps only the manifests that are not fine; says so in a `StatusTrimmed` condition.
 pub fn trim(status: &mut WorkStatus, limit: usize) {
@@ -846,6 +878,55 @@ pub fn trim(status: &mut WorkStatus, limit: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transition_times_move_only_when_a_condition_changes() {
+        let then = Time("2026-01-01T00:00:00Z".parse().unwrap());
+        let before = WorkStatus {
+            conditions: vec![
+                condition(
+                    CONDITION_APPLIED,
+                    true,
+                    "AppliedWorkComplete",
+                    String::new(),
+                    Some(1),
+                    &then,
+                ),
+                condition(
+                    CONDITION_AVAILABLE,
+                    false,
+                    "ResourcesNotAvailable",
+                    String::new(),
+                    Some(1),
+                    &then,
+                ),
+            ],
+            manifest_conditions: vec![manifest(0, true, "applied")],
+        };
+        let mut status = before.clone();
+        let now = Time(jiff::Timestamp::now());
+        for c in status
+            .conditions
+            .iter_mut()
+            .chain(status.manifest_conditions[0].conditions.iter_mut())
+        {
+            c.last_transition_time = now.clone();
+        }
+        status.conditions[1].status = "True".into();
+        keep_transition_times(&mut status, &before);
+        assert_eq!(
+            status.conditions[0].last_transition_time, then,
+            "Applied stayed True"
+        );
+        assert_eq!(
+            status.conditions[1].last_transition_time, now,
+            "Available became True"
+        );
+        assert_eq!(
+            status.manifest_conditions[0].conditions[0].last_transition_time,
+            before.manifest_conditions[0].conditions[0].last_transition_time
+        );
+    }
 
     #[test]
     fn orphaning_keeps_all_none_or_what_the_rules_name_across_a_restart() {
