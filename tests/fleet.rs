@@ -3,7 +3,8 @@
 //! `atoll get clusters` and `kubectl get clusterprofiles`; a killed agent turns its cluster
 //! Unknown within the configured leases and a restarted one turns it healthy again without
 //! joining again; a cluster moved between ClusterSets is reflected on the hub and in the member's
-//! ClusterProperty.
+//! ClusterProperty. A placement lands on every member and survives a killed hub; an agent killed
+//! mid-apply and restarted neither misses nor rewrites an object.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -675,5 +676,125 @@ async fn a_placement_lands_on_every_member_survives_a_killed_hub_and_cleans_up()
         },
     )
     .await;
+    drop(hub);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_killed_mid_apply_neither_misses_nor_repeats_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub_dir = dir.path().join("hub");
+    let grpc = free_addr().unwrap().to_string();
+    let hub = Process::hub_with(
+        &hub_dir,
+        free_addr().unwrap(),
+        &["--grpc-addr", &grpc, "--auto-accept"],
+    )
+    .unwrap();
+    let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
+    let log = dir.path().join("east-agent.log");
+    let agent = Agent::start(&hub_dir, &grpc, &member, "east", log.clone());
+    until(
+        dir.path(),
+        "east is healthy",
+        Duration::from_secs(30),
+        || {
+            clusters(&hub_dir)
+                .iter()
+                .any(|r| r.0 == "east" && r.1 == "True")
+        },
+    )
+    .await;
+
+    // Many ConfigMaps, so that the agent is stopped part of the way through.
+    const COUNT: usize = 400;
+    let many: String = (0..COUNT)
+        .map(|i| {
+            format!(
+                "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i:03}, namespace: default}}\ndata: {{i: \"{i}\"}}\n"
+            )
+        })
+        .collect();
+    let file = dir.path().join("many.yaml");
+    std::fs::write(&file, many).unwrap();
+    atoll(
+        &hub_dir,
+        &[
+            "work",
+            "apply",
+            "-f",
+            file.to_str().unwrap(),
+            "--clusters",
+            "east",
+            "--name",
+            "many",
+        ],
+    )
+    .success();
+    let configmaps: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(
+        atoll_tests::client_from(&member.kubeconfig())
+            .await
+            .unwrap(),
+        "default",
+    );
+    let applied = || async {
+        configmaps
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|c| {
+                c.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with('c'))
+            })
+            .map(|c| {
+                (
+                    c.metadata.name.unwrap(),
+                    c.metadata.resource_version.unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        eventually(Duration::from_secs(30), || async {
+            !applied().await.is_empty()
+        })
+        .await,
+        "nothing was applied\n{}",
+        agent.log()
+    );
+    // SIGKILL, as a node failure would.
+    drop(agent);
+    let before = applied().await;
+    assert!(
+        before.len() < COUNT,
+        "the agent finished before it was killed: no restart mid-apply to test"
+    );
+
+    let agent = Agent::start(&hub_dir, &grpc, &member, "east", log);
+    until(
+        dir.path(),
+        "the placement is available on east",
+        Duration::from_secs(60),
+        || {
+            atoll(&hub_dir, &["work", "status", "many"])
+                .stdout
+                .contains("1 selected, 1 applied, 1 available")
+        },
+    )
+    .await;
+    let after: std::collections::HashMap<String, String> = applied().await.into_iter().collect();
+    assert_eq!(after.len(), COUNT, "objects are missing");
+    for (name, version) in &before {
+        assert_eq!(
+            after.get(name),
+            Some(version),
+            "{name} was written again after the restart\n{}",
+            agent.log()
+        );
+    }
+    drop(agent);
     drop(hub);
 }
