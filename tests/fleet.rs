@@ -798,3 +798,187 @@ async fn an_agent_killed_mid_apply_neither_misses_nor_repeats_work() {
     drop(agent);
     drop(hub);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    // The hub cluster: any Kubernetes API; here atoll's own server, as a real cluster stands in.
+    let hub_cluster =
+        Process::apiserver(&dir.path().join("hub-cluster"), free_addr().unwrap()).unwrap();
+    let grpc = free_addr().unwrap().to_string();
+    let log = std::fs::File::create(dir.path().join("hub-controller.log")).unwrap();
+    let mut controller = Command::new(atoll_tests::hub_controller_binary().unwrap())
+        .env_clear()
+        .env("KUBECONFIG", hub_cluster.kubeconfig())
+        .args([
+            "--grpc-addr",
+            &grpc,
+            "--grpc-host",
+            "hub.example.internal",
+            "--auto-accept",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    // What an operator does for a new member: a bootstrap token and the hub's CA certificate.
+    let hub_dir = dir.path().join("operator");
+    std::fs::create_dir_all(&hub_dir).unwrap();
+    std::fs::copy(hub_cluster.kubeconfig(), hub_dir.join("hub.kubeconfig")).unwrap();
+    let mut ca = None;
+    until(
+        dir.path(),
+        "the hub has its CA",
+        Duration::from_secs(30),
+        || {
+            let ran = kubectl(
+                &hub_cluster.kubeconfig(),
+                &[
+                    "get",
+                    "secret",
+                    "atoll-hub-ca",
+                    "-n",
+                    "atoll-system",
+                    "-o",
+                    "jsonpath={.data.tls\\.crt}",
+                ],
+            );
+            ca = base64::engine::general_purpose::STANDARD
+                .decode(ran.stdout.trim())
+                .ok()
+                .filter(|c| !c.is_empty());
+            ca.is_some()
+        },
+    )
+    .await;
+    std::fs::write(hub_dir.join("hub-ca.crt"), ca.unwrap()).unwrap();
+    let token = atoll(&hub_dir, &["token", "create", "--ttl", "1h"]).success();
+    std::fs::write(hub_dir.join("bootstrap-token"), token.stdout.trim()).unwrap();
+
+    let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
+    let _agent = Agent::start(
+        &hub_dir,
+        &grpc,
+        &member,
+        "east",
+        dir.path().join("east-agent.log"),
+    );
+    until(
+        dir.path(),
+        "east is healthy on the hub",
+        Duration::from_secs(30),
+        || {
+            clusters(&hub_dir)
+                .iter()
+                .any(|r| r.0 == "east" && r.1 == "True")
+        },
+    )
+    .await;
+    let file = dir.path().join("config.yaml");
+    std::fs::write(&file, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {color: blue}\n").unwrap();
+    atoll(
+        &hub_dir,
+        &[
+            "work",
+            "apply",
+            "-f",
+            file.to_str().unwrap(),
+            "--clusters",
+            "east",
+            "--name",
+            "cfg",
+            "--wait",
+            "--timeout",
+            "60s",
+        ],
+    )
+    .success();
+    let color = kubectl(
+        &member.kubeconfig(),
+        &[
+            "get",
+            "configmap",
+            "settings",
+            "-o",
+            "jsonpath={.data.color}",
+        ],
+    )
+    .success();
+    assert_eq!(color.stdout.trim(), "blue");
+
+    // SIGTERM stops it cleanly.
+    let pid = controller.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let stopped = eventually(Duration::from_secs(10), || {
+        std::future::ready(matches!(controller.try_wait(), Ok(Some(_))))
+    })
+    .await;
+    let _ = controller.kill();
+    assert!(stopped, "hub-controller did not stop on SIGTERM");
+    assert!(
+        controller.wait().unwrap().success(),
+        "hub-controller exited with an error"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_hub_and_agent_manifests_apply_with_kubectl() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Process::apiserver(&dir.path().join("cluster"), free_addr().unwrap()).unwrap();
+    let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests");
+    for (part, deployment) in [("hub", "atoll-hub"), ("agent", "atoll-work-agent")] {
+        let path = manifests.join(part);
+        kubectl(
+            &cluster.kubeconfig(),
+            &["apply", "-k", path.to_str().unwrap()],
+        )
+        .success()
+        .stdout_has(&format!("deployment.apps/{deployment} created"));
+        let command = kubectl(
+            &cluster.kubeconfig(),
+            &[
+                "get",
+                "deployment",
+                deployment,
+                "-n",
+                "atoll-system",
+                "-o",
+                "jsonpath={.spec.template.spec.containers[0].command[0]}",
+            ],
+        )
+        .success();
+        // The container runs the binary of that name, which this workspace builds.
+        let binary = command.stdout.trim();
+        assert!(
+            [("hub", "hub-controller"), ("agent", "work-agent")].contains(&(part, binary)),
+            "{part}: {binary}"
+        );
+    }
+    // The hub's command line parses as hub-controller's flags.
+    let args = kubectl(
+        &cluster.kubeconfig(),
+        &[
+            "get",
+            "deployment",
+            "atoll-hub",
+            "-n",
+            "atoll-system",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].args}",
+        ],
+    )
+    .success();
+    let args: Vec<String> = serde_json::from_str(args.stdout.trim()).unwrap();
+    let mut all = args.clone();
+    all.push("--help".into());
+    Tool::new(atoll_tests::hub_controller_binary().unwrap())
+        .run(&all.iter().map(String::as_str).collect::<Vec<_>>())
+        .success();
+    let mut bad = args;
+    bad.push("--no-such-flag".into());
+    Tool::new(atoll_tests::hub_controller_binary().unwrap())
+        .run(&bad.iter().map(String::as_str).collect::<Vec<_>>())
+        .failure();
+}

@@ -56,6 +56,11 @@ pub fn atoll_binary() -> anyhow::Result<PathBuf> {
     binary("atoll")
 }
 
+/// The `hub-controller` binary (the hub for a Kubernetes cluster) built beside this test.
+pub fn hub_controller_binary() -> anyhow::Result<PathBuf> {
+    binary("hub-controller")
+}
+
 /// The `work-agent` binary built beside this test.
 pub fn work_agent_binary() -> anyhow::Result<PathBuf> {
     binary("work-agent")

@@ -108,22 +108,8 @@ struct ServerArgs {
 struct UpArgs {
     #[command(flatten)]
     server: ServerArgs,
-    /// Address the gRPC server for agents listens on.
-    #[arg(long, env = "ATOLL_GRPC_ADDR", default_value = "127.0.0.1:9443")]
-    grpc_addr: SocketAddr,
-    /// Accept every cluster that joins with a valid bootstrap token, without `atoll cluster accept`.
-    #[arg(long, env = "ATOLL_AUTO_ACCEPT")]
-    auto_accept: bool,
-    /// How often agents send heartbeats, in seconds.
-    #[arg(long, env = "ATOLL_LEASE_SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
-    lease_seconds: u64,
-    /// How long a deleted Work waits for its Unknown cluster to clean up before it goes anyway,
-    /// in seconds.
-    #[arg(long, env = "ATOLL_LOST_CLUSTER_GRACE_SECONDS", default_value_t = 300)]
-    lost_cluster_grace_seconds: u64,
-    /// How many leases may pass without a heartbeat before a cluster shows Unknown.
-    #[arg(long, env = "ATOLL_MISSED_LEASES", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
-    missed_leases: u32,
+    #[command(flatten)]
+    hub: atoll_hub::flags::Flags,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -230,15 +216,7 @@ fn main() -> anyhow::Result<()> {
         match cli.command {
             Command::Up(args) => {
                 let data_dir = args.server.data_dir.unwrap_or_else(|| ".atoll".into());
-                let mut hub = atoll_hub::Config::new(args.grpc_addr);
-                hub.auto_accept = args.auto_accept;
-                hub.lost_cluster_grace =
-                    std::time::Duration::from_secs(args.lost_cluster_grace_seconds);
-                hub.leases = atoll_hub::Leases {
-                    lease: std::time::Duration::from_secs(args.lease_seconds),
-                    missed: args.missed_leases,
-                };
-                let mode = up::Mode::Hub(hub);
+                let mode = up::Mode::Hub(args.hub.config());
                 up::run(
                     mode,
                     data_dir,

@@ -12,6 +12,7 @@ pub mod bootstrap;
 pub mod clusterset;
 pub mod conditions;
 pub mod digest;
+pub mod flags;
 pub mod fleet;
 pub mod grpc;
 pub mod inventory;
