@@ -280,14 +280,17 @@ fn check_combinators(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<Fi
 }
 
 fn check_string(text: &str, s: &Map<String, Value>, path: &str) -> Option<FieldError> {
-    let chars = text.chars().count() as u64;
+    // Counted only when a length is limited, and then only when the bytes could break the limit
+    // (a string has at most as many characters as bytes).
+    let chars = || text.chars().count() as u64;
     if let Some(max) = s.get("maxLength").and_then(Value::as_u64)
-        && chars > max
+        && text.len() as u64 > max
+        && chars() > max
     {
         return Some(FieldError::too_long(error_field(path), max as usize));
     }
     if let Some(min) = s.get("minLength").and_then(Value::as_u64)
-        && chars < min
+        && chars() < min
     {
         return Some(FieldError::invalid(
             error_field(path),
@@ -655,8 +658,7 @@ fn is_date(text: &str) -> bool {
 /// go-openapi's `IsDateTime`: a full date, `T`, `hh:mm:ss`, optional fraction, then `Z` or an
 /// offset (case-insensitive).
 fn is_date_time(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    let mut parts = lower.split('t');
+    let mut parts = text.split(['t', 'T']);
     let (Some(date), Some(time)) = (parts.next(), parts.next()) else {
         return false;
     };
@@ -664,15 +666,14 @@ fn is_date_time(text: &str) -> bool {
         return false;
     }
     static TIME: LazyLock<Option<Regex>> = LazyLock::new(|| {
-        Regex::new(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$").ok()
+        Regex::new(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?([zZ]|([+-][0-9]{2}:[0-9]{2}))$")
+            .ok()
     });
     let Some(re) = TIME.as_ref() else {
         return false;
     };
-    match re.captures(time) {
-        Some(c) => &c[1] <= "23" && &c[2] <= "59" && &c[3] <= "59",
-        None => false,
-    }
+    // The pattern fixes where hours, minutes and seconds are; only their ranges are left.
+    re.is_match(time) && &time[0..2] <= "23" && &time[3..5] <= "59" && &time[6..8] <= "59"
 }
 
 fn is_base64(text: &str) -> bool {
