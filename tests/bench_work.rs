@@ -1380,7 +1380,8 @@ fn print_memory(results: &[Scale]) {
          most seen during either fan-out (sampled every {} ms). Per cluster: (available − before) \
          / N, the growth the placement costs. Marginal: the same growth from the previous row, per \
          added cluster (which leaves out what one placement costs however large the fleet). \
-         Target: under {TARGET_KIB_PER_CLUSTER:.0} KiB per cluster.\n\n\
+         Target: under {TARGET_KIB_PER_CLUSTER:.0} KiB per cluster, judged from 1,000 clusters (below \
+         that one placement's fixed costs outweigh the clusters').\n\n\
          | clusters | before MiB | available MiB | updated MiB | peak MiB | KiB per cluster | marginal KiB per cluster | target |\n\
          |---:|---:|---:|---:|---:|---:|---:|---|",
         POLL.as_millis()
@@ -1416,7 +1417,12 @@ fn print_memory(results: &[Scale]) {
             mib(peak),
             kib(per_cluster),
             kib(marginal),
-            per_cluster.map_or("–", |k| verdict(k < TARGET_KIB_PER_CLUSTER)),
+            match per_cluster {
+                // Below 1,000 clusters one placement's fixed costs outweigh the clusters'.
+                Some(_) if result.clusters < 1_000 => "(for 1000, 5000)",
+                Some(k) => verdict(k < TARGET_KIB_PER_CLUSTER),
+                None => "–",
+            },
         );
     }
     println!("{table}");
