@@ -32,8 +32,9 @@
 //!   and the most seen during either; KiB per cluster is (available − before) / N.
 //!
 //! The targets are printed beside the figures: every cluster applied within 2 s for 1,000
-//! clusters and within 10 s for 5,000 (judged on the hub showing it), and under 100 KiB of hub
-//! memory per cluster for the placement. KubeFleet's published figure, about 20 s (p90) for a
+//! clusters and within 10 s for 5,000 (judged on every report acknowledged, the issue's measure,
+//! and, stricter, on the hub showing the placement done), and under 100 KiB of hub memory per
+//! cluster for the placement (judged from 1,000 clusters). KubeFleet's published figure, about 20 s (p90) for a
 //! placement to 100 clusters, is quoted for comparison; it is not measured here.
 //!
 //! Run with `cargo build --release -p atoll && cargo bench -p atoll-tests --bench work`: the full
@@ -1291,20 +1292,28 @@ fn print_fan_out(results: &[Scale]) {
          generation with available = N and Progressing reason RolloutComplete (shown; polled \
          every {} ms). Per cluster, from the call: Work received and report sent, p50 and p99. \
          Unreached: clusters that never received the Work; unreported: never had a report \
-         acknowledged. Target: every cluster applied, as the hub shows it, within {}.\n\n\
-         | clusters | rollout | all received s | all reported s | shown s | received p50 ms | received p99 ms | report sent p50 ms | report sent p99 ms | unreached | unreported | target |\n\
+         acknowledged. Target: every cluster applied within {}, judged twice: on every report \
+         of Applied acknowledged (the hub has written each Work's status; the issue's measure) \
+         and, stricter, on the placement showing it.\n\n\
+         | clusters | rollout | all received s | all reported s | shown s | received p50 ms | received p99 ms | report sent p50 ms | report sent p99 ms | unreached | unreported | target (reported / shown) |\n\
          |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         POLL.as_millis(),
         targets.join(" and ")
     );
     for result in results {
         for rollout in &result.rollouts {
+            let all_reported = (rollout.acked.len() == rollout.want)
+                .then(|| rollout.acked.iter().max().copied())
+                .flatten();
             let target = match applied_target(result.clusters) {
-                Some((_, secs)) => verdict(
-                    rollout.shown.is_some_and(|s| s.as_secs_f64() <= secs)
-                        && rollout.acked.len() == rollout.want,
-                )
-                .to_owned(),
+                Some((_, secs)) => format!(
+                    "{} / {}",
+                    verdict(all_reported.is_some_and(|d| d.as_secs_f64() <= secs)),
+                    verdict(
+                        rollout.shown.is_some_and(|s| s.as_secs_f64() <= secs)
+                            && rollout.acked.len() == rollout.want,
+                    )
+                ),
                 None => "(for 1000, 5000)".to_owned(),
             };
             let last = |d: &[Duration]| {

@@ -6,7 +6,9 @@
 //! conditions, phase and container states; any other kind by `status.observedGeneration` and the
 //! conventional `Reconciling`/`Progressing`, `Degraded`/`Failed`/`Stalled` conditions. An object
 //! no controller reports on (no `status.observedGeneration`, no conditions) is available once it
-//! exists and neither progressing nor degraded, as in a cluster that runs no controllers.
+//! exists and neither progressing nor degraded, as in a cluster that runs no controllers; an
+//! object with no status at all reports only `Available`. Jobs and Pods also say whether they ran
+//! to an end (`Complete`, OCM's well-known completions).
 
 use serde_json::Value;
 
