@@ -34,8 +34,8 @@
 //! The targets are printed beside the figures: every cluster applied within 2 s for 1,000
 //! clusters and within 10 s for 5,000 (judged on every report acknowledged, the measure,
 //! and, stricter, on the hub showing the placement done), and under 100 KiB of hub memory per
-//! cluster for the placement (judged from 1,000 clusters). KubeFleet's published figure, about 20 s (p90) for a
-//! placement to 100 clusters, is quoted for comparison; it is not measured here.
+//! cluster for the placement (judged from 1,000 clusters). KubeFleet's published figure, about
+//! 20 s (p90) for a placement to 100 clusters, is quoted for comparison; it is not measured here.
 //!
 //! Run with `cargo build --release -p atoll && cargo bench -p atoll-tests --bench work`: the full
 //! plan, N in 100, 1000 and 5000, at the default lease of 10 s. Without `--bench` (as `cargo test
