@@ -121,6 +121,17 @@ fn clusters(hub_dir: &Path) -> Vec<(String, String, String, String)> {
         .collect()
 }
 
+/// Waits until cluster `name` shows healthy in `atoll get clusters`.
+async fn until_healthy(dir: &Path, hub_dir: &Path, name: &str) {
+    let what = format!("{name} is healthy on the hub");
+    until(dir, &what, Duration::from_secs(30), || {
+        clusters(hub_dir)
+            .iter()
+            .any(|r| r.0 == name && r.1 == "True")
+    })
+    .await;
+}
+
 /// Waits until `check` holds; on timeout fails with the last lines of every log in `dir`.
 async fn until(dir: &Path, what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
     if eventually(timeout, || std::future::ready(check())).await {
@@ -274,17 +285,7 @@ async fn three_clusters_join_get_lost_come_back_and_move_between_sets() {
         "east",
         dir.path().join("east-agent.log"),
     );
-    until(
-        dir.path(),
-        "east is healthy again",
-        Duration::from_secs(30),
-        || {
-            clusters(&hub_dir)
-                .iter()
-                .any(|r| r.0 == "east" && r.1 == "True")
-        },
-    )
-    .await;
+    until_healthy(dir.path(), &hub_dir, "east").await;
     assert_eq!(
         agents[0].log().matches("joined the hub").count(),
         1,
@@ -693,17 +694,7 @@ async fn an_agent_killed_mid_apply_neither_misses_nor_repeats_work() {
     let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
     let log = dir.path().join("east-agent.log");
     let agent = Agent::start(&hub_dir, &grpc, &member, "east", log.clone());
-    until(
-        dir.path(),
-        "east is healthy",
-        Duration::from_secs(30),
-        || {
-            clusters(&hub_dir)
-                .iter()
-                .any(|r| r.0 == "east" && r.1 == "True")
-        },
-    )
-    .await;
+    until_healthy(dir.path(), &hub_dir, "east").await;
 
     // Many ConfigMaps, so that the agent is stopped part of the way through.
     const COUNT: usize = 400;
@@ -865,17 +856,7 @@ async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api() {
         "east",
         dir.path().join("east-agent.log"),
     );
-    until(
-        dir.path(),
-        "east is healthy on the hub",
-        Duration::from_secs(30),
-        || {
-            clusters(&hub_dir)
-                .iter()
-                .any(|r| r.0 == "east" && r.1 == "True")
-        },
-    )
-    .await;
+    until_healthy(dir.path(), &hub_dir, "east").await;
     let file = dir.path().join("config.yaml");
     std::fs::write(&file, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {color: blue}\n").unwrap();
     atoll(
