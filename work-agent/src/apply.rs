@@ -466,18 +466,12 @@ impl Applier {
             Ok(Some((object, _))) => object,
             Ok(None) => {
                 return Outcome {
-                    identifier,
-                    applied: Err(Failure {
-                        reason: "ResourceNotFound",
-                        message: format!("{described}: read-only, and it does not exist"),
-                    }),
                     health: Some(crate::health::missing(&described)),
-                    complete: None,
-                    uid: None,
-                    resource_version: None,
-                    drift_corrected: false,
-                    feedback: None,
-                    ignored: BTreeMap::new(),
+                    ..fail(
+                        identifier,
+                        "ResourceNotFound",
+                        format!("{described}: read-only, and it does not exist"),
+                    )
                 };
             }
             Err(kube::Error::Api(e)) => {
