@@ -1,5 +1,5 @@
 //! Helpers the benchmark programs share: simulated clusters' identities, the hub process's
-//! memory, log and file limits, and table verdicts.
+//! memory and CPU, log and file limits, and table verdicts.
 
 use std::path::Path;
 
@@ -159,4 +159,55 @@ pub fn fleet_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Flee
         full: bench && !quick,
         clusters,
     })
+}
+
+/// Clock ticks per second of `/proc` CPU times (USER_HZ).
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// CPU used over a window: by the hub process, by this program, and by everything else.
+pub struct CpuWindow {
+    hub_stat: std::path::PathBuf,
+    hub: u64,
+    this: u64,
+    machine: u64,
+}
+
+/// CPU over a window in % of one core: the hub, this program, other processes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuUse {
+    pub hub: f64,
+    pub this: f64,
+    pub other: f64,
+}
+
+impl CpuWindow {
+    /// Starts counting for the hub process `pid`.
+    pub fn start(pid: u32) -> Self {
+        let hub_stat = std::path::PathBuf::from(format!("/proc/{pid}/stat"));
+        CpuWindow {
+            hub: crate::cpu_ticks(&hub_stat).unwrap_or(0),
+            this: crate::cpu_ticks(Path::new("/proc/self/stat")).unwrap_or(0),
+            machine: crate::machine_busy_ticks().unwrap_or(0),
+            hub_stat,
+        }
+    }
+
+    /// What was used since the start, spread over `window`.
+    pub fn used(&self, window: std::time::Duration) -> CpuUse {
+        let hub = crate::cpu_ticks(&self.hub_stat)
+            .unwrap_or(0)
+            .saturating_sub(self.hub);
+        let this = crate::cpu_ticks(Path::new("/proc/self/stat"))
+            .unwrap_or(0)
+            .saturating_sub(self.this);
+        let machine = crate::machine_busy_ticks()
+            .unwrap_or(0)
+            .saturating_sub(self.machine);
+        let percent = |ticks: u64| ticks as f64 / TICKS_PER_SECOND / window.as_secs_f64() * 100.0;
+        CpuUse {
+            hub: percent(hub),
+            this: percent(this),
+            other: percent(machine.saturating_sub(hub + this)),
+        }
+    }
 }

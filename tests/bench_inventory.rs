@@ -46,7 +46,7 @@
 //! program checks `ulimit -n` first and says so when it is too low.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -57,10 +57,10 @@ use atoll_api::inventory::ClusterProfile;
 use atoll_api::names::{CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED, INVENTORY_NAMESPACE};
 use atoll_proto::v1::{Health, HeartbeatRequest, JoinRequest, SyncRequest, join_response};
 use atoll_tests::bench::{
-    check_open_files, cluster_id, fleet_args, hub_log, properties, rss_kib, run_seed, short_binary,
-    unit, verdict,
+    CpuWindow, check_open_files, cluster_id, fleet_args, hub_log, properties, rss_kib, run_seed,
+    short_binary, unit, verdict,
 };
-use atoll_tests::{Process, Report, client_from, cpu_ticks, free_addr, machine_busy_ticks};
+use atoll_tests::{Process, Report, client_from, free_addr};
 use kube::api::{Api, ListParams};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -80,8 +80,6 @@ const LOST_AGENTS: usize = 5;
 const JITTER: (f64, f64) = (0.7, 0.9);
 /// Worker threads of the agents' runtime (the machine has 2 cores; the hub has its own process).
 const WORKER_THREADS: usize = 2;
-/// `/proc/PID/stat` counts CPU time in USER_HZ ticks, 100 per second on Linux.
-const TICKS_PER_SECOND: f64 = 100.0;
 /// What the simulated members report.
 const KUBERNETES_VERSION: &str = "v1.35.0";
 
@@ -434,11 +432,7 @@ async fn drive(
         plan.window.as_secs()
     );
     locked(&shared.beats.latencies).clear();
-    let hub_stat = PathBuf::from(format!("/proc/{}/stat", target.pid));
-    let self_stat = Path::new("/proc/self/stat");
-    let hub_before = cpu_ticks(&hub_stat).unwrap_or(0);
-    let self_before = cpu_ticks(self_stat).unwrap_or(0);
-    let machine_before = machine_busy_ticks().unwrap_or(0);
+    let cpu = CpuWindow::start(target.pid);
     let window_start = Instant::now();
     shared.beats.recording.store(true, Ordering::Relaxed);
     let mut peak = 0;
@@ -449,14 +443,7 @@ async fn drive(
     }
     shared.beats.recording.store(false, Ordering::Relaxed);
     let window = window_start.elapsed();
-    let hub_ticks = cpu_ticks(&hub_stat).unwrap_or(0).saturating_sub(hub_before);
-    let self_ticks = cpu_ticks(self_stat)
-        .unwrap_or(0)
-        .saturating_sub(self_before);
-    let machine_ticks = machine_busy_ticks()
-        .unwrap_or(0)
-        .saturating_sub(machine_before);
-    let percent = |ticks: u64| ticks as f64 / TICKS_PER_SECOND / window.as_secs_f64() * 100.0;
+    let used = cpu.used(window);
     let mut latencies = std::mem::take(&mut *locked(&shared.beats.latencies));
     latencies.sort();
     result.memory[2] = Some(peak);
@@ -465,9 +452,9 @@ async fn drive(
         answered: shared.beats.answered.load(Ordering::Relaxed),
         failed: 0,
         latencies,
-        hub_cpu: percent(hub_ticks),
-        bench_cpu: percent(self_ticks),
-        other_cpu: percent(machine_ticks.saturating_sub(hub_ticks + self_ticks)),
+        hub_cpu: used.hub,
+        bench_cpu: used.this,
+        other_cpu: used.other,
         sync_events: 0,
         streams_ended: 0,
         sync_failed: 0,

@@ -70,10 +70,10 @@ use atoll_proto::v1::{
     join_response, sync_event,
 };
 use atoll_tests::bench::{
-    check_open_files, cluster_id, fleet_args, hub_log, properties, rss_kib, run_seed, short_binary,
-    unit, verdict,
+    CpuWindow, check_open_files, cluster_id, fleet_args, hub_log, properties, rss_kib, run_seed,
+    short_binary, unit, verdict,
 };
-use atoll_tests::{Process, Report, client_from, cpu_ticks, free_addr, machine_busy_ticks};
+use atoll_tests::{Process, Report, client_from, free_addr};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -95,8 +95,6 @@ const REPORT_ATTEMPTS: usize = 3;
 const JITTER: (f64, f64) = (0.7, 0.9);
 /// Worker threads of the agents' runtime (the machine has 2 cores; the hub has its own process).
 const WORKER_THREADS: usize = 2;
-/// `/proc/PID/stat` counts CPU time in USER_HZ ticks, 100 per second on Linux.
-const TICKS_PER_SECOND: f64 = 100.0;
 /// What the simulated members report.
 const KUBERNETES_VERSION: &str = "v1.35.0";
 
@@ -583,11 +581,7 @@ async fn roll_out(
     generation: i64,
     want: usize,
 ) -> anyhow::Result<Rollout> {
-    let hub_stat = PathBuf::from(format!("/proc/{}/stat", target.pid));
-    let self_stat = Path::new("/proc/self/stat");
-    let hub_before = cpu_ticks(&hub_stat).unwrap_or(0);
-    let self_before = cpu_ticks(self_stat).unwrap_or(0);
-    let machine_before = machine_busy_ticks().unwrap_or(0);
+    let cpu = CpuWindow::start(target.pid);
     let call = Instant::now();
     let written = if generation == 1 {
         let object: WorkPlacement = serde_json::from_value(placement.clone())?;
@@ -642,14 +636,7 @@ async fn roll_out(
         }
     }
     let window = call.elapsed();
-    let hub_ticks = cpu_ticks(&hub_stat).unwrap_or(0).saturating_sub(hub_before);
-    let self_ticks = cpu_ticks(self_stat)
-        .unwrap_or(0)
-        .saturating_sub(self_before);
-    let machine_ticks = machine_busy_ticks()
-        .unwrap_or(0)
-        .saturating_sub(machine_before);
-    let percent = |ticks: u64| ticks as f64 / TICKS_PER_SECOND / window.as_secs_f64() * 100.0;
+    let used = cpu.used(window);
     let since_call = |moments: &[Option<Instant>]| -> Vec<Duration> {
         let mut out: Vec<Duration> = moments
             .iter()
@@ -677,9 +664,9 @@ async fn roll_out(
         shown,
         last_status,
         window,
-        hub_cpu: percent(hub_ticks),
-        bench_cpu: percent(self_ticks),
-        other_cpu: percent(machine_ticks.saturating_sub(hub_ticks + self_ticks)),
+        hub_cpu: used.hub,
+        bench_cpu: used.this,
+        other_cpu: used.other,
         rss_kib: rss,
         peak_kib: Some(peak),
     })
