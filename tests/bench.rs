@@ -120,23 +120,39 @@ pub fn without_colours(line: &str) -> String {
 }
 
 /// What a fleet benchmark was asked for: the full plan (when cargo passes `--bench` and
-/// `--quick` is absent) and the fleet sizes `--clusters 100,1000` names.
+/// `--quick` is absent), the fleet sizes `--clusters 100,1000` names, and how many times
+/// `--repeat N` runs each.
 pub struct FleetArgs {
     /// Run the full plan.
     pub full: bool,
     /// The sizes to run, when narrowed.
     pub clusters: Option<Vec<usize>>,
+    /// Runs of each size, one after the other (1 unless `--repeat` says otherwise).
+    pub repeat: usize,
+}
+
+impl FleetArgs {
+    /// The fleet sizes to run, in order, each `repeat` times in a row: the named ones or the
+    /// plan's.
+    pub fn runs(&self, plan: &[usize]) -> Vec<usize> {
+        let sizes = self.clusters.as_deref().unwrap_or(plan);
+        sizes
+            .iter()
+            .flat_map(|&n| std::iter::repeat_n(n, self.repeat))
+            .collect()
+    }
 }
 
 /// The arguments the fleet benchmarks take.
 pub const FLEET_USAGE: &str =
-    "arguments: [--quick] [--clusters 100,1000,5000] (cargo adds --bench)";
+    "arguments: [--quick] [--clusters 100,1000,5000] [--repeat N] (cargo adds --bench)";
 
-/// Parses `[--bench] [--quick] [--clusters N,N]`.
+/// Parses `[--bench] [--quick] [--clusters N,N] [--repeat N]`.
 pub fn fleet_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<FleetArgs> {
     let mut bench = false;
     let mut quick = false;
     let mut clusters = None;
+    let mut repeat = 1;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--bench" => bench = true,
@@ -152,12 +168,20 @@ pub fn fleet_args(mut args: impl Iterator<Item = String>) -> anyhow::Result<Flee
                     .collect::<anyhow::Result<Vec<_>>>()?;
                 clusters = Some(sizes);
             }
+            "--repeat" => {
+                let count = args.next().context(FLEET_USAGE)?;
+                repeat = match count.trim().parse::<usize>() {
+                    Ok(n) if n > 0 => n,
+                    _ => bail!("--repeat wants a positive count, not {count:?}; {FLEET_USAGE}"),
+                };
+            }
             other => bail!("unknown argument {other:?}; {FLEET_USAGE}"),
         }
     }
     Ok(FleetArgs {
         full: bench && !quick,
         clusters,
+        repeat,
     })
 }
 

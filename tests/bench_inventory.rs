@@ -38,7 +38,8 @@
 //! full plan, N in 100, 1000 and 5000 at the default lease of 10 s, 3 missed leases and a 30 s
 //! heartbeat window. Without `--bench` (as `cargo test --benches` runs it) and with `-- --quick`
 //! the quick plan runs instead: N = 20, a lease of 1 s and a 3 s window, in a few seconds.
-//! `--clusters 100,1000` narrows a run. Every loop is bounded by a count and a time cap and all
+//! `--clusters 100,1000` narrows a run; `--repeat 3` runs each size three times in a row (a fresh
+//! hub each time, a row each). Every loop is bounded by a count and a time cap and all
 //! traffic goes to 127.0.0.1. The program fails (after printing every table) when a join, a
 //! heartbeat or the opening of a sync stream fails, or when a cluster does not show the expected
 //! status in time.
@@ -156,7 +157,7 @@ impl Options {
         let args = fleet_args(args)?;
         let plan = if args.full { FULL } else { QUICK };
         Ok(Options {
-            clusters: args.clusters.unwrap_or_else(|| plan.clusters.to_vec()),
+            clusters: args.runs(plan.clusters),
             plan,
         })
     }
@@ -259,8 +260,11 @@ fn run_scale(
 ) -> anyhow::Result<()> {
     let n = result.clusters;
     check_open_files(n)?;
-    let data_dir = root.join(format!("hub-{n}"));
-    std::fs::create_dir_all(&data_dir)?;
+    // A directory of its own for each run, so that `--repeat` starts every hub afresh.
+    let run_dir = tempfile::Builder::new()
+        .prefix(&format!("hub-{n}-"))
+        .tempdir_in(root)?;
+    let data_dir = run_dir.path().to_path_buf();
     let grpc_addr = free_addr()?;
     let mut api_addr = free_addr()?;
     while api_addr == grpc_addr {

@@ -40,7 +40,8 @@
 //! Run with `cargo build --release -p atoll && cargo bench -p atoll-tests --bench work`: the full
 //! plan, N in 100, 1000 and 5000, at the default lease of 10 s. Without `--bench` (as `cargo test
 //! --benches` runs it) and with `-- --quick` the quick plan runs instead: N = 20 at a lease of
-//! 1 s, in seconds. `--clusters 100,1000` narrows a run. Every loop is bounded by a count and a
+//! 1 s, in seconds. `--clusters 100,1000` narrows a run; `--repeat 3` runs each size three times
+//! in a row (a fresh hub each time) and adds a table of medians. Every loop is bounded by a count and a
 //! time cap and all traffic goes to 127.0.0.1. The program fails (after printing every table)
 //! when a join, a heartbeat, the opening of a sync stream or a status report fails, or when a
 //! cluster never receives or never reports its Work, or the hub never shows the placement
@@ -169,7 +170,7 @@ impl Options {
         let args = fleet_args(args)?;
         let plan = if args.full { FULL } else { QUICK };
         Ok(Options {
-            clusters: args.clusters.unwrap_or_else(|| plan.clusters.to_vec()),
+            clusters: args.runs(plan.clusters),
             plan,
         })
     }
@@ -207,6 +208,7 @@ fn main() -> anyhow::Result<()> {
     print_fleet(&results);
     print_fan_out(&results);
     print_load(&results);
+    print_repeats(&results);
     print_memory(&results);
     print_comparison(&results);
     print_hub_logs(&results);
@@ -273,6 +275,20 @@ struct Rollout {
 }
 
 impl Rollout {
+    /// Every cluster's report acknowledged: the time of the last, when none is missing.
+    fn all_reported(&self) -> Option<Duration> {
+        (self.acked.len() == self.want)
+            .then(|| self.acked.last().copied())
+            .flatten()
+    }
+
+    /// The hub's CPU time over the window per cluster, in milliseconds: the cost of one cluster's
+    /// fan-out, steadier from run to run than the elapsed time on a busy machine.
+    fn hub_cpu_ms_per_cluster(&self) -> Option<f64> {
+        (self.want > 0)
+            .then(|| self.hub_cpu / 100.0 * self.window.as_secs_f64() * 1000.0 / self.want as f64)
+    }
+
     /// Reports acknowledged per second, from the first to the last of them.
     fn writes_per_second(&self) -> Option<f64> {
         let (first, last) = (self.acked.first()?, self.acked.last()?);
@@ -293,8 +309,11 @@ fn run_scale(
 ) -> anyhow::Result<()> {
     let n = result.clusters;
     check_open_files(n)?;
-    let data_dir = root.join(format!("hub-{n}"));
-    std::fs::create_dir_all(&data_dir)?;
+    // A directory of its own for each run, so that `--repeat` starts every hub afresh.
+    let run_dir = tempfile::Builder::new()
+        .prefix(&format!("hub-{n}-"))
+        .tempdir_in(root)?;
+    let data_dir = run_dir.path().to_path_buf();
     let grpc_addr = free_addr()?;
     let mut api_addr = free_addr()?;
     while api_addr == grpc_addr {
@@ -1289,9 +1308,7 @@ fn print_fan_out(results: &[Scale]) {
     );
     for result in results {
         for rollout in &result.rollouts {
-            let all_reported = (rollout.acked.len() == rollout.want)
-                .then(|| rollout.acked.iter().max().copied())
-                .flatten();
+            let all_reported = rollout.all_reported();
             let target = match applied_target(result.clusters) {
                 Some((_, secs)) => format!(
                     "{} / {}",
@@ -1336,10 +1353,12 @@ fn print_load(results: &[Scale]) {
         "## Hub load during the fan-out\n\n\
          Window: from the call until the hub shows the rollout done and every report is \
          acknowledged. CPU in % of one core over the window: the hub process, this program (the \
-         agents), other processes. Status writes/s: reports acknowledged over the time from the \
-         first to the last of them (the hub writes one Work status per report).\n\n\
-         | clusters | rollout | window s | hub CPU % | agents CPU % | other CPU % | reports | first → last report s | status writes/s |\n\
-         |---:|---|---:|---:|---:|---:|---:|---:|---:|"
+         agents), other processes. Hub CPU ms per cluster: the hub's CPU time over the window \
+         divided by N (the cost of one cluster's fan-out). Status writes/s: reports acknowledged \
+         over the time from the first to the last of them (the hub writes one Work status per \
+         report).\n\n\
+         | clusters | rollout | window s | hub CPU % | hub CPU ms per cluster | agents CPU % | other CPU % | reports | first → last report s | status writes/s |\n\
+         |---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for result in results {
         for rollout in &result.rollouts {
@@ -1349,17 +1368,85 @@ fn print_load(results: &[Scale]) {
             };
             let _ = writeln!(
                 table,
-                "| {} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {} | {span} | {} |",
+                "| {} | {} | {:.1} | {:.1} | {} | {:.1} | {:.1} | {} | {span} | {} |",
                 result.clusters,
                 rollout.what,
                 rollout.window.as_secs_f64(),
                 rollout.hub_cpu,
+                rollout
+                    .hub_cpu_ms_per_cluster()
+                    .map_or_else(|| "–".to_owned(), |ms| format!("{ms:.2}")),
                 rollout.bench_cpu,
                 rollout.other_cpu,
                 rollout.acked.len(),
                 rollout
                     .writes_per_second()
                     .map_or_else(|| "–".to_owned(), |r| format!("{r:.0}")),
+            );
+        }
+    }
+    println!("{table}");
+}
+
+/// Medians over the runs of each fleet size, when `--repeat` ran any size more than once: the
+/// machine's run-to-run spread is wide, and one run judges a target poorly.
+fn print_repeats(results: &[Scale]) {
+    let mut sizes: Vec<usize> = results.iter().map(|r| r.clusters).collect();
+    sizes.dedup();
+    if sizes.len() == results.len() {
+        return;
+    }
+    let mut table = String::from(
+        "## Over the repeated runs\n\n\
+         Per fleet size and rollout: the median of each run's figure, with the least and the most \
+         in brackets, and in how many runs the target was met (reported / shown).\n\n\
+         | clusters | rollout | runs | all reported s | shown s | hub CPU ms per cluster | target met (reported / shown) |\n\
+         |---:|---|---:|---:|---:|---:|---|\n",
+    );
+    let spread = |mut values: Vec<f64>, digits: usize| {
+        values.sort_by(f64::total_cmp);
+        match (values.first(), values.last()) {
+            (Some(least), Some(most)) => format!(
+                "{:.digits$} ({least:.digits$}–{most:.digits$})",
+                values[values.len() / 2]
+            ),
+            _ => "–".to_owned(),
+        }
+    };
+    for clusters in sizes {
+        let runs: Vec<&Scale> = results.iter().filter(|r| r.clusters == clusters).collect();
+        for (k, what) in ["create", "update"].into_iter().enumerate() {
+            let rollouts: Vec<&Rollout> = runs.iter().filter_map(|r| r.rollouts.get(k)).collect();
+            let reported: Vec<f64> = rollouts
+                .iter()
+                .filter_map(|r| r.all_reported())
+                .map(|d| d.as_secs_f64())
+                .collect();
+            let shown: Vec<f64> = rollouts
+                .iter()
+                .filter_map(|r| r.shown)
+                .map(|d| d.as_secs_f64())
+                .collect();
+            let cpu: Vec<f64> = rollouts
+                .iter()
+                .filter_map(|r| r.hub_cpu_ms_per_cluster())
+                .collect();
+            let met = match applied_target(clusters) {
+                Some((_, secs)) => format!(
+                    "{} / {} of {}",
+                    reported.iter().filter(|&&s| s <= secs).count(),
+                    shown.iter().filter(|&&s| s <= secs).count(),
+                    runs.len()
+                ),
+                None => "(for 1000, 5000)".to_owned(),
+            };
+            let _ = writeln!(
+                table,
+                "| {clusters} | {what} | {} | {} | {} | {} | {met} |",
+                runs.len(),
+                spread(reported, 2),
+                spread(shown, 2),
+                spread(cpu, 2),
             );
         }
     }
