@@ -156,8 +156,10 @@ pub fn apply(
             "metadata.managedFields must be nil".to_string(),
         ));
     }
-    let live_object = live.map(without_managed_fields);
-    let live_object = live_object.unwrap_or_else(|| Value::Object(Map::new()));
+    // The live object's managed fields are neither compared nor merged: the entries written
+    // at the end replace them.
+    let empty = Value::Object(Map::new());
+    let live_object = live.unwrap_or(&empty);
     let mut entries = live.map(read_entries).unwrap_or_default();
     if entries.is_empty() && live.is_some() {
         // Upstream gives the fields of an object nobody tracked yet to a stand-in manager.
@@ -169,14 +171,14 @@ pub fn apply(
         record(
             &mut entries,
             &Value::Object(Map::new()),
-            &live_object,
+            live_object,
             &before,
             lists,
         );
     }
 
     let applied = stripped(compare::field_set(config, lists).map_err(ApplyError::Invalid)?);
-    let mut merged = merge::merge(&live_object, config, lists).map_err(ApplyError::Invalid)?;
+    let mut merged = merge::merge(live_object, config, lists).map_err(ApplyError::Invalid)?;
     let own = entries.iter().position(|e| e.is_apply_of(manager));
 
     if let Some(previous) = own.map(|i| &entries[i].set) {
@@ -192,7 +194,7 @@ pub fn apply(
         }
     }
 
-    let comparison = comparison(&live_object, &merged, lists);
+    let comparison = comparison(live_object, &merged, lists);
     let changed = comparison.added.union(&comparison.modified);
     let mut clashes: Vec<(usize, FieldSet)> = entries
         .iter()
@@ -261,11 +263,8 @@ pub fn record_update(
     let mut entries = supplied
         .or_else(|| old.map(read_entries))
         .unwrap_or_default();
-    let old_object = old
-        .map(without_managed_fields)
-        .unwrap_or_else(|| Value::Object(Map::new()));
-    let new_object = without_managed_fields(new);
-    record(&mut entries, &old_object, &new_object, manager, lists);
+    let empty = Value::Object(Map::new());
+    record(&mut entries, old.unwrap_or(&empty), new, manager, lists);
     write_entries(new, entries);
 }
 
@@ -362,14 +361,6 @@ fn comparison(old: &Value, new: &Value, lists: &dyn ListTypes) -> compare::Compa
         modified: stripped(c.modified),
         removed: stripped(c.removed),
     }
-}
-
-fn without_managed_fields(object: &Value) -> Value {
-    let mut copy = object.clone();
-    if let Some(metadata) = copy.get_mut("metadata").and_then(Value::as_object_mut) {
-        metadata.remove("managedFields");
-    }
-    copy
 }
 
 /// The operation of a managed fields entry.

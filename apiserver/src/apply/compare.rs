@@ -86,8 +86,8 @@ impl Comparison {
     }
 }
 
-/// Compares two versions of an object field by field. A list whose elements cannot be keyed
-/// (bad or duplicate keys) is compared as one leaf.
+/// Compares two versions of an object field by field, leaving out `metadata.managedFields`. A
+/// list whose elements cannot be keyed (bad or duplicate keys) is compared as one leaf.
 pub(crate) fn compare(old: &Value, new: &Value, lists: &dyn ListTypes) -> Comparison {
     let mut out = Comparison::default();
     walk(
@@ -127,6 +127,13 @@ fn walk<'v>(
     let Some(node) = new.or(old) else {
         return;
     };
+    if let (Some(o), Some(n)) = (old, new)
+        && o == n
+    {
+        // Nothing differs at or below an equal value: no need to walk it (most of an object,
+        // on most writes).
+        return;
+    }
     if let (Some(o), Some(n)) = (old, new)
         && kind(o) != kind(n)
     {
@@ -186,6 +193,10 @@ fn walk_map<'v>(
     keys.sort();
     keys.dedup();
     for key in keys {
+        if names.len() == 1 && names[0] == "metadata" && key == "managedFields" {
+            // The bookkeeping itself is never compared.
+            continue;
+        }
         path.push(PathElement::Field(key.clone()));
         names.push(key);
         walk(
@@ -347,5 +358,17 @@ mod tests {
             [".spec.b", ".spec.containers[name=\"c\"].image"]
         );
         assert!(c.removed.is_empty());
+    }
+
+    #[test]
+    fn compare_leaves_out_managed_fields_and_equal_subtrees() {
+        let old = json!({"metadata": {"name": "a", "managedFields": [{"manager": "x"}]},
+            "spec": {"same": {"deep": [1, 2]}, "b": 1}});
+        let new = json!({"metadata": {"name": "a", "managedFields": [{"manager": "y"}, {}]},
+            "spec": {"same": {"deep": [1, 2]}, "b": 2}});
+        let c = compare(&old, &new, &Containers);
+        assert!(c.added.is_empty() && c.removed.is_empty());
+        assert_eq!(paths(&c.modified), [".spec.b"]);
+        assert!(compare(&old, &old, &Containers).is_same());
     }
 }

@@ -23,13 +23,17 @@ fn merge_value<'v>(
 ) -> Result<Value, String> {
     match config {
         Value::Object(fields) => {
+            // Only the live fields the configuration leaves alone are copied as they are.
             let mut out = match live {
-                Some(Value::Object(existing)) => existing.clone(),
+                Some(Value::Object(existing)) => existing
+                    .iter()
+                    .filter(|(name, _)| !fields.contains_key(name.as_str()))
+                    .map(|(name, value)| (name.clone(), value.clone()))
+                    .collect(),
                 _ => Map::new(),
             };
             for (name, value) in fields {
                 if value.is_null() {
-                    out.remove(name);
                     continue;
                 }
                 path.push(PathElement::Field(name.clone()));
