@@ -184,6 +184,7 @@ impl Server {
             shutdown_rx.clone(),
         )
         .await?;
+        store.read_through(cache.clone());
 
         let server_host = if addr.ip().is_unspecified() {
             SocketAddr::new([127, 0, 0, 1].into(), addr.port())

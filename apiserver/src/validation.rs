@@ -28,7 +28,8 @@ pub use crd::{crd_defaults, validate_crd};
 pub use meta::{NameRule, is_dns1123_label, is_dns1123_subdomain, validate_object_meta};
 pub use schema::validate;
 pub use structural::{
-    ListKind, apply_defaults, list_type, prune, strict_decoding_message, unknown_field_message,
+    ListKind, apply_defaults, list_type, prune, strict_decoding_message, unchanged_fields,
+    unknown_field_message,
 };
 
 /// Why a field failed validation; one-to-one with upstream's `field.ErrorType`.

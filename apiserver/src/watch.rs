@@ -3,7 +3,7 @@
 //! however many watchers receive it; a watcher that falls behind the ring, or asks for a revision
 //! older than the ring holds, is served straight from storage (or told its revision expired).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use bytes::Bytes;
@@ -68,6 +68,9 @@ const MIN_EVENTS: usize = 16;
 
 struct Ring {
     events: VecDeque<Arc<CachedEvent>>,
+    /// The newest event of each key the ring holds: a read of an object the cache has decoded
+    /// already does not decode it again.
+    newest: HashMap<String, Arc<CachedEvent>>,
     /// The sum of the events' `stored_bytes`.
     bytes: usize,
     /// The ring holds every event with a revision above this one.
@@ -99,6 +102,7 @@ impl WatchCache {
         let cache = Arc::new(WatchCache {
             ring: RwLock::new(Ring {
                 events: VecDeque::new(),
+                newest: HashMap::new(),
                 bytes: 0,
                 complete_after: start,
             }),
@@ -144,14 +148,23 @@ impl WatchCache {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
             };
+            let cached = Arc::new(cached);
             ring.bytes += cached.stored_bytes;
-            ring.events.push_back(Arc::new(cached));
+            ring.newest.insert(cached.key.clone(), cached.clone());
+            ring.events.push_back(cached);
             while ring.events.len() > self.capacity
                 || (ring.bytes > self.budget && ring.events.len() > MIN_EVENTS)
             {
                 if let Some(evicted) = ring.events.pop_front() {
                     ring.bytes -= evicted.stored_bytes;
                     ring.complete_after = evicted.revision;
+                    if ring
+                        .newest
+                        .get(&evicted.key)
+                        .is_some_and(|newest| Arc::ptr_eq(newest, &evicted))
+                    {
+                        ring.newest.remove(&evicted.key);
+                    }
                 }
             }
         }
@@ -166,6 +179,19 @@ impl WatchCache {
     /// The revision of the newest cached event (or the revision the cache started at).
     pub fn latest(&self) -> Revision {
         *self.latest.borrow()
+    }
+
+    /// The object stored under `key` at `revision`, as the cache decoded it (at the storage
+    /// version, with its `resourceVersion`), when the cache still holds that write.
+    pub fn object(&self, key: &str, revision: Revision) -> Option<Arc<Value>> {
+        let ring = match self.ring.read() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        ring.newest
+            .get(key)
+            .filter(|e| e.revision == revision && e.kind != EventKind::Delete)
+            .map(|e| e.object.clone())
     }
 
     /// The events under `prefix` with a revision above `after`, oldest first, plus the revision
@@ -235,6 +261,17 @@ mod tests {
         .await
         .unwrap();
         assert!(matches!(cache.events_after("/registry/", 0), Err(TooOld)));
+        // Reads find the writes the ring holds, and not the evicted ones.
+        assert!(
+            cache
+                .object("/registry/core/configmaps/ns/c39", last)
+                .is_some()
+        );
+        assert!(
+            cache
+                .object("/registry/core/configmaps/ns/c00", last - 39)
+                .is_none()
+        );
         let (events, seen) = cache
             .events_after("/registry/core/configmaps/", last - 5)
             .unwrap();
@@ -285,5 +322,54 @@ mod tests {
         ));
         let (events, _) = cache.events_after("/registry/", last - 16).unwrap();
         assert_eq!(events.len(), 16);
+    }
+
+    #[tokio::test]
+    async fn the_cache_answers_reads_of_the_writes_it_holds() {
+        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+        let (_tx, rx) = watch::channel(false);
+        let cache = WatchCache::start(backend.clone(), 16, usize::MAX, rx)
+            .await
+            .unwrap();
+        let mut changes = cache.subscribe();
+        let key = "/registry/core/configmaps/ns/a";
+        let first = backend
+            .create(
+                key,
+                Bytes::from(r#"{"metadata":{"name":"a"},"data":{"k":"1"}}"#),
+            )
+            .await
+            .unwrap();
+        let second = backend
+            .update(
+                key,
+                Bytes::from(r#"{"metadata":{"name":"a"},"data":{"k":"2"}}"#),
+                first,
+            )
+            .await
+            .unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while *changes.borrow_and_update() < second {
+                changes.changed().await.unwrap();
+            }
+        })
+        .await
+        .unwrap();
+        // Only the newest write of a key is kept for reads.
+        assert!(cache.object(key, first).is_none());
+        let object = cache.object(key, second).unwrap();
+        assert_eq!(object["data"]["k"], "2");
+        assert_eq!(object["metadata"]["resourceVersion"], second.to_string());
+        // A deletion answers none.
+        let (deleted, _) = backend.delete(key, None).await.unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while *changes.borrow_and_update() < deleted {
+                changes.changed().await.unwrap();
+            }
+        })
+        .await
+        .unwrap();
+        assert!(cache.object(key, second).is_none());
+        assert!(cache.object(key, deleted).is_none());
     }
 }

@@ -4,7 +4,7 @@
 //! finalizers and `deletionTimestamp`, the status and scale subresources, schema validation of
 //! custom resources, patches and server-side apply, and no write at all when nothing changed.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -16,6 +16,7 @@ use super::{Registry, ResourceType, crd};
 use crate::apply::{self, ListType, ListTypes};
 use crate::error::{Error, Result, Target};
 use crate::storage::{self, Backend, KeyValue, Revision};
+use crate::watch::WatchCache;
 use crate::{patch, validation};
 
 /// How many times a patch or an unconditional update is retried when another writer got in
@@ -120,6 +121,8 @@ pub struct Store {
     registry: Arc<Registry>,
     /// Woken when a namespace starts terminating.
     namespace_deleted: Notify,
+    /// The watch cache, once started: reads of objects it holds take its decoded copy.
+    cache: OnceLock<Arc<WatchCache>>,
 }
 
 impl Store {
@@ -128,7 +131,14 @@ impl Store {
             backend,
             registry,
             namespace_deleted: Notify::new(),
+            cache: OnceLock::new(),
         }
+    }
+
+    /// Lets reads take objects the watch cache has decoded already (the read before a write
+    /// usually finds the object's last write there).
+    pub fn read_through(&self, cache: Arc<WatchCache>) {
+        let _ = self.cache.set(cache);
     }
 
     pub fn backend(&self) -> &Arc<dyn Backend> {
@@ -196,7 +206,7 @@ impl Store {
     /// One object, at the version of `rt`.
     pub async fn get(&self, rt: &ResourceType, ns: Option<&str>, name: &str) -> Result<Value> {
         let (object, _) = self.read(rt, ns, name).await?;
-        Ok(object)
+        Ok(Arc::unwrap_or_clone(object))
     }
 
     async fn read(
@@ -204,14 +214,23 @@ impl Store {
         rt: &ResourceType,
         ns: Option<&str>,
         name: &str,
-    ) -> Result<(Value, KeyValue)> {
+    ) -> Result<(Arc<Value>, KeyValue)> {
         let kv = self
             .backend
             .get(&rt.key(ns, name))
             .await?
             .ok_or_else(|| Error::NotFound(rt.target(name)))?;
-        let mut object = decode(&kv)?;
-        convert(&mut object, rt);
+        let cached = self
+            .cache
+            .get()
+            .and_then(|cache| cache.object(&kv.key, kv.mod_revision));
+        let mut object = match cached {
+            Some(object) => object,
+            None => Arc::new(decode(&kv)?),
+        };
+        if !is_converted(&object, rt) {
+            convert(Arc::make_mut(&mut object), rt);
+        }
         Ok((object, kv))
     }
 
@@ -526,7 +545,7 @@ impl Store {
         }
         for _ in 0..MAX_RETRIES {
             let (current, kv) = self.read(rt, ns, name).await?;
-            let mut patched = current.clone();
+            let mut patched = Value::clone(&current);
             match patch_type {
                 PatchType::Merge => patch::merge_patch(&mut patched, &patch_doc),
                 PatchType::Strategic => {
@@ -678,19 +697,20 @@ impl Store {
         // What a subresource write may change.
         match subresource {
             Some("status") => {
-                let mut merged = current.clone();
-                match new.get("status") {
-                    Some(status) => merged["status"] = status.clone(),
-                    None => {
-                        if let Some(o) = merged.as_object_mut() {
-                            o.remove("status");
-                        }
-                    }
+                let status = new.as_object_mut().and_then(|o| o.remove("status"));
+                let managed_fields = applied.then(|| {
+                    new["metadata"]
+                        .as_object_mut()
+                        .and_then(|m| m.remove("managedFields"))
+                        .unwrap_or(Value::Null)
+                });
+                keep_as(&mut new, current, "status");
+                if let (Some(status), Some(o)) = (status, new.as_object_mut()) {
+                    o.insert("status".into(), status);
                 }
-                if applied {
-                    merged["metadata"]["managedFields"] = new["metadata"]["managedFields"].clone();
+                if let Some(managed_fields) = managed_fields {
+                    new["metadata"]["managedFields"] = managed_fields;
                 }
-                new = merged;
             }
             Some("finalize") if rt.group.is_empty() && rt.plural == "namespaces" => {
                 let mut merged = current.clone();
@@ -879,9 +899,9 @@ impl Store {
                 || (rt.group.is_empty() && rt.plural == "namespaces");
             if graceful {
                 if current["metadata"].get("deletionTimestamp").is_some() {
-                    return Ok(Deleted::Pending(current));
+                    return Ok(Deleted::Pending(Arc::unwrap_or_clone(current)));
                 }
-                let mut marked = current.clone();
+                let mut marked = Value::clone(&current);
                 marked["metadata"]["deletionTimestamp"] = json!(now());
                 marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
                 if let Some(g) = marked["metadata"]["generation"].as_i64()
@@ -918,7 +938,7 @@ impl Store {
                 }
             }
             if options.dry_run {
-                return Ok(Deleted::Gone(current));
+                return Ok(Deleted::Gone(Arc::unwrap_or_clone(current)));
             }
             if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
                 self.delete_custom_objects(&current).await?;
@@ -929,7 +949,7 @@ impl Store {
                 .await
             {
                 Ok((revision, _)) => {
-                    let mut gone = current;
+                    let mut gone = Arc::unwrap_or_clone(current);
                     set_resource_version(&mut gone, revision);
                     self.after_delete(rt, &gone).await?;
                     return Ok(Deleted::Gone(gone));
@@ -1051,7 +1071,8 @@ impl Store {
             None => None,
         };
         if let Some(schema) = &schema {
-            let unknown = validation::prune(object, schema);
+            let unchanged = validation::unchanged_fields(object, old);
+            let unknown = validation::prune(object, schema, &unchanged);
             if !unknown.is_empty() {
                 match options.field_validation {
                     FieldValidation::Strict => {
@@ -1077,7 +1098,7 @@ impl Store {
                 }
                 errors.extend(found);
             } else {
-                validation::apply_defaults(object, schema);
+                validation::apply_defaults(object, schema, &unchanged);
                 // Custom resources ratchet: unchanged fields are not validated again.
                 errors.extend(validation::validate(object, old, schema));
             }
@@ -1334,6 +1355,21 @@ pub fn decode(kv: &KeyValue) -> Result<Value> {
     Ok(object)
 }
 
+/// Makes `object`'s top-level fields but `except` equal to `current`'s, cloning only those that
+/// differ (a status write keeps everything but the status as stored, and most of it is
+/// unchanged); `except` is left as it is.
+fn keep_as(object: &mut Value, current: &Value, except: &str) {
+    let (Some(object), Some(current)) = (object.as_object_mut(), current.as_object()) else {
+        return;
+    };
+    object.retain(|key, _| key == except || current.contains_key(key));
+    for (key, value) in current {
+        if key != except && object.get(key) != Some(value) {
+            object.insert(key.clone(), value.clone());
+        }
+    }
+}
+
 /// The bytes stored for an object: without `resourceVersion` (storage assigns it), at the storage
 /// version. Serializes in place rather than cloning the object.
 fn to_storage(object: &mut Value, rt: &ResourceType) -> Result<Bytes> {
@@ -1361,6 +1397,12 @@ fn to_storage(object: &mut Value, rt: &ResourceType) -> Result<Bytes> {
 
 /// Presents a stored object at the version of `rt` (CRD versions share one schema shape here:
 /// conversion strategy `None` rewrites only `apiVersion`, as upstream does).
+/// Whether `object` is at the version of `rt` already.
+fn is_converted(object: &Value, rt: &ResourceType) -> bool {
+    object["kind"].as_str() == Some(rt.kind.as_str())
+        && object["apiVersion"].as_str() == Some(rt.api_version().as_str())
+}
+
 pub fn convert(object: &mut Value, rt: &ResourceType) {
     if let Some(o) = object.as_object_mut() {
         o.insert("apiVersion".into(), json!(rt.api_version()));

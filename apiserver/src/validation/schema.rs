@@ -8,13 +8,51 @@
 //! add the errors of the closest alternative.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::sync::{LazyLock, Mutex};
 
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::FieldError;
 use super::render::{float_v, go_json, go_quote};
-use super::{FieldError, path};
+
+/// Where a value is, in kube-openapi's form (`spec.items[0].name`), as a chain of borrowed
+/// steps on the stack: rendered only when an error names it, never for a valid value.
+#[derive(Clone, Copy)]
+enum Path<'a> {
+    Root,
+    /// `parent.name`, or `name` under an empty parent.
+    Field(&'a Path<'a>, &'a str),
+    /// `parent.name` always (kube-openapi's form for additional properties).
+    Dotted(&'a Path<'a>, &'a str),
+    /// `parent[key]`.
+    Key(&'a Path<'a>, &'a str),
+    /// `parent[index]`.
+    Index(&'a Path<'a>, usize),
+}
+
+impl Path<'_> {
+    fn is_empty(&self) -> bool {
+        match self {
+            Path::Root => true,
+            Path::Field(parent, name) => parent.is_empty() && name.is_empty(),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Path::Root => Ok(()),
+            Path::Field(parent, name) if parent.is_empty() => f.write_str(name),
+            Path::Field(parent, name) | Path::Dotted(parent, name) => write!(f, "{parent}.{name}"),
+            Path::Key(parent, key) => write!(f, "{parent}[{key}]"),
+            Path::Index(parent, index) => write!(f, "{parent}[{index}]"),
+        }
+    }
+}
 
 /// Validates `obj` against `schema` (a CRD version's `openAPIV3Schema`). Non-nullable `null`s
 /// and unknown fields should have been removed first (see [`super::structural`]).
@@ -24,8 +62,8 @@ use super::{FieldError, path};
 /// an object that became invalid under a newer schema can still be updated elsewhere, and a
 /// status write does not pay for validating an unchanged spec.
 pub fn validate(obj: &Value, old: Option<&Value>, schema: &Value) -> Vec<FieldError> {
-    let mut errs = validate_node(obj, old, schema, "");
-    errs.extend(list_sets_and_maps(obj, old, schema, ""));
+    let mut errs = validate_node(obj, old, schema, &Path::Root);
+    errs.extend(list_sets_and_maps(obj, old, schema, &Path::Root));
     errs
 }
 
@@ -35,8 +73,9 @@ fn old_child<'a>(old: Option<&'a Value>, name: &str) -> Option<&'a Value> {
 }
 
 /// The field an error about the value at kube-openapi path `name` is reported on.
-fn error_field(name: &str) -> String {
-    let trimmed = name.strip_prefix('.').unwrap_or(name);
+fn error_field(name: impl fmt::Display) -> String {
+    let name = name.to_string();
+    let trimmed = name.strip_prefix('.').unwrap_or(&name);
     if trimmed.is_empty() {
         "<nil>".to_string()
     } else {
@@ -121,7 +160,12 @@ fn is_whole(f: f64) -> bool {
     f.is_finite() && f.fract() == 0.0
 }
 
-fn validate_node(data: &Value, old: Option<&Value>, schema: &Value, path: &str) -> Vec<FieldError> {
+fn validate_node(
+    data: &Value,
+    old: Option<&Value>,
+    schema: &Value,
+    path: &Path<'_>,
+) -> Vec<FieldError> {
     let Some(s) = schema.as_object() else {
         return Vec::new();
     };
@@ -184,7 +228,7 @@ fn validate_node(data: &Value, old: Option<&Value>, schema: &Value, path: &str) 
     errs
 }
 
-fn type_error(path: &str, expected: &str, actual: &str) -> FieldError {
+fn type_error(path: &Path<'_>, expected: &str, actual: &str) -> FieldError {
     FieldError::type_invalid(
         error_field(path),
         actual,
@@ -201,7 +245,7 @@ fn sub_schemas<'a>(s: &'a Map<String, Value>, key: &str) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-fn check_combinators(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+fn check_combinators(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if !["anyOf", "oneOf", "allOf", "not"]
         .iter()
@@ -209,7 +253,7 @@ fn check_combinators(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<Fi
     {
         return errs;
     }
-    let quoted = go_quote(path);
+    let quoted = go_quote(&path.to_string());
 
     let any_of = sub_schemas(s, "anyOf");
     if !any_of.is_empty() {
@@ -279,7 +323,7 @@ fn check_combinators(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<Fi
     errs
 }
 
-fn check_string(text: &str, s: &Map<String, Value>, path: &str) -> Option<FieldError> {
+fn check_string(text: &str, s: &Map<String, Value>, path: &Path<'_>) -> Option<FieldError> {
     // Counted only when a length is limited, and then only when the bytes could break the limit
     // (a string has at most as many characters as bytes).
     let chars = || text.chars().count() as u64;
@@ -363,13 +407,12 @@ fn bound_text(bound: f64, data_is_int: bool) -> String {
     }
 }
 
-fn check_number(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+fn check_number(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let Some(value) = as_f64(data) else {
         return errs;
     };
     let is_int = data.is_i64() || data.is_u64();
-    let field = error_field(path);
 
     if let Some(factor) = s.get("multipleOf").and_then(Value::as_f64)
         && factor > 0.0
@@ -386,7 +429,7 @@ fn check_number(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<FieldEr
         };
         if !ok {
             errs.push(FieldError::invalid(
-                field.clone(),
+                error_field(path),
                 data.clone(),
                 format!(
                     "{path} in body should be a multiple of {}",
@@ -409,7 +452,7 @@ fn check_number(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<FieldEr
                 "less than or equal to"
             };
             errs.push(FieldError::invalid(
-                field.clone(),
+                error_field(path),
                 data.clone(),
                 format!(
                     "{path} in body should be {relation} {}",
@@ -432,7 +475,7 @@ fn check_number(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<FieldEr
                 "greater than or equal to"
             };
             errs.push(FieldError::invalid(
-                field,
+                error_field(path),
                 data.clone(),
                 format!(
                     "{path} in body should be {relation} {}",
@@ -444,7 +487,7 @@ fn check_number(data: &Value, s: &Map<String, Value>, path: &str) -> Vec<FieldEr
     errs
 }
 
-fn check_array(items: &[Value], s: &Map<String, Value>, path: &str) -> Vec<FieldError> {
+fn check_array(items: &[Value], s: &Map<String, Value>, path: &Path<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if let Some(item_schema) = s.get("items").filter(|v| v.is_object()) {
         for (i, item) in items.iter().enumerate() {
@@ -452,7 +495,7 @@ fn check_array(items: &[Value], s: &Map<String, Value>, path: &str) -> Vec<Field
                 item,
                 None,
                 item_schema,
-                &path::index(path, i),
+                &Path::Index(path, i),
             ));
         }
     }
@@ -503,7 +546,7 @@ fn enum_equal(data: &Value, allowed: &Value) -> bool {
     }
 }
 
-fn check_enum(data: &Value, s: &Map<String, Value>, path: &str) -> Option<FieldError> {
+fn check_enum(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> Option<FieldError> {
     let allowed = s.get("enum").and_then(Value::as_array)?;
     if allowed.is_empty() || allowed.iter().any(|a| enum_equal(data, a)) {
         return None;
@@ -526,7 +569,7 @@ fn check_object(
     map: &Map<String, Value>,
     old: Option<&Value>,
     s: &Map<String, Value>,
-    path: &str,
+    path: &Path<'_>,
 ) -> Vec<FieldError> {
     let count = map.len() as u64;
     if let Some(min) = s.get("minProperties").and_then(Value::as_u64)
@@ -581,7 +624,7 @@ fn check_object(
                         value,
                         old_child(old, key),
                         additional,
-                        &format!("{path}.{key}"),
+                        &Path::Dotted(path, key),
                     ));
                 }
             }
@@ -599,7 +642,7 @@ fn check_object(
                 value,
                 old_child(old, name),
                 &properties[name.as_str()],
-                &path::child(path, name),
+                &Path::Field(path, name),
             ));
         }
     }
@@ -607,7 +650,7 @@ fn check_object(
     for required in sub_schemas(s, "required").iter().filter_map(Value::as_str) {
         if !map.contains_key(required) {
             errs.push(FieldError::required(
-                error_field(&format!("{path}.{required}")),
+                error_field(Path::Dotted(path, required)),
                 "",
             ));
         }
@@ -715,7 +758,7 @@ fn list_sets_and_maps(
     data: &Value,
     old: Option<&Value>,
     schema: &Value,
-    path: &str,
+    path: &Path<'_>,
 ) -> Vec<FieldError> {
     let (Some(map), Some(s)) = (data.as_object(), schema.as_object()) else {
         return Vec::new();
@@ -733,7 +776,7 @@ fn list_sets_and_maps(
                 &map[key.as_str()],
                 old_child(old, key),
                 additional,
-                &path::key(path, key),
+                &Path::Key(path, key),
             ));
         }
     }
@@ -744,7 +787,7 @@ fn list_sets_and_maps(
                     &map[key.as_str()],
                     old_child(old, key),
                     sub,
-                    &path::child(path, key),
+                    &Path::Field(path, key),
                 ));
             }
         }
@@ -752,7 +795,12 @@ fn list_sets_and_maps(
     errs
 }
 
-fn list_value(data: &Value, old: Option<&Value>, schema: &Value, path: &str) -> Vec<FieldError> {
+fn list_value(
+    data: &Value,
+    old: Option<&Value>,
+    schema: &Value,
+    path: &Path<'_>,
+) -> Vec<FieldError> {
     match data {
         Value::Array(items) => list_array(items, schema, path),
         Value::Object(_) => list_sets_and_maps(data, old, schema, path),
@@ -760,13 +808,13 @@ fn list_value(data: &Value, old: Option<&Value>, schema: &Value, path: &str) -> 
     }
 }
 
-fn list_array(items: &[Value], schema: &Value, path: &str) -> Vec<FieldError> {
+fn list_array(items: &[Value], schema: &Value, path: &Path<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
         Some("set") => {
             for i in repeated(items.iter().map(set_key)) {
                 errs.push(FieldError::duplicate(
-                    path::index(path, i),
+                    Path::Index(path, i).to_string(),
                     items[i].clone(),
                 ));
             }
@@ -776,7 +824,7 @@ fn list_array(items: &[Value], schema: &Value, path: &str) -> Vec<FieldError> {
     }
     if let Some(item_schema) = schema.get("items").filter(|v| v.is_object()) {
         for (i, item) in items.iter().enumerate() {
-            errs.extend(list_value(item, None, item_schema, &path::index(path, i)));
+            errs.extend(list_value(item, None, item_schema, &Path::Index(path, i)));
         }
     }
     errs
@@ -804,14 +852,14 @@ fn repeated(keys: impl Iterator<Item = String>) -> Vec<usize> {
     out
 }
 
-fn list_map(items: &[Value], schema: &Value, path: &str) -> Vec<FieldError> {
+fn list_map(items: &[Value], schema: &Value, path: &Path<'_>) -> Vec<FieldError> {
     if let Some((i, item)) = items
         .iter()
         .enumerate()
         .find(|(_, item)| !item.is_null() && !item.is_object())
     {
         return vec![FieldError::invalid(
-            path::index(path, i),
+            Path::Index(path, i).to_string(),
             item.clone(),
             "must be an object for an array of list-type map",
         )];
@@ -847,7 +895,12 @@ fn list_map(items: &[Value], schema: &Value, path: &str) -> Vec<FieldError> {
     });
     repeated(identities)
         .into_iter()
-        .map(|i| FieldError::duplicate(path::index(path, i), Value::Object(keys[i].clone())))
+        .map(|i| {
+            FieldError::duplicate(
+                Path::Index(path, i).to_string(),
+                Value::Object(keys[i].clone()),
+            )
+        })
         .collect()
 }
 

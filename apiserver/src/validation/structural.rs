@@ -38,26 +38,64 @@ fn items(schema: &Value) -> Option<&Value> {
 /// `x-kubernetes-embedded-resource` objects; `x-kubernetes-preserve-unknown-fields` keeps
 /// unspecified fields (specified ones are still pruned inside); values under
 /// `additionalProperties` follow its schema.
-pub fn prune(obj: &mut Value, schema: &Value) -> Vec<String> {
+///
+/// `unchanged` names top-level fields an update leaves as stored: they were pruned when they
+/// were written and are not walked again (on a status write, everything but the status).
+pub fn prune(obj: &mut Value, schema: &Value, unchanged: &[String]) -> Vec<String> {
     let mut pruned = Vec::new();
-    prune_node(obj, Some(schema), true, "", &mut pruned);
+    without_fields(obj, unchanged, |obj| {
+        prune_node(obj, Some(schema), true, &mut String::new(), &mut pruned);
+    });
     pruned.sort();
     pruned
 }
 
-fn join_key(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
+/// Runs `f` on `obj` with its top-level `fields` taken out, and puts them back afterwards.
+fn without_fields(obj: &mut Value, fields: &[String], f: impl FnOnce(&mut Value)) {
+    let Some(map) = obj.as_object_mut().filter(|_| !fields.is_empty()) else {
+        f(obj);
+        return;
+    };
+    let taken: Vec<(String, Value)> = fields
+        .iter()
+        .filter_map(|key| map.remove_entry(key.as_str()))
+        .collect();
+    f(obj);
+    if let Some(map) = obj.as_object_mut() {
+        map.extend(taken);
     }
 }
 
+/// Appends `.key` (or `key` at the root) to `path` and returns the length to truncate back to.
+fn enter_key(path: &mut String, key: &str) -> usize {
+    let len = path.len();
+    if len > 0 {
+        path.push('.');
+    }
+    path.push_str(key);
+    len
+}
+
+/// Appends `[index]` to `path` and returns the length to truncate back to.
+fn enter_index(path: &mut String, index: usize) -> usize {
+    use std::fmt::Write as _;
+    let len = path.len();
+    let _ = write!(path, "[{index}]");
+    len
+}
+
+/// Whether pruning can change anything at or below `x`: only objects and arrays hold fields.
+fn holds_fields(x: &Value) -> bool {
+    matches!(x, Value::Object(_) | Value::Array(_))
+}
+
+/// Prunes `x` in place. `path` is the path of `x` (built up and truncated back on the way, so
+/// that a path is only copied when a field is pruned).
 fn prune_node(
     x: &mut Value,
     schema: Option<&Value>,
     root: bool,
-    path: &str,
+    path: &mut String,
     pruned: &mut Vec<String>,
 ) {
     if let Some(s) = schema
@@ -69,67 +107,85 @@ fn prune_node(
     match x {
         Value::Object(map) => {
             let Some(s) = schema else {
-                let keys: Vec<String> = map.keys().cloned().collect();
-                for key in keys {
-                    pruned.push(join_key(path, &key));
-                    map.remove(&key);
+                for key in map.keys() {
+                    let len = enter_key(path, key);
+                    pruned.push(path.clone());
+                    path.truncate(len);
                 }
+                map.clear();
                 return;
             };
             let embedded = root || flag(s, "x-kubernetes-embedded-resource");
-            let keys: Vec<String> = map.keys().cloned().collect();
-            for key in keys {
+            let additional = additional(s);
+            let mut unknown = Vec::new();
+            for (key, v) in map.iter_mut() {
                 if embedded && META_FIELDS.contains(&key.as_str()) {
                     continue;
                 }
-                let child_path = join_key(path, &key);
-                if let Some(prop) = property(s, &key) {
-                    if let Some(v) = map.get_mut(&key) {
-                        prune_node(v, Some(prop), false, &child_path, pruned);
-                    }
-                } else if let Some(additional) = additional(s) {
-                    if let Some(v) = map.get_mut(&key) {
-                        prune_node(v, additional, false, &child_path, pruned);
+                let known = property(s, key).or(additional.flatten());
+                if known.is_some() || additional.is_some() {
+                    if holds_fields(v) {
+                        let len = enter_key(path, key);
+                        prune_node(v, known, false, path, pruned);
+                        path.truncate(len);
                     }
                 } else {
-                    if !META_FIELDS.contains(&key.as_str()) || !path.is_empty() {
-                        pruned.push(child_path);
+                    let len = enter_key(path, key);
+                    if !META_FIELDS.contains(&key.as_str()) || len > 0 {
+                        pruned.push(path.clone());
                     }
-                    map.remove(&key);
+                    path.truncate(len);
+                    unknown.push(key.clone());
                 }
+            }
+            for key in unknown {
+                map.remove(&key);
             }
         }
         Value::Array(list) => {
             // Without an items schema, every object inside the array is unknown.
             let item_schema = schema.and_then(items);
             for (i, v) in list.iter_mut().enumerate() {
-                prune_node(v, item_schema, false, &format!("{path}[{i}]"), pruned);
+                if holds_fields(v) {
+                    let len = enter_index(path, i);
+                    prune_node(v, item_schema, false, path, pruned);
+                    path.truncate(len);
+                }
             }
         }
         _ => {}
     }
 }
 
-fn skip_prune(x: &mut Value, s: &Value, root: bool, path: &str, pruned: &mut Vec<String>) {
+fn skip_prune(x: &mut Value, s: &Value, root: bool, path: &mut String, pruned: &mut Vec<String>) {
     match x {
         Value::Object(map) => {
             let embedded = root || flag(s, "x-kubernetes-embedded-resource");
+            let additional = additional(s);
             for (key, v) in map.iter_mut() {
-                if embedded && META_FIELDS.contains(&key.as_str()) {
+                if (embedded && META_FIELDS.contains(&key.as_str())) || !holds_fields(v) {
                     continue;
                 }
-                let child_path = join_key(path, key);
-                if let Some(prop) = property(s, key) {
-                    prune_node(v, Some(prop), false, &child_path, pruned);
-                } else if let Some(additional) = additional(s) {
-                    prune_node(v, additional, false, &child_path, pruned);
-                }
+                let known = match property(s, key) {
+                    Some(prop) => Some(prop),
+                    None => match additional {
+                        Some(schema) => schema,
+                        None => continue,
+                    },
+                };
+                let len = enter_key(path, key);
+                prune_node(v, known, false, path, pruned);
+                path.truncate(len);
             }
         }
         Value::Array(list) => {
             if let Some(item_schema) = items(s) {
                 for (i, v) in list.iter_mut().enumerate() {
-                    skip_prune(v, item_schema, false, &format!("{path}[{i}]"), pruned);
+                    if holds_fields(v) {
+                        let len = enter_index(path, i);
+                        skip_prune(v, item_schema, false, path, pruned);
+                        path.truncate(len);
+                    }
                 }
             }
         }
@@ -166,10 +222,27 @@ fn non_nullable_null(x: &Value, schema: Option<&Value>) -> bool {
 /// Applies the schema's defaults to `obj`, as upstream's decoder does: first drops `null`s of
 /// non-nullable fields that have no default, then sets every absent (or non-nullable `null`)
 /// property that has a `default` to a copy of it, recursively through properties,
-/// `additionalProperties` values and array items (defaults inside defaults included).
-pub fn apply_defaults(obj: &mut Value, schema: &Value) {
-    prune_nulls_without_defaults(obj, Some(schema));
-    default_node(obj, schema);
+/// `additionalProperties` values and array items (defaults inside defaults included). The
+/// top-level fields named in `unchanged` are left as stored (see [`prune`]).
+pub fn apply_defaults(obj: &mut Value, schema: &Value, unchanged: &[String]) {
+    without_fields(obj, unchanged, |obj| {
+        prune_nulls_without_defaults(obj, Some(schema));
+        default_node(obj, schema);
+    });
+}
+
+/// The top-level fields of `new` equal to `old`'s (none on a create), but for `apiVersion`,
+/// `kind` and `metadata`, which are small and always checked.
+pub fn unchanged_fields(new: &Value, old: Option<&Value>) -> Vec<String> {
+    let (Some(new), Some(old)) = (new.as_object(), old.and_then(Value::as_object)) else {
+        return Vec::new();
+    };
+    new.iter()
+        .filter(|(key, value)| {
+            !META_FIELDS.contains(&key.as_str()) && old.get(key.as_str()) == Some(*value)
+        })
+        .map(|(key, _)| key.clone())
+        .collect()
 }
 
 fn field_schema<'a>(schema: Option<&'a Value>, key: &str) -> Option<&'a Value> {
@@ -349,7 +422,7 @@ mod tests {
                 "embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}, "other": 1}
             }
         });
-        let pruned = prune(&mut obj, &schema());
+        let pruned = prune(&mut obj, &schema(), &[]);
         assert_eq!(
             pruned,
             [
@@ -378,7 +451,7 @@ mod tests {
     #[test]
     fn strict_and_warning_messages() {
         let mut obj = json!({"spec": {"unknownField": 1, "other": 2}});
-        let pruned = prune(&mut obj, &schema());
+        let pruned = prune(&mut obj, &schema(), &[]);
         assert_eq!(
             unknown_field_message(&pruned[0]),
             r#"unknown field "spec.other""#
@@ -396,14 +469,14 @@ mod tests {
     fn prune_keeps_everything_under_preserve_at_root() {
         let schema = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
         let mut obj = json!({"spec": {"a": 1}, "b": [1]});
-        assert!(prune(&mut obj, &schema).is_empty());
+        assert!(prune(&mut obj, &schema, &[]).is_empty());
         assert_eq!(obj, json!({"spec": {"a": 1}, "b": [1]}));
     }
 
     #[test]
     fn defaults_fill_absent_fields() {
         let mut obj = json!({"spec": {"items": [{"name": "a"}, {"name": "b", "weight": 5}], "replicas": null, "opt": null}});
-        apply_defaults(&mut obj, &schema());
+        apply_defaults(&mut obj, &schema(), &[]);
         assert_eq!(
             obj,
             json!({"spec": {
@@ -418,7 +491,7 @@ mod tests {
     #[test]
     fn defaults_replace_non_nullable_nulls() {
         let mut obj = json!({"spec": {"size": null}});
-        apply_defaults(&mut obj, &schema());
+        apply_defaults(&mut obj, &schema(), &[]);
         assert_eq!(obj["spec"]["size"], json!("m"));
     }
 
@@ -427,7 +500,7 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"m": {"type": "object",
             "additionalProperties": {"type": "object", "properties": {"x": {"type": "integer", "default": 7}}}}}});
         let mut obj = json!({"m": {"a": {}, "b": {"x": 1}}});
-        apply_defaults(&mut obj, &schema);
+        apply_defaults(&mut obj, &schema, &[]);
         assert_eq!(obj, json!({"m": {"a": {"x": 7}, "b": {"x": 1}}}));
     }
 
@@ -446,5 +519,24 @@ mod tests {
         );
         assert_eq!(list_type(&s, &["spec", "size"]), None);
         assert_eq!(list_type(&s, &["spec", "missing"]), None);
+    }
+
+    #[test]
+    fn unchanged_top_level_fields_are_not_walked_again() {
+        let schema = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"a": {"type": "string"}}},
+            "status": {"type": "object", "properties": {"b": {"type": "string", "default": "x"}}}
+        }});
+        let old =
+            json!({"metadata": {"name": "o"}, "spec": {"a": "1", "stale": true}, "status": {}});
+        let mut new = json!({"metadata": {"name": "o"}, "spec": {"a": "1", "stale": true},
+            "status": {"extra": 1}});
+        let unchanged = unchanged_fields(&new, Some(&old));
+        assert_eq!(unchanged, ["spec"]);
+        assert_eq!(prune(&mut new, &schema, &unchanged), ["status.extra"]);
+        apply_defaults(&mut new, &schema, &unchanged);
+        assert_eq!(new["spec"], json!({"a": "1", "stale": true}));
+        assert_eq!(new["status"], json!({"b": "x"}));
+        assert!(unchanged_fields(&new, None).is_empty());
     }
 }
