@@ -1,40 +1,60 @@
-//! The watch cache: one storage watch feeds a bounded ring of decoded events, and every HTTP
-//! watcher reads from that ring by revision. Each event is decoded once and serialized once,
-//! however many watchers receive it; a watcher that falls behind the ring, or asks for a revision
-//! older than the ring holds, is served straight from storage (or told its revision expired).
+//! The watch cache: one storage watch feeds a bounded ring of events, and every HTTP watcher
+//! reads from that ring by revision. Each event's JSON is built once from the stored bytes, with
+//! its `resourceVersion` spliced in rather than the object decoded and serialized again, and
+//! shared by every watcher; the object is decoded only when something needs it as a tree
+//! (selectors, another representation or version, a read of the object). A watcher that falls
+//! behind the ring, or asks for a revision older than the ring holds, is served straight from
+//! storage (or told its revision expired).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::watch;
 
 use crate::registry::store::decode;
-use crate::storage::{Backend, EventKind, Revision};
+use crate::storage::{Backend, EventKind, KeyValue, Revision};
 
-/// One committed change, decoded.
+/// One committed change.
 #[derive(Debug)]
 pub struct CachedEvent {
     pub revision: Revision,
     pub kind: EventKind,
     pub key: String,
-    /// The object after the change (for deletions: its last state, at the delete's revision).
-    pub object: Arc<Value>,
+    /// The object after the change as stored (for deletions: its last state, with the delete's
+    /// revision).
+    stored: KeyValue,
+    /// The object's JSON with its `resourceVersion`, as serializing the decoded object gives it.
+    json: Bytes,
+    /// The object's `apiVersion` (the storage version).
+    api_version: String,
+    /// The object decoded, on first use.
+    object: OnceLock<Arc<Value>>,
     /// The stored object before the change, decoded only when a watcher with selectors asks.
-    prev_stored: Option<crate::storage::KeyValue>,
+    prev_stored: Option<KeyValue>,
     prev: OnceLock<Option<Value>>,
-    json: OnceLock<Bytes>,
     /// Stored size of the object and its previous state, counted against the cache's budget.
     stored_bytes: usize,
 }
 
 impl CachedEvent {
-    /// The object serialized as JSON, computed once and shared by every watcher.
+    /// The object serialized as JSON, shared by every watcher.
     pub fn object_json(&self) -> &Bytes {
-        self.json
-            .get_or_init(|| Bytes::from(serde_json::to_vec(&*self.object).unwrap_or_default()))
+        &self.json
+    }
+
+    /// The object's `apiVersion`.
+    pub fn api_version(&self) -> &str {
+        &self.api_version
+    }
+
+    /// The object after the change, decoded once however many ask.
+    pub fn object(&self) -> &Arc<Value> {
+        self.object
+            .get_or_init(|| Arc::new(decode(&self.stored).unwrap_or(Value::Null)))
     }
 
     /// The object before the change (for updates and deletes).
@@ -45,18 +65,51 @@ impl CachedEvent {
     }
 
     fn from_storage(event: &crate::storage::Event) -> Option<Self> {
-        let object = decode(&event.kv).ok()?;
+        let (json, api_version) = with_resource_version(&event.kv.value, event.kv.mod_revision)?;
         Some(CachedEvent {
             revision: event.revision(),
             kind: event.kind,
             key: event.kv.key.clone(),
-            object: Arc::new(object),
+            stored: event.kv.clone(),
+            json,
+            api_version,
+            object: OnceLock::new(),
             prev_stored: event.prev.clone(),
             prev: OnceLock::new(),
-            json: OnceLock::new(),
             stored_bytes: event.kv.value.len() + event.prev.as_ref().map_or(0, |p| p.value.len()),
         })
     }
+}
+
+/// The stored JSON of an object with `metadata.resourceVersion` set to `revision`, byte for byte
+/// what decoding it and serializing it again gives (stored objects are compact JSON with their
+/// keys in order), and its `apiVersion`. Only the top level and the metadata are split, into raw
+/// values; `None` when the bytes are not a JSON object.
+fn with_resource_version(stored: &[u8], revision: Revision) -> Option<(Bytes, String)> {
+    let top: BTreeMap<String, &RawValue> = serde_json::from_slice(stored).ok()?;
+    let api_version = top
+        .get("apiVersion")
+        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+        .unwrap_or_default();
+    let metadata = top
+        .get("metadata")
+        .and_then(|m| serde_json::from_str::<BTreeMap<String, &RawValue>>(m.get()).ok());
+    let Some(mut metadata) = metadata else {
+        // No metadata object: nothing to set, as decoding would leave it.
+        return Some((Bytes::copy_from_slice(stored), api_version));
+    };
+    let version = RawValue::from_string(format!("\"{revision}\"")).ok()?;
+    metadata.insert("resourceVersion".to_owned(), &version);
+    let metadata = serde_json::value::to_raw_value(&metadata).ok()?;
+    let object: BTreeMap<&str, &RawValue> = top
+        .iter()
+        .map(|(key, value)| match key.as_str() {
+            "metadata" => (key.as_str(), &*metadata),
+            _ => (key.as_str(), *value),
+        })
+        .collect();
+    let json = serde_json::to_vec(&object).ok()?;
+    Some((Bytes::from(json), api_version))
 }
 
 /// Why the cache cannot serve a revision.
@@ -191,7 +244,7 @@ impl WatchCache {
         ring.newest
             .get(key)
             .filter(|e| e.revision == revision && e.kind != EventKind::Delete)
-            .map(|e| e.object.clone())
+            .map(|e| e.object().clone())
     }
 
     /// The events under `prefix` with a revision above `after`, oldest first, plus the revision
@@ -279,7 +332,7 @@ mod tests {
         let revisions: Vec<_> = events.iter().map(|e| e.revision).collect();
         assert_eq!(revisions, ((last - 4)..=last).collect::<Vec<_>>());
         assert_eq!(
-            events[0].object["metadata"]["resourceVersion"],
+            events[0].object()["metadata"]["resourceVersion"],
             (last - 4).to_string()
         );
         let (none, _) = cache
@@ -371,5 +424,42 @@ mod tests {
         .unwrap();
         assert!(cache.object(key, second).is_none());
         assert!(cache.object(key, deleted).is_none());
+    }
+
+    #[test]
+    fn the_spliced_json_is_what_the_decoded_object_serializes_to() {
+        let objects = [
+            serde_json::json!({
+                "apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w", "namespace": "ns", "uid": "u-1", "labels": {"a\"b": "é ✓"},
+                    "ownerReferences": [], "annotations": {"x": "line\nbreak\t\u{0001}"}},
+                "spec": {"n": -12, "f": 1.5, "big": 12345678901234567u64, "e": 1e300, "z": 0.0,
+                    "list": [1, "two", null, {"k": []}, true], "empty": {}},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}]}
+            }),
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}),
+            serde_json::json!({"kind": "NoMetadata", "data": {"a": "b"}}),
+            serde_json::json!({"kind": "OddMetadata", "metadata": "not an object"}),
+        ];
+        for object in objects {
+            let stored = KeyValue {
+                key: "/registry/k".to_owned(),
+                value: Bytes::from(serde_json::to_vec(&object).unwrap()),
+                create_revision: 3,
+                mod_revision: 42,
+            };
+            let (json, api_version) = with_resource_version(&stored.value, 42).unwrap();
+            let decoded = decode(&stored).unwrap();
+            assert_eq!(
+                String::from_utf8(json.to_vec()).unwrap(),
+                serde_json::to_string(&decoded).unwrap()
+            );
+            assert_eq!(
+                api_version,
+                object["apiVersion"].as_str().unwrap_or_default()
+            );
+        }
+        assert!(with_resource_version(b"[1, 2]", 1).is_none());
+        assert!(with_resource_version(b"{not json", 1).is_none());
     }
 }

@@ -258,8 +258,10 @@ impl Watcher {
     /// Sends one change, as upstream does with selectors: an object that starts matching is
     /// ADDED, one that stops matching is DELETED.
     async fn deliver(&self, event: &CachedEvent) -> Result<(), Closed> {
-        let now_matches = matches(&event.object, &self.list.labels, &self.list.fields);
         let filtered = !self.list.labels.is_empty() || !self.list.fields.is_empty();
+        // Without selectors the object is not decoded here: its JSON is sent as the cache has it.
+        let now_matches =
+            !filtered || matches(event.object(), &self.list.labels, &self.list.fields);
         // Without selectors every object matches, before and after; only a filtered watch needs
         // the previous state decoded.
         let before = if filtered {
@@ -278,9 +280,7 @@ impl Watcher {
             _ => return Ok(()),
         };
         let served_as = self.rt.api_version();
-        if self.representation == Representation::Object
-            && event.object["apiVersion"].as_str() == Some(served_as.as_str())
-        {
+        if self.representation == Representation::Object && event.api_version() == served_as {
             let object = event.object_json();
             let mut buf = BytesMut::with_capacity(object.len() + 32);
             buf.put_slice(b"{\"type\":\"");
@@ -290,7 +290,7 @@ impl Watcher {
             buf.put_slice(b"}\n");
             return self.send(buf.freeze()).await;
         }
-        self.send_event(kind, &event.object, None).await
+        self.send_event(kind, event.object(), None).await
     }
 
     async fn send_event(&self, kind: &str, object: &Value, _: Option<()>) -> Result<(), Closed> {
