@@ -645,6 +645,24 @@ async fn metadata_watches_and_streaming_lists() {
         let list = cms.list_metadata(&ListParams::default()).await.unwrap();
         assert_eq!(list.items.len(), 1);
         assert_eq!(list.items[0].metadata.name.as_deref(), Some("m1"));
+        // A write answered with the object's metadata only (the hub's writes ask for that).
+        let patched = cms
+            .patch_metadata(
+                "m1",
+                &PatchParams::default(),
+                &Patch::Merge(serde_json::json!({"metadata": {"labels": {"tier": "web"}}})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            patched.types.as_ref().unwrap().kind,
+            "PartialObjectMetadata"
+        );
+        assert_eq!(
+            patched.labels().get("tier").map(String::as_str),
+            Some("web")
+        );
+        assert_eq!(cms.get("m1").await.unwrap().labels()["tier"], "web");
 
         let metadata: Api<PartialObjectMeta<ConfigMap>> =
             Api::namespaced(client.clone(), "default");

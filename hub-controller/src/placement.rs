@@ -581,7 +581,6 @@ async fn write_work(
         },
         "spec": {"workload": {"manifests": manifests}},
     });
-    // The answer (the whole Work) is not decoded: the watch brings it to the index.
     let url = <atoll_api::work::Work as kube::Resource>::url_path(&(), Some(cluster));
     let request = kube::core::Request::new(url)
         .patch(
@@ -590,7 +589,7 @@ async fn write_work(
             &Patch::Apply(&work),
         )
         .map_err(kube::Error::BuildRequest)?;
-    client.request::<serde::de::IgnoredAny>(request).await?;
+    crate::work::send_write(&client, request).await?;
     tracing::info!(placement = %key, %cluster, generation, "stamped the Work");
     Ok(())
 }

@@ -428,10 +428,25 @@ pub async fn write_status(
             &Patch::Merge(StatusPatch { status: raw }),
         )
         .map_err(|e| WriteStatusError::Api(kube::Error::BuildRequest(e)))?;
-    client
-        .request::<serde::de::IgnoredAny>(request)
+    send_write(client, request)
         .await
-        .map_err(WriteStatusError::Api)?;
+        .map_err(WriteStatusError::Api)
+}
+
+/// Sends a write whose answer the hub does not need (the watch brings the object to the index):
+/// it asks for the object's metadata only, as `kubectl` and kube-rs metadata clients do, so that
+/// the API server neither serializes nor sends the whole object back, and skips even that.
+pub(crate) async fn send_write(
+    client: &kube::Client,
+    mut request: http::Request<Vec<u8>>,
+) -> kube::Result<()> {
+    request.headers_mut().insert(
+        http::header::ACCEPT,
+        http::HeaderValue::from_static(
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+        ),
+    );
+    client.request::<serde::de::IgnoredAny>(request).await?;
     Ok(())
 }
 
