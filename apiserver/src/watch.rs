@@ -288,6 +288,18 @@ mod tests {
     use super::*;
     use crate::storage::memory::MemoryBackend;
 
+    /// Waits (5 s at most) until the cache has taken in the write at `revision`.
+    async fn until_cached(cache: &WatchCache, revision: Revision) {
+        let mut changes = cache.subscribe();
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while *changes.borrow_and_update() < revision {
+                changes.changed().await.unwrap();
+            }
+        })
+        .await
+        .unwrap();
+    }
+
     #[tokio::test]
     async fn events_enter_the_cache_in_order_and_old_ones_expire() {
         let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
@@ -295,7 +307,6 @@ mod tests {
         let cache = WatchCache::start(backend.clone(), 16, usize::MAX, rx)
             .await
             .unwrap();
-        let mut changes = cache.subscribe();
         let mut last = 0;
         for i in 0..40 {
             last = backend
@@ -306,13 +317,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        tokio::time::timeout(std::time::Duration::from_secs(5), async {
-            while *changes.borrow_and_update() < last {
-                changes.changed().await.unwrap();
-            }
-        })
-        .await
-        .unwrap();
+        until_cached(&cache, last).await;
         assert!(matches!(cache.events_after("/registry/", 0), Err(TooOld)));
         // Reads find the writes the ring holds, and not the evicted ones.
         assert!(
@@ -349,7 +354,6 @@ mod tests {
         let cache = WatchCache::start(backend.clone(), 1000, 20_000, rx)
             .await
             .unwrap();
-        let mut changes = cache.subscribe();
         let filler = "x".repeat(1000);
         let mut last = 0;
         for i in 0..100 {
@@ -362,13 +366,7 @@ mod tests {
                 .await
                 .unwrap();
         }
-        tokio::time::timeout(std::time::Duration::from_secs(5), async {
-            while *changes.borrow_and_update() < last {
-                changes.changed().await.unwrap();
-            }
-        })
-        .await
-        .unwrap();
+        until_cached(&cache, last).await;
         assert!(matches!(
             cache.events_after("/registry/", last - 30),
             Err(TooOld)
@@ -384,7 +382,6 @@ mod tests {
         let cache = WatchCache::start(backend.clone(), 16, usize::MAX, rx)
             .await
             .unwrap();
-        let mut changes = cache.subscribe();
         let key = "/registry/core/configmaps/ns/a";
         let first = backend
             .create(
@@ -401,13 +398,7 @@ mod tests {
             )
             .await
             .unwrap();
-        tokio::time::timeout(std::time::Duration::from_secs(5), async {
-            while *changes.borrow_and_update() < second {
-                changes.changed().await.unwrap();
-            }
-        })
-        .await
-        .unwrap();
+        until_cached(&cache, second).await;
         // Only the newest write of a key is kept for reads.
         assert!(cache.object(key, first).is_none());
         let object = cache.object(key, second).unwrap();
@@ -415,13 +406,7 @@ mod tests {
         assert_eq!(object["metadata"]["resourceVersion"], second.to_string());
         // A deletion answers none.
         let (deleted, _) = backend.delete(key, None).await.unwrap();
-        tokio::time::timeout(std::time::Duration::from_secs(5), async {
-            while *changes.borrow_and_update() < deleted {
-                changes.changed().await.unwrap();
-            }
-        })
-        .await
-        .unwrap();
+        until_cached(&cache, deleted).await;
         assert!(cache.object(key, second).is_none());
         assert!(cache.object(key, deleted).is_none());
     }
