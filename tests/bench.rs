@@ -235,3 +235,12 @@ impl CpuWindow {
         }
     }
 }
+
+/// The `q` quantile of sorted durations (nearest rank); `None` for none.
+pub fn quantile(sorted: &[std::time::Duration], q: f64) -> Option<std::time::Duration> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let index = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
+    Some(sorted[index])
+}

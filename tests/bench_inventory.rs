@@ -839,11 +839,10 @@ fn condition<'a>(profile: &'a ClusterProfile, kind: &str) -> Option<(&'a str, &'
 // Tables
 
 fn quantile_ms(sorted: &[Duration], q: f64) -> String {
-    if sorted.is_empty() {
-        return "–".into();
-    }
-    let index = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
-    format!("{:.1}", sorted[index].as_secs_f64() * 1000.0)
+    atoll_tests::bench::quantile(sorted, q).map_or_else(
+        || "–".into(),
+        |d| format!("{:.1}", d.as_secs_f64() * 1000.0),
+    )
 }
 
 fn seconds(value: Option<Duration>) -> String {

@@ -71,8 +71,8 @@ use atoll_proto::v1::{
     join_response, sync_event,
 };
 use atoll_tests::bench::{
-    CpuWindow, check_open_files, cluster_id, fleet_args, hub_log, properties, rss_kib, run_seed,
-    short_binary, unit, verdict,
+    CpuWindow, check_open_files, cluster_id, fleet_args, hub_log, properties, quantile, rss_kib,
+    run_seed, short_binary, unit, verdict,
 };
 use atoll_tests::{Process, Report, client_from, free_addr};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -1213,14 +1213,6 @@ fn work_status(generation: i64, identifiers: Vec<ResourceIdentifier>) -> WorkSta
 
 // ---------------------------------------------------------------------------------------------
 // Tables
-
-fn quantile(sorted: &[Duration], q: f64) -> Option<Duration> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let index = ((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1;
-    Some(sorted[index])
-}
 
 fn quantile_ms(sorted: &[Duration], q: f64) -> String {
     quantile(sorted, q).map_or_else(

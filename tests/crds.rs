@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use atoll_api::clusterset::{ClusterSet, ClusterSetSpec};
 use atoll_api::crd::CRD_DIR;
-use atoll_api::hosted::{ApiServerSpec, HostedCluster, HostedClusterSpec};
+use atoll_api::hosted::{
+    ApiServerSpec, HostedCluster, HostedClusterSpec, HostedLimits, HostedMode, HostedStorage,
+    StorageBackend,
+};
 use atoll_api::inventory::{
     self, ClusterManager, ClusterProfile, ClusterProfileSpec, ClusterPropertySpec,
 };
@@ -249,9 +252,24 @@ async fn crds_serve_their_kinds() {
     let hosted = HostedCluster {
         metadata: meta("edge-1"),
         spec: HostedClusterSpec {
+            mode: HostedMode::Process,
             kubernetes_version: Some("v1.35.0".into()),
-            api_server: Some(ApiServerSpec { port: Some(16443) }),
-            storage: None,
+            cluster_set: Some("edge".into()),
+            labels: [("region".to_owned(), "eu".to_owned())].into(),
+            api_server: Some(ApiServerSpec {
+                port: Some(16443),
+                extra_sans: vec!["edge-1.example.com".into()],
+            }),
+            storage: Some(HostedStorage {
+                backend: StorageBackend::Memory,
+                ..HostedStorage::default()
+            }),
+            limits: Some(HostedLimits {
+                storage_bytes: Some(json!("64Mi")),
+                objects: Some(1000),
+                requests_in_flight: Some(50),
+            }),
+            suspended: true,
         },
         status: None,
     };

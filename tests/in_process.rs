@@ -195,6 +195,7 @@ impl Member {
             cluster_name: self.name.clone(),
             cluster_set: cluster_set.map(str::to_owned),
             resync: self.resync,
+            join_secret: None,
         };
         let (stop, stopped) = tokio::sync::watch::channel(false);
         self.stop = Some(stop);

@@ -1290,7 +1290,11 @@ fn wait_delete_diff_auth() {
             .stdout
             .trim()
             .to_owned();
-        assert_eq!(token.len(), 64, "a bearer token: {token}");
+        assert_eq!(
+            token.split('.').count(),
+            3,
+            "a service-account token is a JWT: {token}"
+        );
         k.run(&[
             "auth",
             "whoami",

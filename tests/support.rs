@@ -103,12 +103,20 @@ impl Process {
     }
 
     /// Starts `atoll up` with more flags (`--grpc-addr`, `--auto-accept`, lease settings) and
-    /// waits until it answers.
+    /// waits until it answers. Unless the flags say otherwise, it makes no hosted clusters at its
+    /// first start (`--hosted-clusters 0`), so that a test's fleet is only what it makes.
     pub fn hub_with(data_dir: &Path, addr: SocketAddr, flags: &[&str]) -> anyhow::Result<Self> {
-        Self::start_with(&atoll_binary()?, "up", data_dir, addr, flags)
+        let mut flags = flags.to_vec();
+        if !flags.contains(&"--hosted-clusters") {
+            flags.extend(["--hosted-clusters", "0"]);
+        }
+        Self::start_with(&atoll_binary()?, "up", data_dir, addr, &flags)
     }
 
     fn start(subcommand: &str, data_dir: &Path, addr: SocketAddr) -> anyhow::Result<Self> {
+        if subcommand == "up" {
+            return Self::hub_with(data_dir, addr, &[]);
+        }
         Self::start_with(&atoll_binary()?, subcommand, data_dir, addr, &[])
     }
 

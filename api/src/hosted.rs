@@ -1,9 +1,46 @@
 //! HostedCluster (`atoll.dev/v1alpha1`): a member cluster whose control plane the hub runs.
+//!
+//! Three modes, one reconciler on the hub: `Embedded` (an atoll API server inside the hub's
+//! process), `Process` (the same server as a child `atoll apiserver` the hub supervises) and
+//! `Kubernetes` (etcd and kube-apiserver rendered as workloads of a real hub cluster). In every
+//! mode the admin kubeconfig is the Secret `<name>-admin-kubeconfig` beside the HostedCluster, and
+//! the cluster joins the inventory under its own name.
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+/// Condition: the control plane serves (its API server and datastore are up).
+pub const CONDITION_AVAILABLE: &str = "Available";
+/// Condition: the hub is bringing the control plane to what the spec asks.
+pub const CONDITION_PROGRESSING: &str = "Progressing";
+/// Condition: the control plane cannot be what the spec asks without someone's help.
+pub const CONDITION_DEGRADED: &str = "Degraded";
+/// Condition: the cluster's API server answers.
+pub const CONDITION_API_SERVER_AVAILABLE: &str = "APIServerAvailable";
+/// Condition: the cluster's datastore is open and writable.
+pub const CONDITION_DATASTORE_AVAILABLE: &str = "DatastoreAvailable";
+/// Condition: the cluster's agent joined the hub (the cluster is in the inventory).
+pub const CONDITION_AGENT_JOINED: &str = "AgentJoined";
+
+/// Finalizer the hub puts on every HostedCluster: it stops the control plane, takes the cluster
+/// out of the inventory and deletes its data before the object goes.
+pub const FINALIZER: &str = "atoll.dev/hosted-cluster";
+
+/// Annotation `atoll hosted create --restore` sets: the control plane starts empty and waits for
+/// a backup to be uploaded to it (`PUT /atoll/v1/restore`) before it serves.
+pub const ANNOTATION_RESTORE: &str = "atoll.dev/restore";
+
+/// Key of the kubeconfig in the `<name>-admin-kubeconfig` Secret.
+pub const KUBECONFIG_KEY: &str = "kubeconfig";
+
+/// The name of the Secret holding a hosted cluster's admin kubeconfig.
+pub fn kubeconfig_secret_name(cluster: &str) -> String {
+    format!("{cluster}-admin-kubeconfig")
+}
 
 /// The desired state of a HostedCluster.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -13,56 +50,154 @@ use serde::{Deserialize, Serialize};
     kind = "HostedCluster",
     namespaced,
     status = "HostedClusterStatus",
+    shortname = "hc",
+    category = "atoll",
     derive = "PartialEq",
     derive = "Default",
     crates(kube_core = "::kube_core"),
     doc = "A member cluster whose control plane the hub runs.",
-    printcolumn = r#"{"name":"Phase","type":"string","jsonPath":".status.phase"}"#,
-    printcolumn = r#"{"name":"Version","type":"string","jsonPath":".spec.kubernetesVersion"}"#,
-    printcolumn = r#"{"name":"API Server","type":"string","jsonPath":".status.apiServerURL"}"#,
+    printcolumn = r#"{"name":"Mode","type":"string","jsonPath":".spec.mode"}"#,
+    printcolumn = r#"{"name":"Version","type":"string","jsonPath":".status.version"}"#,
+    printcolumn = r#"{"name":"Available","type":"string","jsonPath":".status.conditions[?(@.type==\"Available\")].status"}"#,
+    printcolumn = r#"{"name":"Endpoint","type":"string","jsonPath":".status.url"}"#,
+    printcolumn = r#"{"name":"Kubeconfig","type":"string","jsonPath":".status.kubeconfig.name"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
 pub struct HostedClusterSpec {
-    /// Kubernetes version the control plane serves; defaults to the hub's.
+    /// Where the control plane runs: `Embedded` (default), `Process` or `Kubernetes`. Cannot
+    /// change.
+    #[serde(default)]
+    #[schemars(extend("x-kubernetes-validations" = [{"rule": "self == oldSelf", "message": "mode cannot change; delete the cluster and create it again"}]))]
+    pub mode: HostedMode,
+    /// The Kubernetes version the control plane serves. `Embedded` and `Process` serve the
+    /// version atoll serves (`v1.35`) and refuse another; unset means that one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubernetes_version: Option<String>,
-    /// How the control plane's API server is exposed.
+    /// A ClusterSet the cluster joins when it is created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_server: Option<ApiServerSpec>,
+    pub cluster_set: Option<String>,
+    /// Labels copied onto the cluster's ClusterProfile (what placements select on).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
     /// Where the control plane keeps its data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<HostedStorage>,
+    /// How the control plane's API server is reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_server: Option<ApiServerSpec>,
+    /// What the control plane may hold and serve at once, so one cluster cannot starve the
+    /// others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<HostedLimits>,
+    /// Stops the control plane and releases its memory while keeping its data; `false` serves
+    /// it again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub suspended: bool,
 }
 
-/// How a hosted API server is exposed.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-pub struct ApiServerSpec {
-    /// Port to serve on; the hub picks a free one when unset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 65535))]
-    pub port: Option<i32>,
+/// Where a hosted control plane runs.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
+pub enum HostedMode {
+    /// An API server inside the hub's process (the default): the densest.
+    #[default]
+    Embedded,
+    /// An `atoll apiserver` child process per cluster, supervised by the hub: isolated from
+    /// its neighbours' failures.
+    Process,
+    /// etcd, kube-apiserver, controller manager and scheduler rendered as workloads of the hub
+    /// cluster.
+    Kubernetes,
+}
+
+impl HostedMode {
+    /// The name as written in the spec.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostedMode::Embedded => "Embedded",
+            HostedMode::Process => "Process",
+            HostedMode::Kubernetes => "Kubernetes",
+        }
+    }
+}
+
+impl std::fmt::Display for HostedMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Where a hosted control plane keeps its data.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct HostedStorage {
-    /// The storage backend.
+    /// The datastore: `sqlite` (durable, the default) or `memory` (lost when the control plane
+    /// stops). Cannot change.
     #[serde(default)]
+    #[schemars(extend("x-kubernetes-validations" = [{"rule": "self == oldSelf", "message": "the storage backend cannot change; back the cluster up and restore it into a new one"}]))]
     pub backend: StorageBackend,
-    /// Size of the volume, in Kubernetes mode, e.g. `10Gi`.
+    /// Size of the data volume in `Kubernetes` mode, e.g. `8Gi`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<String>,
+    /// Storage class of the data volume in `Kubernetes` mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class_name: Option<String>,
 }
 
-/// The storage backend of a hosted control plane.
+/// The datastore of a hosted control plane.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
 pub enum StorageBackend {
-    /// An SQLite file in the control plane's data directory (the default).
+    /// An SQLite file in the control plane's data directory.
     #[default]
     Sqlite,
-    /// An etcd cluster.
-    Etcd,
+    /// In memory: fast, and lost when the control plane stops or is suspended.
+    Memory,
+}
+
+impl StorageBackend {
+    /// The name as written in the spec.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageBackend::Sqlite => "sqlite",
+            StorageBackend::Memory => "memory",
+        }
+    }
+}
+
+/// How a hosted API server is reached.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiServerSpec {
+    /// Port to serve on. When unset the hub picks a free one and keeps it across restarts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub port: Option<i32>,
+    /// More DNS names or addresses for the serving certificate, besides the hub's hosted host,
+    /// `localhost` and `127.0.0.1`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(rename = "extraSANs")]
+    #[schemars(schema_with = "crate::schema::string_set")]
+    pub extra_sans: Vec<String>,
+}
+
+/// Per-cluster limits, enforced by the cluster's own API server.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HostedLimits {
+    /// Bytes of stored objects: past it, creates and updates that grow the data are refused
+    /// (reads and deletes keep working). A quantity, e.g. `256Mi`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::quantity")]
+    pub storage_bytes: Option<serde_json::Value>,
+    /// Stored objects: past it, creates are refused (reads and deletes keep working).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub objects: Option<i64>,
+    /// Requests served at once (watches aside); more are answered 429 with `Retry-After`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub requests_in_flight: Option<i32>,
 }
 
 /// The observed state of a HostedCluster.
@@ -72,36 +207,163 @@ pub struct HostedClusterStatus {
     /// The generation this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// Where the control plane is in its life.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<HostedClusterPhase>,
-    /// Name of the Secret beside the HostedCluster holding the admin kubeconfig.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kubeconfig_secret: Option<String>,
-    /// Address of the control plane's API server.
-    #[serde(
-        rename = "apiServerURL",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub api_server_url: Option<String>,
-    /// `Ready` and the state of each control plane component.
+    /// `Available`, `Progressing`, `Degraded`, and one per component: `APIServerAvailable`,
+    /// `DatastoreAvailable`, `AgentJoined`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,
+    /// Where the API server is reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_plane_endpoint: Option<Endpoint>,
+    /// The API server's address, `https://host:port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The Secret beside the HostedCluster that holds the admin kubeconfig.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubeconfig: Option<SecretKey>,
+    /// The Kubernetes version the control plane serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// How long creation took, until the control plane was first Available (e.g. `42ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_after: Option<String>,
 }
 
-/// Where a hosted control plane is in its life.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-pub enum HostedClusterPhase {
-    /// Accepted, not started.
-    Pending,
-    /// Starting up.
-    Provisioning,
-    /// Serving.
-    Running,
-    /// Failed to start or stopped serving.
-    Failed,
-    /// Being torn down.
-    Deleting,
+/// A host and port.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct Endpoint {
+    /// DNS name or address.
+    pub host: String,
+    /// Port.
+    pub port: i32,
+}
+
+/// One key of a Secret in the HostedCluster's namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct SecretKey {
+    /// The Secret's name.
+    pub name: String,
+    /// The key in its data.
+    pub key: String,
+}
+
+/// Why a quantity is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a quantity of bytes (such as 268435456, 256Mi or 1G)")]
+pub struct QuantityError(pub String);
+
+/// Parses a Kubernetes quantity of bytes: an integer, optionally with a binary (`Ki`, `Mi`,
+/// `Gi`, `Ti`, `Pi`, `Ei`) or decimal (`k`, `M`, `G`, `T`, `P`, `E`) suffix. Fractions and
+/// exponents are refused: a byte count is whole.
+pub fn parse_bytes(value: &serde_json::Value) -> Result<u64, QuantityError> {
+    let error = || QuantityError(value.to_string().trim_matches('"').to_owned());
+    let text = match value {
+        serde_json::Value::Number(n) => return n.as_u64().ok_or_else(error),
+        serde_json::Value::String(s) => s.trim(),
+        _ => return Err(error()),
+    };
+    let digits_end = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, suffix) = text.split_at(digits_end);
+    if digits.is_empty() {
+        return Err(error());
+    }
+    let multiplier: u64 = match suffix {
+        "" => 1,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "T" => 1_000_000_000_000,
+        "P" => 1_000_000_000_000_000,
+        "E" => 1_000_000_000_000_000_000,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "Ti" => 1 << 40,
+        "Pi" => 1 << 50,
+        "Ei" => 1 << 60,
+        _ => return Err(error()),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(multiplier))
+        .ok_or_else(error)
+}
+
+/// Why a HostedCluster's name cannot name a member cluster.
+pub fn name_problem(name: &str) -> Option<String> {
+    if !crate::inventory::is_dns_label(name) {
+        return Some(format!(
+            "name {name:?} cannot name a member cluster: it must be a DNS label (RFC 1123: at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit), as it names the cluster's namespace on the hub"
+        ));
+    }
+    if crate::names::is_reserved_cluster_name(name) {
+        return Some(format!(
+            "name {name:?} is reserved on the hub (it names a system namespace); choose another"
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn byte_quantities_parse_and_bad_ones_are_refused() {
+        assert_eq!(parse_bytes(&json!(1024)), Ok(1024));
+        assert_eq!(parse_bytes(&json!("256Mi")), Ok(256 << 20));
+        assert_eq!(parse_bytes(&json!("1G")), Ok(1_000_000_000));
+        assert_eq!(parse_bytes(&json!("12")), Ok(12));
+        for bad in [
+            json!("1.5Gi"),
+            json!("Mi"),
+            json!("-1"),
+            json!("10 MB"),
+            json!("1e3"),
+            json!(-5),
+            json!(true),
+            json!("99999999999Ei"),
+        ] {
+            let error = parse_bytes(&bad).unwrap_err();
+            assert!(
+                error.to_string().contains("not a quantity"),
+                "{bad}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_that_cannot_be_clusters_say_why() {
+        assert_eq!(name_problem("c1"), None);
+        assert!(name_problem("a.b").unwrap().contains("DNS label"));
+        assert!(name_problem("Upper").unwrap().contains("DNS label"));
+        assert!(name_problem(&"x".repeat(64)).unwrap().contains("DNS label"));
+        assert!(name_problem("kube-system").unwrap().contains("reserved"));
+        assert!(name_problem("default").unwrap().contains("reserved"));
+    }
+
+    #[test]
+    fn the_spec_reads_as_users_write_it() {
+        let spec: HostedClusterSpec = serde_json::from_value(json!({
+            "mode": "Process",
+            "clusterSet": "default",
+            "labels": {"env": "dev"},
+            "storage": {"backend": "memory"},
+            "apiServer": {"port": 7001, "extraSANs": ["c1.example.com"]},
+            "limits": {"storageBytes": "64Mi", "objects": 1000, "requestsInFlight": 20},
+            "suspended": true
+        }))
+        .unwrap();
+        assert_eq!(spec.mode, HostedMode::Process);
+        assert_eq!(spec.storage.unwrap().backend, StorageBackend::Memory);
+        assert_eq!(spec.api_server.unwrap().extra_sans, ["c1.example.com"]);
+        assert!(spec.suspended);
+        let defaults: HostedClusterSpec = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(defaults.mode, HostedMode::Embedded);
+        assert!(serde_json::from_value::<HostedClusterSpec>(json!({"mode": "Vm"})).is_err());
+    }
 }

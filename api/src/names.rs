@@ -10,6 +10,19 @@ pub const SYSTEM_NAMESPACE: &str = "atoll-system";
 /// The default namespace of HostedClusters on the hub.
 pub const HOSTED_CLUSTERS_NAMESPACE: &str = "clusters";
 
+/// Whether a member cluster may not take `name`: its namespace on the hub would be a system
+/// namespace (`default`, `kube-*`, the inventory, atoll's own, the hosted clusters').
+pub fn is_reserved_cluster_name(name: &str) -> bool {
+    name.starts_with("kube-")
+        || [
+            "default",
+            INVENTORY_NAMESPACE,
+            SYSTEM_NAMESPACE,
+            HOSTED_CLUSTERS_NAMESPACE,
+        ]
+        .contains(&name)
+}
+
 /// The name atoll uses as cluster manager (`spec.clusterManager.name` and the label value).
 pub const CLUSTER_MANAGER_NAME: &str = "atoll";
 

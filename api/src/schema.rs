@@ -56,3 +56,12 @@ pub(crate) fn int_or_string(_: &mut SchemaGenerator) -> Schema {
         "anyOf": [{"type": "integer"}, {"type": "string"}],
     })
 }
+
+/// A `resource.Quantity`: an integer or a string such as `256Mi`.
+pub(crate) fn quantity(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "x-kubernetes-int-or-string": true,
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "pattern": "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
+    })
+}

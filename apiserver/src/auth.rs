@@ -4,16 +4,29 @@
 //! `token,user,uid,"group1,group2"` line per identity, the format of kube-apiserver's
 //! `--token-auth-file`. The server keeps only SHA-256 digests in memory and compares digests, so a
 //! lookup does not leak how much of a token matched.
+//!
+//! Tokens the server issues (TokenRequest, `kubectl create token`) are JWTs signed (HS256) with
+//! a key kept in the data directory (`sa.key`, mode 0600): they hold who they stand for and
+//! until when, so they survive restarts, and a cluster restored from a backup (which carries
+//! the key) accepts them too.
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::RwLock;
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use base64::Engine as _;
 use rand::RngCore;
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::pki;
+
+/// The token file in the data directory.
+pub const TOKEN_FILE: &str = "tokens.csv";
+/// The key that signs issued tokens, in the data directory.
+pub const SIGNING_KEY_FILE: &str = "sa.key";
+/// The `iss` of issued tokens.
+const ISSUER: &str = "https://kubernetes.default.svc";
 
 /// Who made a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,19 +68,32 @@ pub enum Error {
     },
     #[error("line {line} of the token file is not `token,user,uid[,\"groups\"]`")]
     Malformed { line: usize },
+    #[error("the token signing key {path} is not 64 hexadecimal digits")]
+    SigningKey { path: String },
 }
 
-/// Maps bearer tokens to users: the static token file, plus short-lived tokens the server issued
-/// (TokenRequest), which live in memory only and end at their expiry or at a restart.
-#[derive(Default)]
+/// Maps bearer tokens to users: the static token file, plus the tokens the server issued
+/// (TokenRequest), which it recognizes by their signature until they expire.
 pub struct Authenticator {
     by_digest: HashMap<[u8; 32], User>,
-    issued: RwLock<HashMap<[u8; 32], (User, Instant)>>,
+    signing_key: [u8; 32],
+}
+
+impl Default for Authenticator {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Authenticator {
+    /// No static tokens, and a fresh signing key.
     pub fn new() -> Self {
-        Self::default()
+        let mut signing_key = [0u8; 32];
+        rand::rng().fill_bytes(&mut signing_key);
+        Authenticator {
+            by_digest: HashMap::new(),
+            signing_key,
+        }
     }
 
     /// Accepts `token` as `user`.
@@ -81,37 +107,78 @@ impl Authenticator {
         if token.is_empty() {
             return None;
         }
-        let digest = digest(token);
-        if let Some(user) = self.by_digest.get(&digest) {
+        if let Some(user) = self.by_digest.get(&digest(token)) {
             return Some(user.clone());
         }
-        let issued = match self.issued.read() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        issued
-            .get(&digest)
-            .filter(|(_, expires)| *expires > Instant::now())
-            .map(|(user, _)| user.clone())
+        self.verify_issued(token)
     }
 
     /// Issues a token for `user` that expires after `ttl`.
     pub fn issue(&self, user: User, ttl: Duration) -> String {
-        let token = new_token();
-        let mut issued = match self.issued.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let now = Instant::now();
-        issued.retain(|_, (_, expires)| *expires > now);
-        issued.insert(digest(&token), (user, now + ttl));
-        token
+        let now = unix_now();
+        let claims = json!({
+            "iss": ISSUER,
+            "sub": user.name,
+            "uid": user.uid,
+            "groups": user.groups,
+            "iat": now,
+            "nbf": now,
+            "exp": now.saturating_add(ttl.as_secs()),
+            "jti": uuid::Uuid::new_v4().to_string(),
+        });
+        let encode = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+        let signed = format!(
+            "{}.{}",
+            encode(br#"{"alg":"HS256","typ":"JWT"}"#),
+            encode(claims.to_string().as_bytes())
+        );
+        let signature = hmac_sha256(&self.signing_key, signed.as_bytes());
+        format!("{signed}.{}", encode(&signature))
     }
 
-    /// Loads `tokens.csv` from `dir`, creating it with a fresh admin token on first start.
-    /// Returns the authenticator and the admin token.
+    /// The user of a token this server (or one with the same key) issued, if its signature
+    /// holds and it has not expired.
+    fn verify_issued(&self, token: &str) -> Option<User> {
+        let (signed, signature) = token.rsplit_once('.')?;
+        let (_, claims) = signed.split_once('.')?;
+        let decode = |text: &str| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(text)
+                .ok()
+        };
+        let expected = hmac_sha256(&self.signing_key, signed.as_bytes());
+        let given = decode(signature)?;
+        // Compared in constant time, so that a guess learns nothing from the answer's timing.
+        if given.len() != expected.len()
+            || given
+                .iter()
+                .zip(expected)
+                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+                != 0
+        {
+            return None;
+        }
+        let claims: serde_json::Value = serde_json::from_slice(&decode(claims)?).ok()?;
+        if claims["exp"].as_u64()? <= unix_now() {
+            return None;
+        }
+        Some(User {
+            name: claims["sub"].as_str()?.to_owned(),
+            uid: claims["uid"].as_str().unwrap_or_default().to_owned(),
+            groups: claims["groups"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|g| g.as_str().map(str::to_owned))
+                .collect(),
+        })
+    }
+
+    /// Loads `tokens.csv` and the signing key `sa.key` from `dir`, creating them on first start
+    /// (the token file with a fresh admin token). Returns the authenticator and the admin token.
     pub fn load_or_create(dir: &Path) -> Result<(Self, String), Error> {
-        let path = dir.join("tokens.csv");
+        let signing_key = load_or_create_signing_key(&dir.join(SIGNING_KEY_FILE))?;
+        let path = dir.join(TOKEN_FILE);
         if !path.exists() {
             let token = new_token();
             let admin = User::admin();
@@ -127,7 +194,10 @@ impl Authenticator {
             path: path.display().to_string(),
             source,
         })?;
-        let mut auth = Authenticator::new();
+        let mut auth = Authenticator {
+            by_digest: HashMap::new(),
+            signing_key,
+        };
         let mut admin_token = None;
         for (index, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -185,6 +255,49 @@ fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
+/// Reads the signing key (64 hex digits), creating it on first start.
+fn load_or_create_signing_key(path: &Path) -> Result<[u8; 32], Error> {
+    if !path.exists() {
+        pki::write_private(path, format!("{}\n", new_token()).as_bytes())?;
+    }
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let malformed = || Error::SigningKey {
+        path: path.display().to_string(),
+    };
+    let hex = text.trim().as_bytes();
+    if hex.len() != 64 {
+        return Err(malformed());
+    }
+    let mut key = [0u8; 32];
+    for (byte, pair) in key.iter_mut().zip(hex.chunks(2)) {
+        let pair = std::str::from_utf8(pair).map_err(|_| malformed())?;
+        *byte = u8::from_str_radix(pair, 16).map_err(|_| malformed())?;
+    }
+    Ok(key)
+}
+
+/// HMAC-SHA256 (RFC 2104) of `message` under a 32-byte key.
+fn hmac_sha256(key: &[u8; 32], message: &[u8]) -> [u8; 32] {
+    let mut block = [0u8; 64];
+    block[..32].copy_from_slice(key);
+    let mut inner = Sha256::new();
+    inner.update(block.map(|b| b ^ 0x36));
+    inner.update(message);
+    let mut outer = Sha256::new();
+    outer.update(block.map(|b| b ^ 0x5c));
+    outer.update(inner.finalize());
+    outer.finalize().into()
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,5 +332,42 @@ mod tests {
         );
         let expired = auth.issue(user, Duration::ZERO);
         assert_eq!(auth.authenticate(Some(&format!("Bearer {expired}"))), None);
+    }
+
+    #[test]
+    fn issued_tokens_survive_a_restart_and_need_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let (auth, _) = Authenticator::load_or_create(dir.path()).unwrap();
+        let user = User {
+            name: "system:serviceaccount:default:builder".into(),
+            uid: "u1".into(),
+            groups: vec!["system:serviceaccounts".into()],
+        };
+        let token = auth.issue(user.clone(), Duration::from_secs(600));
+        let header = format!("Bearer {token}");
+        let (again, _) = Authenticator::load_or_create(dir.path()).unwrap();
+        assert_eq!(again.authenticate(Some(&header)), Some(user));
+        // Another server's key does not accept it, nor does a token with a changed claim.
+        assert_eq!(Authenticator::new().authenticate(Some(&header)), None);
+        let (head, rest) = token.split_once('.').unwrap();
+        let (_, signature) = rest.split_once('.').unwrap();
+        let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(br#"{"sub":"atoll-admin","groups":["system:masters"],"exp":99999999999}"#);
+        let forged = format!("Bearer {head}.{claims}.{signature}");
+        assert_eq!(again.authenticate(Some(&forged)), None);
+    }
+
+    #[test]
+    fn hmac_matches_the_rfc_4231_vector() {
+        // RFC 4231 test case 2 uses a 4-byte key; HMAC pads keys with zeros to the block size,
+        // so the same key zero-padded to 32 bytes gives the same MAC.
+        let mut key = [0u8; 32];
+        key[..4].copy_from_slice(b"Jefe");
+        let mac = hmac_sha256(&key, b"what do ya want for nothing?");
+        let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
     }
 }

@@ -86,7 +86,23 @@ pub enum Error {
     Timeout(String),
     #[error("{0}")]
     Internal(String),
+    /// More requests in flight than the server's limit; the client retries after a second.
+    #[error("Too many requests, please try again later.")]
+    TooManyRequests,
+    #[error("{0}")]
+    ServiceUnavailable(String),
+    /// Another operation holds what the request needs (409 Conflict, without an object).
+    #[error("{0}")]
+    Busy(String),
+    /// A restore sent to a server that is not waiting for one.
+    #[error(
+        "this cluster is serving; a backup is restored only into a new cluster that waits for it (atoll hosted create NAME --restore FILE)"
+    )]
+    NotWaitingForRestore,
 }
+
+/// How long a client waits before retrying a request refused for too many in flight.
+pub const RETRY_AFTER_SECONDS: u64 = 1;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -118,6 +134,9 @@ impl Error {
             Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Error::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            Error::ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Error::NotWaitingForRestore | Error::Busy(_) => StatusCode::CONFLICT,
         }
     }
 
@@ -136,6 +155,9 @@ impl Error {
             Error::TooLarge(_) => "RequestEntityTooLarge",
             Error::Timeout(_) => "Timeout",
             Error::Internal(_) => "InternalError",
+            Error::TooManyRequests => "TooManyRequests",
+            Error::ServiceUnavailable(_) => "ServiceUnavailable",
+            Error::NotWaitingForRestore | Error::Busy(_) => "Conflict",
         }
     }
 
@@ -173,6 +195,7 @@ impl Error {
                 Some(details)
             }
             Error::UnknownPath => Some(json!({})),
+            Error::TooManyRequests => Some(json!({"retryAfterSeconds": RETRY_AFTER_SECONDS})),
             _ => None,
         };
         let mut status = json!({

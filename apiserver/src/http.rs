@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use serde_json::{Value, json};
-use tokio::sync::watch;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::auth::Authenticator;
 use crate::discovery;
@@ -22,12 +22,14 @@ use crate::registry::store::{
 };
 use crate::watch::WatchCache;
 
+mod backup;
 mod path;
 mod representation;
 mod review;
 mod scale;
 mod watch_stream;
 
+pub use backup::{RestoreState, restore_router};
 use path::{ApiPath, ResourcePath};
 use representation::Representation;
 
@@ -45,6 +47,10 @@ pub struct ApiState {
     pub shutdown: watch::Receiver<bool>,
     /// `host:port` clients reach the server at (for legacy `/api`).
     pub server_address: String,
+    /// One permit per request served at once, when their number is limited.
+    pub in_flight: Option<Arc<Semaphore>>,
+    /// What `GET /atoll/v1/backup` reads.
+    pub(crate) backup: Arc<crate::backup::Source>,
 }
 
 /// The router of the whole API.
@@ -53,6 +59,13 @@ pub fn router(state: Arc<ApiState>) -> Router {
 }
 
 async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Response {
+    let _in_flight = match admit(&state, &request) {
+        Ok(permit) => permit,
+        Err(err) => {
+            tracing::debug!(path = %request.uri().path(), error = %err, "request refused");
+            return error_response(&err);
+        }
+    };
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     match serve(&state, request).await {
@@ -70,7 +83,36 @@ async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Respons
 
 /// The `Status` response of an error.
 pub fn error_response(err: &Error) -> Response {
-    json_response(err.code(), &err.to_status())
+    let mut response = json_response(err.code(), &err.to_status());
+    if matches!(err, Error::TooManyRequests) {
+        response.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(crate::error::RETRY_AFTER_SECONDS),
+        );
+    }
+    response
+}
+
+/// Takes a slot of the requests-in-flight limit, held until the response is ready, or refuses
+/// the request with 429 when none is left. Long-running requests (watches, streaming lists, a
+/// backup's download) and the health and version endpoints take none, as kube-apiserver's
+/// max-in-flight filter leaves them out.
+fn admit(state: &ApiState, request: &Request) -> Result<Option<OwnedSemaphorePermit>> {
+    let Some(limit) = &state.in_flight else {
+        return Ok(None);
+    };
+    let path = request.uri().path();
+    let long_running = is_public(path)
+        || path == path::BACKUP
+        || Query::parse(request.uri().query().unwrap_or_default()).flag("watch");
+    if long_running {
+        return Ok(None);
+    }
+    limit
+        .clone()
+        .try_acquire_owned()
+        .map(Some)
+        .map_err(|_| Error::TooManyRequests)
 }
 
 fn json_response(code: StatusCode, body: &Value) -> Response {
@@ -161,6 +203,17 @@ async fn serve(state: &ApiState, request: Request) -> Result<Response> {
             let doc =
                 discovery::resource_list(&catalog, &group, &version).ok_or(Error::UnknownPath)?;
             return Ok(json_response(StatusCode::OK, &doc));
+        }
+        ApiPath::Backup => {
+            backup::require_masters(&user, "get", path::BACKUP)?;
+            if parts.method != Method::GET {
+                return Err(Error::MethodNotAllowed);
+            }
+            return Ok(backup::stream(state.backup.clone()));
+        }
+        ApiPath::Restore => {
+            backup::require_masters(&user, "update", path::RESTORE)?;
+            return Err(Error::NotWaitingForRestore);
         }
         ApiPath::Resource(resource) => resource,
     };

@@ -7,6 +7,12 @@
 //! Requests flow one way: [`http`] → [`registry`] (object semantics) → [`validation`] / [`patch`]
 //! / [`apply`] → [`storage`], with the [`watch`] cache fed by storage.
 //!
+//! Many servers may run in one process (one per hosted cluster): what is read-only is built once
+//! per process and shared (built-in resource types, schemas, OpenAPI documents), each server
+//! enforces its own [`Limits`], and an idle one holds a few hundred KiB and runs no timers but
+//! slow ones. [`backup`] takes consistent backups of a serving cluster and restores them into a
+//! fresh one.
+//!
 //! This crate must not depend on a Kubernetes client, nor on hub or agent code.
 
 use std::net::SocketAddr;
@@ -20,6 +26,7 @@ use tokio::task::JoinHandle;
 
 pub mod apply;
 pub mod auth;
+pub mod backup;
 pub mod discovery;
 pub mod error;
 pub mod http;
@@ -35,6 +42,9 @@ pub mod table;
 pub mod validation;
 pub mod watch;
 
+#[cfg(test)]
+mod tests;
+
 use registry::store::Store;
 use storage::Backend;
 
@@ -46,6 +56,38 @@ pub enum StorageKind {
     Sqlite,
     /// In memory: lost at exit; for tests and benchmarks.
     Memory,
+}
+
+/// What one API server may hold and serve at once, so that one tenant of a process cannot starve
+/// the others. `None` is no limit.
+#[derive(Clone, Debug, Default)]
+pub struct Limits {
+    /// Stored objects: a create that would store more is refused.
+    pub objects: Option<u64>,
+    /// Bytes of stored object values: a write that grows the data past this is refused.
+    pub storage_bytes: Option<u64>,
+    /// Requests served at once; more are answered 429 (watches and /livez, /readyz, /healthz,
+    /// /version aside).
+    pub requests_in_flight: Option<u32>,
+    /// Where the limits come from, named in refusals, e.g. "spec.limits of HostedCluster
+    /// clusters/c1" or "the server's flags".
+    pub source: String,
+}
+
+impl Limits {
+    /// Whether stored objects or bytes are limited.
+    pub fn bounds_storage(&self) -> bool {
+        self.objects.is_some() || self.storage_bytes.is_some()
+    }
+
+    /// `source`, or a generic name when it is empty.
+    pub fn source(&self) -> &str {
+        if self.source.is_empty() {
+            "the server's configuration"
+        } else {
+            &self.source
+        }
+    }
 }
 
 /// How to run one API server.
@@ -68,6 +110,10 @@ pub struct Config {
     /// How many bytes of stored objects the watch cache keeps at most (the decoded objects take
     /// a few times more memory). Watchers that fall further behind re-list (410 Gone).
     pub watch_cache_bytes: usize,
+    /// What the cluster may hold and serve at once.
+    pub limits: Limits,
+    /// The largest backup `PUT /atoll/v1/restore` accepts (413 beyond).
+    pub max_restore_bytes: u64,
 }
 
 impl Config {
@@ -82,6 +128,8 @@ impl Config {
             compaction_interval: Duration::from_secs(5 * 60),
             watch_cache_events: 10_000,
             watch_cache_bytes: 8 * 1024 * 1024,
+            limits: Limits::default(),
+            max_restore_bytes: 1024 * 1024 * 1024,
         }
     }
 }
@@ -112,6 +160,9 @@ pub enum Error {
     Api(#[from] error::Error),
 }
 
+/// The SQLite database in the data directory.
+pub(crate) const DATABASE_FILE: &str = "state.db";
+
 /// A running API server.
 pub struct Server {
     /// Held for the server's life: one process per data directory.
@@ -121,22 +172,49 @@ pub struct Server {
     admin_token: String,
     ca_pem: String,
     backend: Arc<dyn Backend>,
+    backup: Arc<backup::Source>,
+    /// Held exclusively while compacting, shared by backups (which read at one revision).
+    compaction: Arc<tokio::sync::RwLock<()>>,
+    restart: signal::Receiver<bool>,
+    /// Keeps [`Server::restart_requested`] open (and false) on a serving server; in restore
+    /// mode the restore handler holds the sender.
+    _restart_sender: Option<signal::Sender<bool>>,
     shutdown: signal::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    #[cfg(test)]
+    router: axum::Router,
+    #[cfg(test)]
+    in_flight: Option<(Arc<tokio::sync::Semaphore>, usize)>,
 }
 
 impl Server {
     /// Opens storage, prepares TLS and authentication, writes the admin kubeconfig and starts
     /// serving. Returns once the server accepts connections.
+    ///
+    /// A data directory marked with [`backup::mark_restore_pending`] starts in restore mode: the
+    /// server has its credentials and kubeconfig as usual, but serves only health checks and
+    /// `PUT /atoll/v1/restore` until a backup is uploaded, then asks to be restarted
+    /// ([`Server::restart_requested`]); the next start installs the backup before storage opens.
     pub async fn start(config: Config) -> Result<Server, Error> {
         std::fs::create_dir_all(&config.data_dir).map_err(|source| Error::DataDir {
             path: config.data_dir.clone(),
             source,
         })?;
         let lock = lock_data_dir(&config.data_dir)?;
-        let backend: Arc<dyn Backend> = match config.storage {
-            StorageKind::Sqlite => {
-                let path = config.data_dir.join("state.db");
+        let prepared = {
+            let data_dir = config.data_dir.clone();
+            let storage = config.storage;
+            tokio::task::spawn_blocking(move || backup::restore::prepare(&data_dir, storage))
+                .await
+                .map_err(|e| storage::Error::Backend(Box::new(e)))?
+        };
+        let backend: Arc<dyn Backend> = match (config.storage, prepared.memory) {
+            // Nothing to serve until a backup arrives: no database is opened.
+            _ if prepared.waiting => Arc::new(storage::memory::MemoryBackend::new()),
+            (StorageKind::Memory, Some(restored)) => Arc::new(restored),
+            (StorageKind::Memory, None) => Arc::new(storage::memory::MemoryBackend::new()),
+            (StorageKind::Sqlite, _) => {
+                let path = config.data_dir.join(DATABASE_FILE);
                 Arc::new(
                     tokio::task::spawn_blocking(move || {
                         storage::sqlite::SqliteBackend::open(&path)
@@ -145,7 +223,6 @@ impl Server {
                     .map_err(|e| storage::Error::Backend(Box::new(e)))??,
                 )
             }
-            StorageKind::Memory => Arc::new(storage::memory::MemoryBackend::new()),
         };
         let ca = pki::CertificateAuthority::load_or_create(
             &config.data_dir,
@@ -169,35 +246,84 @@ impl Server {
             hosts.push(addr.ip().to_string());
         }
         hosts.extend(config.extra_hosts.iter().cloned());
+        hosts.dedup();
         let serving = ca.issue_serving(&hosts)?;
         let tls = pki::server_config(&serving)?;
-
-        let (shutdown, shutdown_rx) = signal::channel(false);
-        let registry = Arc::new(registry::Registry::new());
-        let store = Arc::new(Store::new(backend.clone(), registry));
-        store.reload_crds().await?;
-        store.seed().await?;
-        let cache = watch::WatchCache::start(
-            backend.clone(),
-            config.watch_cache_events,
-            config.watch_cache_bytes,
-            shutdown_rx.clone(),
-        )
-        .await?;
-        store.read_through(cache.clone());
 
         let server_host = if addr.ip().is_unspecified() {
             SocketAddr::new([127, 0, 0, 1].into(), addr.port())
         } else {
             addr
         };
-        let state = Arc::new(http::ApiState {
-            store: store.clone(),
-            cache,
-            auth: authenticator,
-            shutdown: shutdown_rx.clone(),
-            server_address: server_host.to_string(),
+        let (shutdown, shutdown_rx) = signal::channel(false);
+        let (restart_tx, restart) = signal::channel(false);
+        let compaction = Arc::new(tokio::sync::RwLock::new(()));
+        let backup = Arc::new(backup::Source {
+            backend: backend.clone(),
+            data_dir: config.data_dir.clone(),
+            cluster_name: config.cluster_name.clone(),
+            server: format!("https://{server_host}"),
+            hosts,
+            compaction: compaction.clone(),
+            waiting: prepared.waiting,
         });
+        let in_flight = config
+            .limits
+            .requests_in_flight
+            .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
+
+        let mut restart_sender = None;
+        let (router, mut tasks) = if prepared.waiting {
+            tracing::info!(
+                data_dir = %config.data_dir.display(),
+                "waiting for a backup to be restored (PUT /atoll/v1/restore)"
+            );
+            let state = Arc::new(http::RestoreState {
+                auth: authenticator,
+                data_dir: config.data_dir.clone(),
+                cluster_name: config.cluster_name.clone(),
+                max_restore_bytes: config.max_restore_bytes,
+                restart: restart_tx,
+                failure: prepared.failure,
+                uploading: tokio::sync::Mutex::new(()),
+            });
+            (http::restore_router(state), Vec::new())
+        } else {
+            restart_sender = Some(restart_tx);
+            let registry = Arc::new(registry::Registry::new());
+            let store =
+                Arc::new(Store::new(backend.clone(), registry).with_limits(config.limits.clone()));
+            store.reload_crds().await?;
+            store.seed().await?;
+            let cache = watch::WatchCache::start(
+                backend.clone(),
+                config.watch_cache_events,
+                config.watch_cache_bytes,
+                shutdown_rx.clone(),
+            )
+            .await?;
+            store.read_through(cache.clone());
+            let state = Arc::new(http::ApiState {
+                store: store.clone(),
+                cache,
+                auth: authenticator,
+                shutdown: shutdown_rx.clone(),
+                server_address: server_host.to_string(),
+                in_flight: in_flight.clone(),
+                backup: backup.clone(),
+            });
+            let tasks = vec![
+                tokio::spawn(registry::namespace::run(store, shutdown_rx.clone())),
+                tokio::spawn(compact_periodically(
+                    backend.clone(),
+                    compaction.clone(),
+                    config.compaction_interval,
+                    shutdown_rx.clone(),
+                )),
+            ];
+            (http::router(state), tasks)
+        };
+
         let kubeconfig = config.data_dir.join(&config.kubeconfig_name);
         let contents = kubeconfig::render(
             &config.cluster_name,
@@ -207,15 +333,14 @@ impl Server {
         );
         pki::write_private(&kubeconfig, contents.as_bytes())?;
 
-        let tasks = vec![
-            tokio::spawn(registry::namespace::run(store.clone(), shutdown_rx.clone())),
-            tokio::spawn(compact_periodically(
-                backend.clone(),
-                config.compaction_interval,
-                shutdown_rx.clone(),
-            )),
-            tokio::spawn(serve::run(listener, tls, http::router(state), shutdown_rx)),
-        ];
+        tasks.push(tokio::spawn(serve::run(
+            listener,
+            tls,
+            router.clone(),
+            shutdown_rx,
+        )));
+        #[cfg(test)]
+        let in_flight = in_flight.zip(config.limits.requests_in_flight.map(|n| n as usize));
         Ok(Server {
             _lock: lock,
             addr,
@@ -223,8 +348,16 @@ impl Server {
             admin_token,
             ca_pem: ca.cert_pem().to_owned(),
             backend,
+            backup,
+            compaction,
+            restart,
+            _restart_sender: restart_sender,
             shutdown,
             tasks,
+            #[cfg(test)]
+            router,
+            #[cfg(test)]
+            in_flight,
         })
     }
 
@@ -262,11 +395,47 @@ impl Server {
         &self.backend
     }
 
+    /// Whether the server waits for a backup to be restored into it (see [`Server::start`]).
+    pub fn waits_for_restore(&self) -> bool {
+        self.backup.waiting
+    }
+
+    /// Turns true once a backup has been uploaded into a server in restore mode: the server
+    /// must then be shut down and started again on the same configuration, which installs it.
+    pub fn restart_requested(&self) -> signal::Receiver<bool> {
+        self.restart.clone()
+    }
+
+    /// Streams a backup of the cluster into `out`: every object at one revision, read while
+    /// the server keeps serving, and the CA, tokens and signing key that its clients'
+    /// credentials depend on. See [`backup`] for the format.
+    pub async fn backup(
+        &self,
+        out: &mut (impl tokio::io::AsyncWrite + Unpin),
+    ) -> Result<backup::Header, backup::Error> {
+        self.backup.write(out).await
+    }
+
     /// Compacts history up to the current revision now.
     pub async fn compact(&self) -> Result<storage::Revision, storage::Error> {
+        let _exclusive = self.compaction.write().await;
         let revision = self.backend.current_revision();
         self.backend.compact(revision).await?;
         Ok(revision)
+    }
+
+    /// The router the server serves, for tests that send requests without TLS.
+    #[cfg(test)]
+    pub(crate) fn router(&self) -> axum::Router {
+        self.router.clone()
+    }
+
+    /// How many requests hold a slot of the requests-in-flight limit now.
+    #[cfg(test)]
+    pub(crate) fn requests_in_flight(&self) -> usize {
+        self.in_flight
+            .as_ref()
+            .map_or(0, |(limit, total)| total - limit.available_permits())
     }
 
     /// Stops accepting connections, ends watches, and waits for in-flight requests.
@@ -300,9 +469,11 @@ fn lock_data_dir(dir: &std::path::Path) -> Result<std::fs::File, Error> {
     }
 }
 
-/// Compacts, every interval, what was the current revision one interval before.
+/// Compacts, every interval, what was the current revision one interval before (unless a backup,
+/// which reads at one revision, is in progress).
 async fn compact_periodically(
     backend: Arc<dyn Backend>,
+    compaction: Arc<tokio::sync::RwLock<()>>,
     interval: Duration,
     shutdown: signal::Receiver<bool>,
 ) {
@@ -313,6 +484,11 @@ async fn compact_periodically(
             _ = stopped(shutdown.clone()) => return,
         }
         if previous > backend.compacted_revision() {
+            // A backup in progress reads at one revision: compact at the next interval instead.
+            let Ok(_exclusive) = compaction.try_write() else {
+                tracing::debug!("a backup is in progress; compaction waits for the next interval");
+                continue;
+            };
             match backend.compact(previous).await {
                 Ok(()) => tracing::debug!(revision = previous, "compacted"),
                 Err(err) => tracing::warn!(error = %err, "compaction failed"),

@@ -6,7 +6,7 @@
 //! request holds one consistent view and never a lock.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, LazyLock, RwLock};
 
 use serde_json::Value;
 
@@ -147,7 +147,10 @@ pub struct Catalog {
 
 impl Catalog {
     fn new(types: Vec<ResourceType>, generation: u64) -> Self {
-        let types: Vec<Arc<ResourceType>> = types.into_iter().map(Arc::new).collect();
+        Self::of(types.into_iter().map(Arc::new).collect(), generation)
+    }
+
+    fn of(types: Vec<Arc<ResourceType>>, generation: u64) -> Self {
         let by_path = types
             .iter()
             .map(|t| {
@@ -230,11 +233,16 @@ impl Default for Registry {
     }
 }
 
+/// The catalog of the built-in kinds, which every registry in the process starts from and
+/// shares (with its resource types) until CRDs change it.
+static BUILTINS: LazyLock<Arc<Catalog>> =
+    LazyLock::new(|| Arc::new(Catalog::new(builtin::types(), 1)));
+
 impl Registry {
     /// A registry with the built-in kinds only.
     pub fn new() -> Self {
         Registry {
-            catalog: RwLock::new(Arc::new(Catalog::new(builtin::types(), 1))),
+            catalog: RwLock::new(BUILTINS.clone()),
         }
     }
 
@@ -248,17 +256,22 @@ impl Registry {
 
     /// Rebuilds the catalog from the stored CRDs (objects as stored, any order).
     pub fn set_crds(&self, crds: &[Value]) {
-        let mut types = builtin::types();
+        let mut types = BUILTINS.types.clone();
         let mut crds: Vec<&Value> = crds.iter().collect();
         crds.sort_by_key(|c| crd::sort_key(c));
         for object in crds {
-            types.extend(crd::resource_types(object));
+            types.extend(crd::resource_types(object).into_iter().map(Arc::new));
         }
+        let only_builtins = types.len() == BUILTINS.types.len();
         let mut guard = match self.catalog.write() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
+        if only_builtins && Arc::ptr_eq(&guard, &BUILTINS) {
+            // No CRDs, and none before: the shared built-in catalog stays.
+            return;
+        }
         let generation = guard.generation + 1;
-        *guard = Arc::new(Catalog::new(types, generation));
+        *guard = Arc::new(Catalog::of(types, generation));
     }
 }

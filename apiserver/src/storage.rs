@@ -73,6 +73,73 @@ pub struct ListPage {
     pub remaining: usize,
 }
 
+/// What a store holds now: live keys and the bytes of their values. Kept as running counters by
+/// every backend, so reading it costs nothing (limits check it before every write).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Live keys.
+    pub objects: u64,
+    /// The sum of the lengths of the live keys' values.
+    pub bytes: u64,
+}
+
+impl Usage {
+    /// The usage after the write an event records.
+    fn after(self, event: &Event) -> Usage {
+        let len = |kv: &KeyValue| u64::try_from(kv.value.len()).unwrap_or(u64::MAX);
+        let mut usage = self;
+        if let Some(prev) = &event.prev {
+            usage.objects = usage.objects.saturating_sub(1);
+            usage.bytes = usage.bytes.saturating_sub(len(prev));
+        }
+        if event.kind != EventKind::Delete {
+            usage.objects = usage.objects.saturating_add(1);
+            usage.bytes = usage.bytes.saturating_add(len(&event.kv));
+        }
+        usage
+    }
+
+    /// The usage of a set of live keys.
+    fn of<'a>(live: impl IntoIterator<Item = &'a KeyValue>) -> Usage {
+        live.into_iter().fold(Usage::default(), |usage, kv| Usage {
+            objects: usage.objects + 1,
+            bytes: usage
+                .bytes
+                .saturating_add(u64::try_from(kv.value.len()).unwrap_or(u64::MAX)),
+        })
+    }
+}
+
+/// [`Usage`] as two counters that writers update and anyone reads without a lock.
+#[derive(Debug, Default)]
+struct UsageCounters {
+    objects: std::sync::atomic::AtomicU64,
+    bytes: std::sync::atomic::AtomicU64,
+}
+
+impl UsageCounters {
+    fn new(usage: Usage) -> Self {
+        let counters = UsageCounters::default();
+        counters.set(usage);
+        counters
+    }
+
+    fn get(&self) -> Usage {
+        use std::sync::atomic::Ordering;
+        Usage {
+            objects: self.objects.load(Ordering::Acquire),
+            bytes: self.bytes.load(Ordering::Acquire),
+        }
+    }
+
+    /// Called by the one writer of a backend (under its lock or on its writer thread).
+    fn set(&self, usage: Usage) {
+        use std::sync::atomic::Ordering;
+        self.objects.store(usage.objects, Ordering::Release);
+        self.bytes.store(usage.bytes, Ordering::Release);
+    }
+}
+
 /// Parameters of a list.
 #[derive(Clone, Debug, Default)]
 pub struct ListOptions<'a> {
@@ -158,6 +225,25 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The revision the store was last compacted at (0 if never).
     fn compacted_revision(&self) -> Revision;
+
+    /// The live keys and the bytes of their values, at the latest revision.
+    fn usage(&self) -> Usage;
+}
+
+/// Checks one record of a snapshot read at `revision`: its revisions are possible (created no
+/// later than last modified, both after 0 and at or before the snapshot's revision).
+fn check_snapshot_record(kv: &KeyValue, revision: Revision) -> Result<()> {
+    if kv.create_revision < 1 || kv.create_revision > kv.mod_revision || kv.mod_revision > revision
+    {
+        return Err(Error::Backend(
+            format!(
+                "the snapshot at revision {revision} holds key {:?} created at revision {} and modified at {}",
+                kv.key, kv.create_revision, kv.mod_revision
+            )
+            .into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Where a watch reads the events it did not receive live: its initial replay, and any gap after

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod client;
 mod clusters;
 mod clustersets;
+mod hosted;
 mod logging;
 mod output;
 mod tokens;
@@ -39,7 +40,7 @@ enum Command {
     /// the hub controllers, and the gRPC server agents join.
     Up(UpArgs),
     /// Start a plain API server (a member cluster for tests and demos) in the foreground.
-    Apiserver(ServerArgs),
+    Apiserver(ApiserverArgs),
     /// Show resources of the hub.
     Get {
         #[command(subcommand)]
@@ -65,6 +66,74 @@ enum Command {
         #[command(subcommand)]
         command: WorkCommand,
     },
+    /// Hosted clusters: member clusters whose control plane the hub runs.
+    Hosted {
+        #[command(subcommand)]
+        command: HostedCommand,
+    },
+    /// Print a hosted cluster's admin kubeconfig, or write it to a file.
+    Kubeconfig {
+        /// The hosted cluster.
+        name: String,
+        /// Namespace of the HostedCluster on the hub.
+        #[arg(short = 'n', long, default_value = atoll_api::names::HOSTED_CLUSTERS_NAMESPACE)]
+        namespace: String,
+        /// Write it to this file (mode 0600) instead of printing it.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum HostedCommand {
+    /// Create a hosted cluster: a new member cluster, in the inventory at once.
+    Create(hosted::CreateArgs),
+    /// List hosted clusters.
+    List(hosted::ListArgs),
+    /// Delete a hosted cluster: its control plane stops, it leaves the inventory with its
+    /// Works, and its data goes.
+    Delete {
+        #[command(flatten)]
+        target: HostedTarget,
+        /// Wait until it is gone.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Stop a hosted cluster's control plane, keeping its data.
+    Suspend {
+        #[command(flatten)]
+        target: HostedTarget,
+    },
+    /// Serve a suspended hosted cluster again.
+    Resume {
+        #[command(flatten)]
+        target: HostedTarget,
+        /// Wait until it is available.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// Take a consistent snapshot of a hosted cluster while it serves: its data, CA and
+    /// credentials (`atoll hosted create NAME --restore FILE` brings it back).
+    Backup {
+        #[command(flatten)]
+        target: HostedTarget,
+        /// The file to write (mode 0600).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
+}
+
+/// One hosted cluster.
+#[derive(Args)]
+struct HostedTarget {
+    /// The hosted cluster.
+    name: String,
+    /// Namespace of the HostedCluster on the hub.
+    #[arg(short = 'n', long, default_value = atoll_api::names::HOSTED_CLUSTERS_NAMESPACE)]
+    namespace: String,
+    /// How long `--wait` waits.
+    #[arg(long, default_value = "2m", value_parser = |t: &str| atoll_hub::placement::parse_duration(t).ok_or_else(|| format!("{t:?} is not a duration like 90s or 5m")))]
+    timeout: std::time::Duration,
 }
 
 #[derive(Subcommand)]
@@ -110,6 +179,36 @@ struct UpArgs {
     server: ServerArgs,
     #[command(flatten)]
     hub: atoll_hub::flags::Flags,
+    /// How many embedded hosted clusters to create, in ClusterSet `default`, at the first start
+    /// (not again after), so that there is a fleet to send Work to.
+    #[arg(long, env = "ATOLL_HOSTED_CLUSTERS", default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=100))]
+    hosted_clusters: u32,
+}
+
+/// Flags of `atoll apiserver`.
+#[derive(Args)]
+struct ApiserverArgs {
+    #[command(flatten)]
+    server: ServerArgs,
+    /// Another DNS name or address for the serving certificate (repeat, or separate with commas).
+    #[arg(long = "tls-san", env = "ATOLL_TLS_SANS", value_delimiter = ',')]
+    tls_sans: Vec<String>,
+    /// Most objects the server stores; creates past it are refused.
+    #[arg(long, env = "ATOLL_MAX_OBJECTS", value_parser = clap::value_parser!(u64).range(1..))]
+    max_objects: Option<u64>,
+    /// Most bytes of objects the server stores (e.g. 256Mi); writes that grow past it are
+    /// refused.
+    #[arg(long, env = "ATOLL_MAX_STORAGE_BYTES", value_parser = up::parse_bytes)]
+    max_storage_bytes: Option<u64>,
+    /// Most requests served at once (watches aside); more are answered 429.
+    #[arg(long, env = "ATOLL_MAX_REQUESTS_INFLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
+    max_requests_inflight: Option<u32>,
+    /// What refusals name as the source of the limits.
+    #[arg(long, hide = true, default_value = "the flags of atoll apiserver")]
+    limits_source: String,
+    /// Stop when standard input closes: a supervisor's child never outlives it.
+    #[arg(long)]
+    exit_on_stdin_close: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -216,7 +315,17 @@ fn main() -> anyhow::Result<()> {
         match cli.command {
             Command::Up(args) => {
                 let data_dir = args.server.data_dir.unwrap_or_else(|| ".atoll".into());
-                let mode = up::Mode::Hub(args.hub.config());
+                let mut config = args.hub.config();
+                up::hosted_defaults(
+                    &mut config.hosted,
+                    &args.hub,
+                    &data_dir,
+                    args.server.api_addr,
+                );
+                let mode = up::Mode::Hub {
+                    config,
+                    hosted_clusters: args.hosted_clusters,
+                };
                 up::run(
                     mode,
                     data_dir,
@@ -226,12 +335,25 @@ fn main() -> anyhow::Result<()> {
                 .await
             }
             Command::Apiserver(args) => {
-                let data_dir = args.data_dir.unwrap_or_else(|| ".atoll-apiserver".into());
+                let data_dir = args
+                    .server
+                    .data_dir
+                    .unwrap_or_else(|| ".atoll-apiserver".into());
+                let mode = up::Mode::Member(up::Member {
+                    tls_sans: args.tls_sans,
+                    limits: atoll_apiserver::Limits {
+                        objects: args.max_objects,
+                        storage_bytes: args.max_storage_bytes,
+                        requests_in_flight: args.max_requests_inflight,
+                        source: args.limits_source,
+                    },
+                    exit_on_stdin_close: args.exit_on_stdin_close,
+                });
                 up::run(
-                    up::Mode::Member,
+                    mode,
                     data_dir,
-                    args.api_addr,
-                    args.storage.into(),
+                    args.server.api_addr,
+                    args.server.storage.into(),
                 )
                 .await
             }
@@ -275,6 +397,56 @@ fn main() -> anyhow::Result<()> {
                         works::delete(client, &name, &namespace).await
                     }
                 }
+            }
+            Command::Hosted { command } => {
+                let client = client::hub(kubeconfig.as_deref()).await?;
+                match command {
+                    HostedCommand::Create(args) => hosted::create(client, args).await,
+                    HostedCommand::List(args) => hosted::list(client, args).await,
+                    HostedCommand::Delete { target, wait } => {
+                        hosted::delete(
+                            client,
+                            &target.namespace,
+                            &target.name,
+                            wait,
+                            target.timeout,
+                        )
+                        .await
+                    }
+                    HostedCommand::Suspend { target } => {
+                        hosted::suspend(
+                            client,
+                            &target.namespace,
+                            &target.name,
+                            true,
+                            false,
+                            target.timeout,
+                        )
+                        .await
+                    }
+                    HostedCommand::Resume { target, wait } => {
+                        hosted::suspend(
+                            client,
+                            &target.namespace,
+                            &target.name,
+                            false,
+                            wait,
+                            target.timeout,
+                        )
+                        .await
+                    }
+                    HostedCommand::Backup { target, output } => {
+                        hosted::backup(client, &target.namespace, &target.name, &output).await
+                    }
+                }
+            }
+            Command::Kubeconfig {
+                name,
+                namespace,
+                output,
+            } => {
+                let client = client::hub(kubeconfig.as_deref()).await?;
+                hosted::kubeconfig(client, &namespace, &name, output.as_deref()).await
             }
             Command::Token { command } => {
                 let client = client::hub(kubeconfig.as_deref()).await?;

@@ -1,18 +1,79 @@
 //! `atoll up` (the embedded hub) and `atoll apiserver` (a plain member API server): start in the
 //! foreground, log one line when ready, stop gracefully on SIGTERM or SIGINT (a second signal
 //! stops at once).
+//!
+//! `atoll apiserver` is also what the hub runs for each Process-mode hosted cluster: it exits
+//! with a status that says what failed (`atoll_hub::hosted::process::EXIT_*`), stops when its
+//! standard input closes (`--exit-on-stdin-close`), and exits to be started again once a
+//! restored backup was uploaded to it.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use atoll_api::clusterset::{ClusterSet, ClusterSetSpec};
+use atoll_api::hosted::{CONDITION_AGENT_JOINED, CONDITION_AVAILABLE, HostedCluster};
+use atoll_api::names::HOSTED_CLUSTERS_NAMESPACE;
 use atoll_apiserver::{Config, Server, StorageKind};
+use atoll_hub::hosted::process::{EXIT_DATASTORE, EXIT_LISTEN, EXIT_RESTART};
+use kube::api::{Api, ObjectMeta, PostParams};
 
 pub enum Mode {
-    /// The hub: kubeconfig `hub.kubeconfig`, the hub controllers and the gRPC server.
-    Hub(atoll_hub::Config),
+    /// The hub: kubeconfig `hub.kubeconfig`, the hub controllers and the gRPC server, and at
+    /// the first start `hosted_clusters` embedded hosted clusters in ClusterSet `default`.
+    Hub {
+        config: atoll_hub::Config,
+        hosted_clusters: u32,
+    },
     /// A plain API server: kubeconfig `admin.kubeconfig`.
-    Member,
+    Member(Member),
+}
+
+/// How a plain API server runs.
+pub struct Member {
+    pub tls_sans: Vec<String>,
+    pub limits: atoll_apiserver::Limits,
+    pub exit_on_stdin_close: bool,
+}
+
+/// The ClusterSet `atoll up` puts its first hosted clusters in.
+const DEFAULT_CLUSTER_SET: &str = "default";
+/// How long `atoll up` waits for its first hosted clusters before it says it is ready anyway.
+const FIRST_CLUSTERS_WAIT: Duration = Duration::from_secs(60);
+
+/// Parses a quantity of bytes (`268435456`, `256Mi`, `1G`).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    atoll_api::hosted::parse_bytes(&serde_json::Value::String(text.to_owned()))
+        .map_err(|e| e.to_string())
+}
+
+/// `atoll up`'s defaults for hosted control planes: data under the hub's, served on the API
+/// address's host, by this very binary.
+pub fn hosted_defaults(
+    hosted: &mut atoll_hub::hosted::Settings,
+    flags: &atoll_hub::flags::Flags,
+    data_dir: &Path,
+    api_addr: SocketAddr,
+) {
+    if hosted.data_dir.is_none() {
+        hosted.data_dir = Some(data_dir.join("hosted"));
+    }
+    if flags.hosted_listen.is_none() {
+        hosted.listen_ip = api_addr.ip();
+    }
+    if flags.hosted_host.is_none() {
+        hosted.host = if api_addr.ip().is_unspecified() {
+            "127.0.0.1".to_owned()
+        } else {
+            api_addr.ip().to_string()
+        };
+    }
+    if flags.apiserver_binary.is_none()
+        && let Ok(this) = std::env::current_exe()
+    {
+        hosted.binary = Some(this);
+    }
 }
 
 pub async fn run(
@@ -23,24 +84,52 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let mut config = Config::new(&data_dir, api_addr);
     config.storage = storage;
+    let first_start = storage == StorageKind::Memory || !data_dir.join("state.db").exists();
     let what = match &mode {
-        Mode::Hub(_) => {
+        Mode::Hub { .. } => {
             config.kubeconfig_name = "hub.kubeconfig".into();
             config.cluster_name = "atoll-hub".into();
             "atoll hub"
         }
-        Mode::Member => {
+        Mode::Member(member) => {
             config.kubeconfig_name = "admin.kubeconfig".into();
             config.cluster_name = "atoll".into();
+            config.extra_hosts = member.tls_sans.clone();
+            config.limits = member.limits.clone();
             "atoll API server"
         }
     };
-    let server = Server::start(config)
-        .await
-        .with_context(|| format!("cannot start the {what} in {}", data_dir.display()))?;
-    let hub = match mode {
-        Mode::Hub(config) => Some(start_hub(&server, &data_dir, config).await?),
-        Mode::Member => None,
+    let server = match Server::start(config).await {
+        Ok(server) => server,
+        Err(error) => {
+            let code = match &error {
+                atoll_apiserver::Error::DataDir { .. }
+                | atoll_apiserver::Error::DataDirInUse { .. }
+                | atoll_apiserver::Error::Storage(_) => EXIT_DATASTORE,
+                atoll_apiserver::Error::Listen { .. } => EXIT_LISTEN,
+                _ => 1,
+            };
+            let error = anyhow::Error::new(error)
+                .context(format!("cannot start the {what} in {}", data_dir.display()));
+            if matches!(mode, Mode::Member(_)) && code != 1 {
+                eprintln!("Error: {error:#}");
+                std::process::exit(code);
+            }
+            return Err(error);
+        }
+    };
+    let (hub, stdin_close) = match mode {
+        Mode::Hub {
+            config,
+            hosted_clusters,
+        } => {
+            let hub = start_hub(&server, &data_dir, config).await?;
+            if first_start && hosted_clusters > 0 {
+                first_clusters(&server, hosted_clusters).await?;
+            }
+            (Some(hub), false)
+        }
+        Mode::Member(member) => (None, member.exit_on_stdin_close),
     };
     tracing::info!(
         url = %server.url(),
@@ -48,7 +137,18 @@ pub async fn run(
         grpc = ?hub.as_ref().map(|h| format!("https://{}", h.grpc_addr())),
         "{what} is ready"
     );
-    wait_for_signal().await;
+    let mut restart = server.restart_requested();
+    let restarting = tokio::select! {
+        _ = wait_for_signal() => false,
+        _ = stdin_closed(), if stdin_close => {
+            tracing::info!("standard input closed");
+            false
+        }
+        _ = restart.wait_for(|r| *r) => {
+            tracing::info!("a restored backup was staged; stopping to start again");
+            true
+        }
+    };
     tracing::info!("stopping; a second signal stops at once");
     let stop = async {
         if let Some(hub) = hub {
@@ -64,7 +164,109 @@ pub async fn run(
         }
     }
     tracing::info!("{what} stopped");
+    if restarting {
+        std::process::exit(EXIT_RESTART);
+    }
     Ok(())
+}
+
+/// Resolves when standard input reaches its end (its writer, a supervisor, is gone).
+async fn stdin_closed() {
+    use tokio::io::AsyncReadExt as _;
+    let mut stdin = tokio::io::stdin();
+    let mut buffer = [0u8; 256];
+    while let Ok(n) = stdin.read(&mut buffer).await {
+        if n == 0 {
+            break;
+        }
+    }
+}
+
+/// Creates ClusterSet `default` and `count` embedded hosted clusters in it, and waits (a
+/// while) until they serve and joined, so that the first `atoll get clusters` shows a fleet.
+async fn first_clusters(server: &Server, count: u32) -> anyhow::Result<()> {
+    let client = client_of(server).await?;
+    let sets: Api<ClusterSet> = Api::all(client.clone());
+    let set = ClusterSet {
+        metadata: ObjectMeta {
+            name: Some(DEFAULT_CLUSTER_SET.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: ClusterSetSpec {
+            description: Some("the hosted clusters atoll up made at its first start".to_owned()),
+        },
+        status: None,
+    };
+    match sets.create(&PostParams::default(), &set).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => return Err(e).context("cannot create ClusterSet default"),
+    }
+    let hosted: Api<HostedCluster> = Api::namespaced(client, HOSTED_CLUSTERS_NAMESPACE);
+    let names: Vec<String> = (1..=count).map(|i| format!("cluster-{i}")).collect();
+    for name in &names {
+        let hc = HostedCluster::new(
+            name,
+            atoll_api::hosted::HostedClusterSpec {
+                cluster_set: Some(DEFAULT_CLUSTER_SET.to_owned()),
+                ..Default::default()
+            },
+        );
+        match hosted.create(&PostParams::default(), &hc).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot create hosted cluster {name}"));
+            }
+        }
+    }
+    tracing::info!(clusters = %names.join(", "), "created the first hosted clusters in ClusterSet default");
+    let started = Instant::now();
+    let ready = |hc: &HostedCluster| {
+        let conditions = hc
+            .status
+            .as_ref()
+            .map(|s| &s.conditions[..])
+            .unwrap_or_default();
+        [CONDITION_AVAILABLE, CONDITION_AGENT_JOINED]
+            .iter()
+            .all(|t| {
+                conditions
+                    .iter()
+                    .any(|c| c.type_ == *t && c.status == "True")
+            })
+    };
+    loop {
+        let list = hosted.list(&Default::default()).await?;
+        let waiting: Vec<String> = names
+            .iter()
+            .filter(|n| {
+                !list
+                    .items
+                    .iter()
+                    .any(|hc| hc.metadata.name.as_ref() == Some(*n) && ready(hc))
+            })
+            .cloned()
+            .collect();
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if started.elapsed() > FIRST_CLUSTERS_WAIT {
+            tracing::warn!(waiting = %waiting.join(", "), "hosted clusters not yet available; see atoll hosted list -o wide");
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn client_of(server: &Server) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(server.kubeconfig_path())?;
+    let client_config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await?;
+    Ok(kube::Client::try_from(client_config)?)
 }
 
 /// Starts the hub controllers and gRPC server against the embedded API server, and writes what
@@ -74,13 +276,7 @@ async fn start_hub(
     data_dir: &Path,
     config: atoll_hub::Config,
 ) -> anyhow::Result<atoll_hub::Hub> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(server.kubeconfig_path())?;
-    let client_config = kube::Config::from_custom_kubeconfig(
-        kubeconfig,
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await?;
-    let client = kube::Client::try_from(client_config)?;
+    let client = client_of(server).await?;
     let grpc_addr = config.grpc_addr;
     let hub = atoll_hub::Hub::start(client.clone(), config)
         .await

@@ -1,6 +1,7 @@
 //! The hub's command-line flags, shared by `hub-controller` and `atoll up`.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::{Config, Leases};
@@ -28,6 +29,24 @@ pub struct Flags {
     /// in seconds.
     #[arg(long, env = "ATOLL_LOST_CLUSTER_GRACE_SECONDS", default_value_t = 300)]
     pub lost_cluster_grace_seconds: u64,
+    /// Where hosted control planes (Embedded and Process HostedClusters) keep their data; a
+    /// persistent volume under hub-controller [default: DATA_DIR/hosted for atoll up; none for
+    /// hub-controller, which then runs no hosted control planes].
+    #[arg(long, env = "ATOLL_HOSTED_DATA_DIR", value_name = "DIR")]
+    pub hosted_data_dir: Option<PathBuf>,
+    /// The DNS name or address users reach hosted clusters' API servers at, named in their
+    /// kubeconfigs and serving certificates [default: the host of the API address for atoll up,
+    /// 127.0.0.1 for hub-controller].
+    #[arg(long, env = "ATOLL_HOSTED_HOST", value_name = "HOST")]
+    pub hosted_host: Option<String>,
+    /// The address hosted clusters' API servers listen on [default: that of the API address
+    /// for atoll up, 127.0.0.1 for hub-controller].
+    #[arg(long, env = "ATOLL_HOSTED_LISTEN", value_name = "IP")]
+    pub hosted_listen: Option<IpAddr>,
+    /// The atoll binary that Process-mode hosted clusters run as `atoll apiserver` [default:
+    /// atoll up runs itself; hub-controller runs `atoll` beside its own binary].
+    #[arg(long, env = "ATOLL_APISERVER_BINARY", value_name = "FILE")]
+    pub apiserver_binary: Option<PathBuf>,
 }
 
 impl Flags {
@@ -41,6 +60,22 @@ impl Flags {
             missed: self.missed_leases,
         };
         config.lost_cluster_grace = Duration::from_secs(self.lost_cluster_grace_seconds);
+        let hosted = &mut config.hosted;
+        hosted.data_dir = self.hosted_data_dir.clone();
+        if let Some(ip) = self.hosted_listen {
+            hosted.listen_ip = ip;
+            hosted.host = ip.to_string();
+        }
+        if let Some(host) = &self.hosted_host {
+            hosted.host = host.clone();
+        }
+        hosted.binary = self.apiserver_binary.clone().or_else(beside_this_binary);
         config
     }
+}
+
+/// `atoll` in the folder of the running binary, if it is there.
+fn beside_this_binary() -> Option<PathBuf> {
+    let path = std::env::current_exe().ok()?.parent()?.join("atoll");
+    path.is_file().then_some(path)
 }

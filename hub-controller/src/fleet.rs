@@ -9,7 +9,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use atoll_api::inventory::Property;
+use atoll_api::inventory::{AccessProvider, Property};
 use atoll_proto::v1::SyncEvent;
 use tokio::sync::{Notify, mpsc};
 
@@ -98,6 +98,14 @@ pub struct Member {
     pub membership: Decision,
     /// The open sync stream of its agent.
     pub stream: Option<SyncSender>,
+    /// The UID of the HostedCluster whose control plane this is, when the hub runs it.
+    pub hosted_by: Option<String>,
+    /// Why the hub stopped this hosted cluster's control plane on purpose (it is suspended), so
+    /// that its profile says so rather than calling it lost.
+    pub suspended: Option<String>,
+    /// How the inventory's consumers reach the cluster (`status.accessProviders`), when the hub
+    /// knows it (hosted clusters); `None` leaves what the profile holds.
+    pub access: Option<Vec<AccessProvider>>,
 }
 
 impl Member {
@@ -122,6 +130,9 @@ impl Member {
             record_version: 0,
             membership: Decision::None,
             stream: None,
+            hosted_by: None,
+            suspended: None,
+            access: None,
         }
     }
 
@@ -237,6 +248,7 @@ impl Fleet {
             inner.by_credential.remove(&old);
         }
         member.accepted = accepted;
+        member.hosted_by = record.hosted_by.clone();
         member.join_secret = join_secret;
         member.credential = credential;
         if member.cluster_id.is_empty() || member.cluster_set().is_none() {
@@ -401,6 +413,7 @@ mod tests {
             join_secret: None,
             credential,
             cluster_id: format!("id-{name}"),
+            hosted_by: None,
         }
     }
 

@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use atoll_api::inventory::{Property, is_dns_label, validate_property};
-use atoll_api::names::{
-    HOSTED_CLUSTERS_NAMESPACE, INVENTORY_NAMESPACE, PROPERTY_CLUSTER_ID, SYSTEM_NAMESPACE,
-};
+use atoll_api::names::{PROPERTY_CLUSTER_ID, SYSTEM_NAMESPACE};
 use atoll_api::work::Work;
 use atoll_proto::AUTHORIZATION;
 use atoll_proto::v1::hub_server::Hub;
@@ -199,7 +197,13 @@ impl Hub for HubService {
                 accepted: member.accepted,
                 join_secret: Some(join_secret),
                 credential: member.credential,
-                cluster_id: member.cluster_id.clone(),
+                // A hosted cluster's record is made before its agent knows the cluster's ID.
+                cluster_id: if member.cluster_id.is_empty() {
+                    req.cluster_id.clone()
+                } else {
+                    member.cluster_id.clone()
+                },
+                hosted_by: member.hosted_by.clone(),
             };
             return if member.accepted {
                 // An earlier attempt may have stopped before the cluster's objects existed.
@@ -238,6 +242,7 @@ impl Hub for HubService {
             join_secret: Some(join_secret),
             credential: credential.as_deref().map(|c| sha256(c.as_bytes())),
             cluster_id: req.cluster_id.clone(),
+            hosted_by: None,
         };
         let stored = match secrets
             .create(&PostParams::default(), &record.to_secret())
@@ -434,15 +439,7 @@ fn validate_join(req: &JoinRequest) -> Result<(), Status> {
             "cluster name {name:?} is not a DNS label (RFC 1123: at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)"
         )));
     }
-    let reserved = name.starts_with("kube-")
-        || [
-            "default",
-            INVENTORY_NAMESPACE,
-            SYSTEM_NAMESPACE,
-            HOSTED_CLUSTERS_NAMESPACE,
-        ]
-        .contains(&name);
-    if reserved {
+    if atoll_api::names::is_reserved_cluster_name(name) {
         return Err(Status::invalid_argument(format!(
             "cluster name {name:?} is reserved on the hub (it names a system namespace); choose another"
         )));

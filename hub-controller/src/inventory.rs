@@ -104,7 +104,14 @@ pub fn verdicts(member: &Member, leases: Leases) -> Vec<Verdict> {
             "the cluster's agent joined and holds its credential",
         )
     };
-    let healthy = if !member.accepted || member.credential.is_none() {
+    let healthy = if let Some(why) = &member.suspended {
+        Verdict::new(
+            CONDITION_CONTROL_PLANE_HEALTHY,
+            "False",
+            "Suspended",
+            why.clone(),
+        )
+    } else if !member.accepted || member.credential.is_none() {
         Verdict::new(
             CONDITION_CONTROL_PLANE_HEALTHY,
             "Unknown",
@@ -210,6 +217,10 @@ pub fn status(
             kubernetes: Some(member.version.clone()),
         }),
         properties,
+        access_providers: member
+            .access
+            .clone()
+            .unwrap_or_else(|| previous.access_providers.clone()),
         ..previous.clone()
     }
 }

@@ -1,12 +1,15 @@
 //! atoll-hub: the hub. It keeps the cluster inventory (one ClusterProfile per member cluster in
-//! `fleet-system`), administers ClusterSet membership, and serves the agents' gRPC protocol over
-//! TLS with a CA it generates and keeps in `atoll-system`.
+//! `fleet-system`), administers ClusterSet membership, fans Work out to member clusters, serves the
+//! agents' gRPC protocol over TLS with a CA it generates and keeps in `atoll-system`, and runs
+//! hosted control planes (HostedClusters).
 //!
 //! It talks to its API server only through kube-rs, whether that is atoll's embedded server or a
-//! real cluster's. Modules: `bootstrap` (join tokens), `record` (member records and the
-//! administrator's accept/remove), `grpc` (the agents' service), `fleet` (the in-memory view the
-//! service answers from), `inventory` (ClusterProfile status and leases), `clusterset`
-//! (membership), `sources` (the watches feeding the view), `setup` (namespaces, CRDs, CA).
+//! real cluster's. It depends on `atoll-apiserver` and `atoll-agent` only to run hosted clusters'
+//! API servers and their agents in its process. Modules: `bootstrap` (join tokens), `record`
+//! (member records and the administrator's accept/remove), `grpc` (the agents' service), `fleet`
+//! (the in-memory view the service answers from), `inventory` (ClusterProfile status and
+//! leases), `clusterset` (membership), `work` and `placement` (Work and WorkPlacements), `hosted`
+//! (HostedClusters), `sources` (the watches feeding the view), `setup` (namespaces, CRDs, CA).
 
 pub mod bootstrap;
 pub mod clusterset;
@@ -15,6 +18,7 @@ pub mod digest;
 pub mod flags;
 pub mod fleet;
 pub mod grpc;
+pub mod hosted;
 pub mod inventory;
 pub mod placement;
 pub mod record;
@@ -78,6 +82,8 @@ pub struct Config {
     pub leases: Leases,
     /// How long a deleting Work waits for its Unknown cluster to clean up before it goes anyway.
     pub lost_cluster_grace: std::time::Duration,
+    /// How the hub runs hosted control planes.
+    pub hosted: hosted::Settings,
 }
 
 impl Config {
@@ -90,6 +96,7 @@ impl Config {
             auto_accept: false,
             leases: Leases::default(),
             lost_cluster_grace: work::LOST_CLUSTER_GRACE,
+            hosted: hosted::Settings::default(),
         }
     }
 }
@@ -101,6 +108,8 @@ pub struct Hub {
     fleet: Arc<Fleet>,
     shutdown: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// The HostedCluster controller, which stops every hosted control plane as it ends.
+    hosted: JoinHandle<()>,
 }
 
 impl Hub {
@@ -201,7 +210,24 @@ impl Hub {
             stop.clone(),
             config.lost_cluster_grace,
         )));
-        tasks.push(tokio::spawn(clusterset::run(fleet.clone(), client, stop)));
+        tasks.push(tokio::spawn(clusterset::run(
+            fleet.clone(),
+            client.clone(),
+            stop.clone(),
+        )));
+        let agent_host = if grpc_addr.ip().is_unspecified() {
+            std::net::SocketAddr::new([127, 0, 0, 1].into(), grpc_addr.port())
+        } else {
+            grpc_addr
+        };
+        let hosted = tokio::spawn(hosted::run(
+            client,
+            fleet.clone(),
+            config.hosted.clone(),
+            format!("https://{agent_host}"),
+            ca.cert_pem().to_owned(),
+            stop,
+        ));
         fleet.membership_dirty.notify_one();
         fleet.profiles_dirty.notify_one();
         tracing::info!(%grpc_addr, clusters = fleet.len(), auto_accept = config.auto_accept, "hub is serving agents");
@@ -211,6 +237,7 @@ impl Hub {
             fleet,
             shutdown,
             tasks,
+            hosted,
         })
     }
 
@@ -234,6 +261,14 @@ impl Hub {
     pub async fn shutdown(self) {
         self.fleet.close_streams();
         let _ = self.shutdown.send(true);
+        let mut hosted = self.hosted;
+        if tokio::time::timeout(std::time::Duration::from_secs(30), &mut hosted)
+            .await
+            .is_err()
+        {
+            tracing::warn!("hosted control planes did not stop within 30s; aborting");
+            hosted.abort();
+        }
         for mut task in self.tasks {
             if tokio::time::timeout(std::time::Duration::from_secs(5), &mut task)
                 .await

@@ -18,6 +18,9 @@ pub const SECRET_TYPE: &str = "atoll.dev/member-cluster";
 pub const LABEL_CLUSTER: &str = "atoll.dev/cluster";
 /// Label saying whether the cluster was accepted (`"true"`).
 pub const LABEL_ACCEPTED: &str = "atoll.dev/accepted";
+/// Label on the record of a hosted cluster: the UID of the HostedCluster that made it, so that
+/// a HostedCluster never takes over, nor removes, a cluster it did not make.
+pub const LABEL_HOSTED_BY: &str = "atoll.dev/hosted-cluster-uid";
 
 /// A member record as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,8 +33,10 @@ pub struct Record {
     pub join_secret: Option<Digest>,
     /// Hash of the issued credential.
     pub credential: Option<Digest>,
-    /// The cluster ID given at join.
+    /// The cluster ID given at join (empty in a hosted cluster's record until its agent joins).
     pub cluster_id: String,
+    /// The UID of the HostedCluster whose control plane this cluster is, if the hub runs it.
+    pub hosted_by: Option<String>,
 }
 
 /// The resourceVersion of a stored object as a number (0 when it has none or is not numeric).
@@ -61,14 +66,18 @@ impl Record {
             put("credential-sha256", d.to_hex());
         }
         put("cluster-id", self.cluster_id.clone());
+        let mut labels = BTreeMap::from([
+            (LABEL_CLUSTER.to_owned(), self.name.clone()),
+            (LABEL_ACCEPTED.to_owned(), self.accepted.to_string()),
+        ]);
+        if let Some(uid) = &self.hosted_by {
+            labels.insert(LABEL_HOSTED_BY.to_owned(), uid.clone());
+        }
         Secret {
             metadata: ObjectMeta {
                 name: Some(secret_name(&self.name)),
                 namespace: Some(SYSTEM_NAMESPACE.to_owned()),
-                labels: Some(BTreeMap::from([
-                    (LABEL_CLUSTER.to_owned(), self.name.clone()),
-                    (LABEL_ACCEPTED.to_owned(), self.accepted.to_string()),
-                ])),
+                labels: Some(labels),
                 ..ObjectMeta::default()
             },
             type_: Some(SECRET_TYPE.to_owned()),
@@ -95,6 +104,7 @@ impl Record {
             join_secret: text("join-secret-sha256").and_then(|h| Digest::from_hex(&h)),
             credential: text("credential-sha256").and_then(|h| Digest::from_hex(&h)),
             cluster_id: text("cluster-id").unwrap_or_default(),
+            hosted_by: labels.get(LABEL_HOSTED_BY).cloned(),
         })
     }
 }
@@ -166,6 +176,7 @@ mod tests {
             join_secret: Some(sha256(b"join")),
             credential: Some(sha256(b"cred")),
             cluster_id: "id-east".into(),
+            hosted_by: None,
         };
         let secret = record.to_secret();
         assert_eq!(secret.metadata.name.as_deref(), Some("cluster-east"));

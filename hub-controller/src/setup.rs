@@ -23,7 +23,11 @@ pub const FIELD_MANAGER: &str = "atoll-hub";
 /// Established.
 pub async fn install(client: &kube::Client) -> Result<(), Error> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    for name in [INVENTORY_NAMESPACE, SYSTEM_NAMESPACE] {
+    for name in [
+        INVENTORY_NAMESPACE,
+        SYSTEM_NAMESPACE,
+        atoll_api::names::HOSTED_CLUSTERS_NAMESPACE,
+    ] {
         let ns = Namespace {
             metadata: ObjectMeta {
                 name: Some(name.to_owned()),

@@ -76,6 +76,20 @@ pub struct Config {
     pub cluster_set: Option<String>,
     /// How often every Work is applied again, correcting drift.
     pub resync: Duration,
+    /// The join secret to present, when the hub arranged one (the agents of hosted clusters,
+    /// whose records the hub creates already accepted); otherwise the agent makes its own.
+    pub join_secret: Option<String>,
+}
+
+impl Config {
+    /// A fresh state for a first join.
+    fn fresh(&self) -> Stored {
+        let mut stored = Stored::new(&self.hub, &self.cluster_name);
+        if let Some(secret) = &self.join_secret {
+            stored.join_secret = secret.clone();
+        }
+        stored
+    }
 }
 
 /// Runs the agent until `shutdown` turns true. Returns an error only for what retrying cannot
@@ -97,8 +111,7 @@ pub async fn run(
         let credential = match stored.as_ref().and_then(|s| s.credential.clone()) {
             Some(c) => c,
             None => {
-                let stored =
-                    stored.unwrap_or_else(|| Stored::new(&config.hub, &config.cluster_name));
+                let stored = stored.unwrap_or_else(|| config.fresh());
                 tokio::select! {
                     joined = join(&config, &member, &channel, &cluster_id, stored) => joined?,
                     _ = shutdown.changed() => return Ok(()),
@@ -117,8 +130,7 @@ pub async fn run(
             ended = session.run() => match ended {
                 Ended::Unauthenticated(message) => {
                     tracing::warn!(%message, "the hub no longer accepts this cluster's credential; joining again");
-                    let mut fresh = Stored::new(&config.hub, &config.cluster_name);
-                    fresh.credential = None;
+                    let fresh = config.fresh();
                     credential::save(&member, &fresh).await.map_err(Error::member("Secret atoll-system/atoll-agent"))?;
                 }
                 Ended::Fatal(e) => return Err(e),

@@ -61,6 +61,7 @@ async fn main() -> anyhow::Result<()> {
         cluster_name: args.cluster_name,
         cluster_set: args.clusterset,
         resync: std::time::Duration::from_secs(args.resync_seconds),
+        join_secret: None,
     };
     let member = match &args.kubeconfig {
         Some(path) => {

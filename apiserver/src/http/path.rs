@@ -18,7 +18,16 @@ pub enum ApiPath {
     /// `/api/v1` or `/apis/<group>/<version>`
     GroupVersion(String, String),
     Resource(ResourcePath),
+    /// `/atoll/v1/backup`: the cluster's backup.
+    Backup,
+    /// `/atoll/v1/restore`: where a backup is uploaded into a cluster waiting for one.
+    Restore,
 }
+
+/// The path of a cluster's backup.
+pub const BACKUP: &str = "/atoll/v1/backup";
+/// The path a backup is restored through.
+pub const RESTORE: &str = "/atoll/v1/restore";
 
 /// A resource URL: collection, object or subresource.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -37,6 +46,8 @@ pub fn parse(path: &str) -> Option<ApiPath> {
         "/version" | "/version/" => return Some(ApiPath::Version),
         "/healthz" | "/livez" | "/readyz" => return Some(ApiPath::Health),
         "/openapi/v3" | "/openapi/v3/" => return Some(ApiPath::OpenApiIndex),
+        BACKUP => return Some(ApiPath::Backup),
+        RESTORE => return Some(ApiPath::Restore),
         _ => {}
     }
     if let Some(doc) = path.strip_prefix("/openapi/v3/") {
@@ -134,6 +145,8 @@ mod tests {
         );
         assert_eq!(parse("/apis/apps"), Some(ApiPath::Group("apps".into())));
         assert_eq!(parse("/nope"), None);
+        assert_eq!(parse("/atoll/v1/backup"), Some(ApiPath::Backup));
+        assert_eq!(parse("/atoll/v1/restore"), Some(ApiPath::Restore));
 
         let ns = resource("/api/v1/namespaces/default");
         assert_eq!(

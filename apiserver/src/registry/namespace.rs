@@ -11,27 +11,54 @@ use tokio::sync::watch;
 use super::store::{DeleteOptions, Deleted, ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
 
-/// How often terminating namespaces are looked at again while some are waiting on finalizers.
-const RESYNC: Duration = Duration::from_secs(1);
+/// How long a terminating namespace that waits on finalizers waits after a write before it is
+/// looked at again (so that a burst of writes costs one look).
+const SETTLE: Duration = Duration::from_secs(1);
+/// How often namespaces are looked at with nothing to wake the controller, in case a wake-up
+/// was missed.
+const RESYNC: Duration = Duration::from_secs(30);
 
-/// Runs until `shutdown` turns true.
+/// What the controller does after a pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Next {
+    /// Nothing terminates: sleep until a namespace starts terminating.
+    Sleep,
+    /// A namespace waits for finalizers of what it holds: look again after a write.
+    AfterWrite,
+    /// The pass deleted something or lost a race: look again shortly.
+    Soon,
+}
+
+/// Runs until `shutdown` turns true. Idle, it sleeps until a namespace starts terminating; while
+/// one waits on finalizers of what it holds, it looks again after writes (which is how
+/// finalizers go), never on a short timer.
 pub async fn run(store: Arc<Store>, mut shutdown: watch::Receiver<bool>) {
+    let mut changes = store.changes();
     loop {
-        let pending = match reconcile_all(&store).await {
-            Ok(pending) => pending,
+        if let Some(changes) = changes.as_mut() {
+            changes.borrow_and_update();
+        }
+        let next = match reconcile_all(&store).await {
+            Ok(next) => next,
             Err(err) => {
                 tracing::warn!(error = %err, "namespace cleanup failed; retrying");
-                true
+                Next::Soon
             }
         };
         let wait = async {
-            if pending {
-                tokio::time::sleep(RESYNC).await
-            } else {
-                // Also look again now and then, in case a wake-up was missed.
-                tokio::select! {
-                    _ = store.namespace_deleted() => {}
-                    _ = tokio::time::sleep(RESYNC * 30) => {}
+            match (next, changes.as_mut()) {
+                (Next::AfterWrite, Some(changes)) => {
+                    tokio::select! {
+                        _ = changes.changed() => tokio::time::sleep(SETTLE).await,
+                        _ = tokio::time::sleep(RESYNC) => {}
+                    }
+                }
+                (Next::AfterWrite | Next::Soon, _) => tokio::time::sleep(SETTLE).await,
+                (Next::Sleep, _) => {
+                    tokio::select! {
+                        _ = store.namespace_deleted() => {}
+                        _ = tokio::time::sleep(RESYNC) => {}
+                    }
                 }
             }
         };
@@ -45,16 +72,16 @@ pub async fn run(store: Arc<Store>, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
-/// Advances every terminating namespace; true if some still wait.
-async fn reconcile_all(store: &Store) -> Result<bool> {
+/// Advances every terminating namespace.
+async fn reconcile_all(store: &Store) -> Result<Next> {
     let catalog = store.registry().catalog();
     let Some(namespaces) = catalog.lookup("", "v1", "namespaces") else {
-        return Ok(false);
+        return Ok(Next::Sleep);
     };
     let list = store
         .list(&namespaces, None, &ListOptions::default())
         .await?;
-    let mut pending = false;
+    let mut next = Next::Sleep;
     for ns in list.items {
         if ns["metadata"].get("deletionTimestamp").is_none() {
             continue;
@@ -63,8 +90,9 @@ async fn reconcile_all(store: &Store) -> Result<bool> {
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        if !empty_namespace(store, &name).await? {
-            pending = true;
+        let emptied = empty_namespace(store, &name).await?;
+        if emptied != Next::Sleep {
+            next = next.max(emptied);
             continue;
         }
         // Empty: drop the `kubernetes` finalizer; the store deletes the namespace once no
@@ -82,30 +110,35 @@ async fn reconcile_all(store: &Store) -> Result<bool> {
             Ok(_) | Err(Error::NotFound(_)) => {
                 tracing::info!(namespace = %name, "namespace deleted");
             }
-            Err(Error::Conflict { .. }) => pending = true,
+            Err(Error::Conflict { .. }) => next = Next::Soon,
             Err(err) => return Err(err),
         }
     }
-    Ok(pending)
+    Ok(next)
 }
 
-/// Deletes what a namespace holds; true when nothing is left.
-async fn empty_namespace(store: &Store, ns: &str) -> Result<bool> {
+/// Deletes what a namespace holds: `Sleep` when nothing is left, `Soon` when something was
+/// deleted now, `AfterWrite` when only objects waiting on their finalizers remain.
+async fn empty_namespace(store: &Store, ns: &str) -> Result<Next> {
     let catalog = store.registry().catalog();
-    let mut empty = true;
+    let mut next = Next::Sleep;
     for rt in catalog.namespaced_storage_types() {
         let list = store.list(&rt, Some(ns), &ListOptions::default()).await?;
         for item in list.items {
-            empty = false;
+            if item["metadata"].get("deletionTimestamp").is_some() {
+                next = next.max(Next::AfterWrite);
+                continue;
+            }
             let name = item["metadata"]["name"].as_str().unwrap_or_default();
             match store
                 .delete(&rt, Some(ns), name, &DeleteOptions::default())
                 .await
             {
-                Ok(Deleted::Gone(_) | Deleted::Pending(_)) | Err(Error::NotFound(_)) => {}
+                Ok(Deleted::Gone(_)) | Err(Error::NotFound(_)) => next = Next::Soon,
+                Ok(Deleted::Pending(_)) => next = next.max(Next::AfterWrite),
                 Err(err) => return Err(err),
             }
         }
     }
-    Ok(empty)
+    Ok(next)
 }

@@ -4,7 +4,7 @@
 //! finalizers and `deletionTimestamp`, the status and scale subresources, schema validation of
 //! custom resources, patches and server-side apply, and no write at all when nothing changed.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -15,9 +15,9 @@ use super::selector::{FieldSelector, LabelSelector};
 use super::{Registry, ResourceType, crd};
 use crate::apply::{self, ListType, ListTypes};
 use crate::error::{Error, Result, Target};
-use crate::storage::{self, Backend, KeyValue, Revision};
+use crate::storage::{self, Backend, KeyValue, Revision, Usage};
 use crate::watch::WatchCache;
-use crate::{patch, validation};
+use crate::{Limits, patch, validation};
 
 /// How many times a patch or an unconditional update is retried when another writer got in
 /// between its read and its write.
@@ -123,6 +123,11 @@ pub struct Store {
     namespace_deleted: Notify,
     /// The watch cache, once started: reads of objects it holds take its decoded copy.
     cache: OnceLock<Arc<WatchCache>>,
+    /// What users' writes may store.
+    limits: Limits,
+    /// Room taken by writes between their check against `limits` and their commit, so that
+    /// concurrent writes cannot all pass the same check and together overshoot a limit.
+    reserved: Mutex<Usage>,
 }
 
 impl Store {
@@ -132,7 +137,16 @@ impl Store {
             registry,
             namespace_deleted: Notify::new(),
             cache: OnceLock::new(),
+            limits: Limits::default(),
+            reserved: Mutex::new(Usage::default()),
         }
+    }
+
+    /// Refuses users' creates, updates and patches past `limits` (never deletes, nor the writes
+    /// that deleting makes).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Lets reads take objects the watch cache has decoded already (the read before a write
@@ -152,6 +166,11 @@ impl Store {
     /// Waits until a namespace starts terminating.
     pub async fn namespace_deleted(&self) {
         self.namespace_deleted.notified().await
+    }
+
+    /// A receiver that changes at every committed write, once the watch cache runs.
+    pub fn changes(&self) -> Option<tokio::sync::watch::Receiver<Revision>> {
+        self.cache.get().map(|cache| cache.subscribe())
     }
 
     /// Reads every stored CRD and rebuilds the catalog from them.
@@ -186,7 +205,11 @@ impl Store {
                 field_manager: "atoll-apiserver".into(),
                 ..Default::default()
             };
-            match self.create(&rt, None, object, &options).await {
+            // The server's own namespaces are made whatever the limits.
+            match self
+                .create_as(&rt, None, object, &options, Admit::Always)
+                .await
+            {
                 Ok(_) | Err(Error::AlreadyExists(_)) => {}
                 Err(err) => return Err(err),
             }
@@ -349,8 +372,20 @@ impl Store {
         &self,
         rt: &ResourceType,
         ns: Option<&str>,
+        object: Value,
+        options: &WriteOptions,
+    ) -> Result<Written> {
+        self.create_as(rt, ns, object, options, Admit::WithinLimits)
+            .await
+    }
+
+    async fn create_as(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
         mut object: Value,
         options: &WriteOptions,
+        admit: Admit,
     ) -> Result<Written> {
         check_type_meta(&mut object, rt)?;
         set_namespace(&mut object, rt, ns)?;
@@ -384,12 +419,13 @@ impl Store {
         {
             o.remove("status");
         }
-        self.create_prepared(rt, ns, &name, object, options, None)
+        self.create_prepared(rt, ns, &name, object, options, None, admit)
             .await
     }
 
     /// Creates an object whose type meta, namespace and name are settled. `applied` carries the
     /// managed fields computed by server-side apply, if this create comes from an apply.
+    #[allow(clippy::too_many_arguments)]
     async fn create_prepared(
         &self,
         rt: &ResourceType,
@@ -398,6 +434,7 @@ impl Store {
         mut object: Value,
         options: &WriteOptions,
         applied: Option<()>,
+        admit: Admit,
     ) -> Result<Written> {
         let now = now();
         let mut warnings = Vec::new();
@@ -422,6 +459,10 @@ impl Store {
             );
         }
         if options.dry_run {
+            if admit == Admit::WithinLimits && self.limits.bounds_storage() {
+                let size = to_storage(&mut object, rt)?.len();
+                self.admit(rt, name, None, size)?;
+            }
             convert(&mut object, rt);
             return Ok(Written {
                 object,
@@ -430,6 +471,10 @@ impl Store {
             });
         }
         let stored = to_storage(&mut object, rt)?;
+        let _room = match admit {
+            Admit::WithinLimits => self.admit(rt, name, None, stored.len())?,
+            Admit::Always => None,
+        };
         let revision = match self.backend.create(&rt.key(ns, name), stored).await {
             Ok(rev) => rev,
             Err(storage::Error::AlreadyExists(_)) => {
@@ -642,7 +687,7 @@ impl Store {
                 let object = apply::apply(None, &config, &manager, options.force, &lists)
                     .map_err(|err| apply_error(rt, name, err))?;
                 match self
-                    .create_prepared(rt, ns, name, object, options, Some(()))
+                    .create_prepared(rt, ns, name, object, options, Some(()), Admit::WithinLimits)
                     .await
                 {
                     Err(Error::AlreadyExists(_)) => continue,
@@ -830,7 +875,17 @@ impl Store {
                 Err(err) => Err(err.into()),
             };
         }
+        // Writes that take a terminating object towards its end are what deleting makes.
+        let admit = if terminating && removes_finalizers(current, &new) {
+            Admit::Always
+        } else {
+            Admit::WithinLimits
+        };
         if options.dry_run {
+            if admit == Admit::WithinLimits && self.limits.bounds_storage() {
+                let size = to_storage(&mut new, rt)?.len();
+                self.admit(rt, name, Some(kv.value.len()), size)?;
+            }
             set_resource_version(&mut new, kv.mod_revision);
             convert(&mut new, rt);
             return Ok(Written {
@@ -840,6 +895,10 @@ impl Store {
             });
         }
         let stored = to_storage(&mut new, rt)?;
+        let _room = match admit {
+            Admit::WithinLimits => self.admit(rt, name, Some(kv.value.len()), stored.len())?,
+            Admit::Always => None,
+        };
         match self
             .backend
             .update(&rt.key(ns, name), stored, kv.mod_revision)
@@ -1012,6 +1071,82 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Checks a user's write against the limits and reserves the room it takes until it is
+    /// committed (the returned guard). `old` is the stored size of the object it replaces (None
+    /// for a create), `new` the size it stores. A write that adds no object and does not grow
+    /// the data is always admitted.
+    fn admit(
+        &self,
+        rt: &ResourceType,
+        name: &str,
+        old: Option<usize>,
+        new: usize,
+    ) -> Result<Option<Reservation<'_>>> {
+        if !self.limits.bounds_storage() {
+            return Ok(None);
+        }
+        let as_u64 = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        let wanted = Usage {
+            objects: u64::from(old.is_none()),
+            bytes: as_u64(new).saturating_sub(old.map_or(0, as_u64)),
+        };
+        if wanted == Usage::default() {
+            return Ok(None);
+        }
+        let mut reserved = self.reserved.lock().unwrap_or_else(PoisonError::into_inner);
+        let stored = self.backend.usage();
+        let held = Usage {
+            objects: stored.objects.saturating_add(reserved.objects),
+            bytes: stored.bytes.saturating_add(reserved.bytes),
+        };
+        let refused = |reason: String| {
+            Error::Forbidden(format!(
+                "{} {name:?} is forbidden: {reason}; reads and deletes still work",
+                rt.qualified_resource()
+            ))
+        };
+        if let Some(limit) = self.limits.objects
+            && wanted.objects > 0
+            && held.objects.saturating_add(wanted.objects) > limit
+        {
+            let holds = if held.objects == limit {
+                format!("the cluster holds {limit} objects, its limit")
+            } else {
+                format!(
+                    "the cluster holds {} objects, its limit is {limit}",
+                    held.objects
+                )
+            };
+            return Err(refused(format!(
+                "{holds} (objects in {})",
+                self.limits.source()
+            )));
+        }
+        if let Some(limit) = self.limits.storage_bytes
+            && wanted.bytes > 0
+            && held.bytes.saturating_add(wanted.bytes) > limit
+        {
+            let adds = match old {
+                None => format!("this write adds {}", wanted.bytes),
+                Some(_) => format!(
+                    "this write grows the object by {} bytes to {new}",
+                    wanted.bytes
+                ),
+            };
+            return Err(refused(format!(
+                "the cluster stores {} bytes and {adds}, past its limit of {limit} bytes (storageBytes in {})",
+                held.bytes,
+                self.limits.source()
+            )));
+        }
+        reserved.objects += wanted.objects;
+        reserved.bytes += wanted.bytes;
+        Ok(Some(Reservation {
+            reserved: &self.reserved,
+            usage: wanted,
+        }))
     }
 
     async fn after_write(&self, rt: &ResourceType) -> Result<()> {
@@ -1202,6 +1337,37 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Whether a write is checked against the limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Admit {
+    /// A user's write: refused past the limits.
+    WithinLimits,
+    /// The server's own writes, and those that deleting makes.
+    Always,
+}
+
+/// Room a write took in the limits until it is committed (or fails).
+struct Reservation<'a> {
+    reserved: &'a Mutex<Usage>,
+    usage: Usage,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut reserved = self.reserved.lock().unwrap_or_else(PoisonError::into_inner);
+        reserved.objects = reserved.objects.saturating_sub(self.usage.objects);
+        reserved.bytes = reserved.bytes.saturating_sub(self.usage.bytes);
+    }
+}
+
+/// Whether `new` holds fewer finalizers than `current` (`metadata.finalizers`, or for a
+/// namespace `spec.finalizers`): a step of a deletion, admitted whatever the limits.
+fn removes_finalizers(current: &Value, new: &Value) -> bool {
+    let count = |list: &Value| list.as_array().map_or(0, Vec::len);
+    count(&new["metadata"]["finalizers"]) < count(&current["metadata"]["finalizers"])
+        || count(&new["spec"]["finalizers"]) < count(&current["spec"]["finalizers"])
 }
 
 /// Whether a schema error is about a value's type (a decoding error for typed kinds).

@@ -12,7 +12,9 @@ use futures::StreamExt;
 
 use super::memory::MemoryBackend;
 use super::sqlite::SqliteBackend;
-use super::{Backend, Error, Event, EventKind, EventStream, KeyValue, ListOptions, Revision};
+use super::{
+    Backend, Error, Event, EventKind, EventStream, KeyValue, ListOptions, Revision, Usage,
+};
 
 type Store = Arc<dyn Backend>;
 
@@ -80,6 +82,7 @@ suite!(
     create_revision_is_stable_across_updates,
     concurrent_writers_get_contiguous_revisions,
     compact_ahead_of_the_current_revision_fails,
+    usage_counts_live_keys_and_their_value_bytes,
 );
 
 fn value(text: &str) -> Bytes {
@@ -736,6 +739,191 @@ async fn concurrent_writers_get_contiguous_revisions(store: Store) {
     assert_eq!(seen, (1..=1000).collect::<Vec<Revision>>());
     let page = store.list(prefix("/x/")).await.unwrap();
     assert_eq!(page.items.len(), 1000);
+}
+
+async fn usage_counts_live_keys_and_their_value_bytes(store: Store) {
+    assert_eq!(store.usage(), Usage::default());
+    let a = store.create("/a", value("12345")).await.unwrap();
+    store.create("/b", value("xy")).await.unwrap();
+    assert_eq!(
+        store.usage(),
+        Usage {
+            objects: 2,
+            bytes: 7
+        }
+    );
+    let a = store.update("/a", value("1"), a).await.unwrap();
+    assert_eq!(
+        store.usage(),
+        Usage {
+            objects: 2,
+            bytes: 3
+        }
+    );
+    // Failed writes change nothing.
+    assert!(store.create("/b", value("long value")).await.is_err());
+    assert!(
+        store
+            .update("/a", value("long value"), a - 1)
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        store.usage(),
+        Usage {
+            objects: 2,
+            bytes: 3
+        }
+    );
+    store.delete("/b", None).await.unwrap();
+    assert_eq!(
+        store.usage(),
+        Usage {
+            objects: 1,
+            bytes: 1
+        }
+    );
+    // Compaction forgets history, not live keys.
+    store.compact(store.current_revision()).await.unwrap();
+    assert_eq!(
+        store.usage(),
+        Usage {
+            objects: 1,
+            bytes: 1
+        }
+    );
+    store.create("/b", value("again")).await.unwrap();
+    assert_eq!(
+        store.usage(),
+        Usage {
+            objects: 2,
+            bytes: 6
+        }
+    );
+}
+
+/// The records of a snapshot at revision 10: two keys, one updated after its creation.
+fn snapshot_records() -> Vec<super::Result<KeyValue>> {
+    vec![
+        Ok(KeyValue {
+            key: "/registry/a".into(),
+            value: value("a"),
+            create_revision: 2,
+            mod_revision: 7,
+        }),
+        Ok(KeyValue {
+            key: "/registry/b".into(),
+            value: value("bb"),
+            create_revision: 4,
+            mod_revision: 4,
+        }),
+    ]
+}
+
+/// A store opened from a snapshot holds its keys with their revisions, continues numbering after
+/// the snapshot's revision, and has no history before it.
+async fn check_restored_snapshot(store: Store) {
+    assert_eq!(store.current_revision(), 10);
+    assert_eq!(store.compacted_revision(), 10);
+    assert_eq!(
+        store.usage(),
+        Usage {
+            objects: 2,
+            bytes: 3
+        }
+    );
+    let page = store.list(prefix("/registry/")).await.unwrap();
+    assert_eq!(page.revision, 10);
+    let expected: Vec<KeyValue> = snapshot_records().into_iter().map(Result::unwrap).collect();
+    assert_eq!(page.items, expected);
+    assert!(matches!(
+        store.watch("/registry/", 7).await.err(),
+        Some(Error::Compacted { .. })
+    ));
+    let mut watch = store.watch("/registry/", 10).await.unwrap();
+    let updated = store.update("/registry/a", value("a2"), 7).await.unwrap();
+    assert_eq!(updated, 11);
+    let event = next_event(&mut watch).await;
+    assert_eq!(
+        (
+            event.kind,
+            event.kv.create_revision,
+            event.prev.as_ref().map(|p| p.mod_revision)
+        ),
+        (EventKind::Update, 2, Some(7))
+    );
+    let (deleted, _) = store.delete("/registry/b", Some(4)).await.unwrap();
+    assert_eq!(deleted, 12);
+    store.compact(deleted).await.unwrap();
+    let page = store.list(prefix("/registry/")).await.unwrap();
+    assert_eq!(keys(&page.items), ["/registry/a"]);
+    assert_eq!(
+        store.usage(),
+        Usage {
+            objects: 1,
+            bytes: 2
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_store_from_a_snapshot() {
+    let store = MemoryBackend::restored(10, snapshot_records()).unwrap();
+    run(Arc::new(store), check_restored_snapshot).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_store_from_a_snapshot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.db");
+    // A store was there before: the snapshot replaces it.
+    let old = SqliteBackend::open(&path).unwrap();
+    old.create("/registry/old", value("x")).await.unwrap();
+    drop(old);
+    let usage = super::sqlite::write_snapshot(&path, 10, snapshot_records()).unwrap();
+    assert_eq!(
+        usage,
+        Usage {
+            objects: 2,
+            bytes: 3
+        }
+    );
+    let store = SqliteBackend::open(&path).unwrap();
+    run(Arc::new(store), check_restored_snapshot).await;
+    // Reopened after writes, it keeps numbering.
+    let store = SqliteBackend::open(&path).unwrap();
+    assert_eq!(store.current_revision(), 12);
+    assert_eq!(
+        store.usage(),
+        Usage {
+            objects: 1,
+            bytes: 2
+        }
+    );
+}
+
+#[test]
+fn snapshots_with_impossible_records_are_refused() {
+    let bad = |create_revision, mod_revision| {
+        vec![Ok(KeyValue {
+            key: "/k".into(),
+            value: value("v"),
+            create_revision,
+            mod_revision,
+        })]
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("store.db");
+    for (create, modified) in [(0, 1), (5, 4), (3, 11)] {
+        assert!(MemoryBackend::restored(10, bad(create, modified)).is_err());
+        assert!(super::sqlite::write_snapshot(&path, 10, bad(create, modified)).is_err());
+    }
+    let mut twice = bad(1, 2);
+    twice.extend(bad(3, 3));
+    assert!(MemoryBackend::restored(10, twice).is_err());
+    let mut twice = bad(1, 2);
+    twice.extend(bad(3, 3));
+    assert!(super::sqlite::write_snapshot(&path, 10, twice).is_err());
 }
 
 /// Reopening a SQLite file keeps data, revisions and compaction, and numbering continues.

@@ -13,12 +13,13 @@ use tokio::sync::broadcast;
 
 use super::{
     Backend, Error, Event, EventKind, EventStream, History, KeyValue, ListOptions, ListPage,
-    Result, Revision, event_stream,
+    Result, Revision, Usage, UsageCounters, check_snapshot_record, event_stream,
 };
 
 /// How many events the live feed buffers for a slow watcher. A watcher that falls further behind
-/// catches up from the history, which the memory backend keeps until compaction.
-const LIVE_CAPACITY: usize = if cfg!(test) { 16 } else { 1024 };
+/// catches up from the history, which the memory backend keeps until compaction. The buffer is
+/// allocated whole for every store, so it is kept small.
+const LIVE_CAPACITY: usize = if cfg!(test) { 16 } else { 256 };
 
 /// A revisioned key-value store held in memory.
 pub struct MemoryBackend {
@@ -31,6 +32,7 @@ struct Shared {
     state: Mutex<State>,
     current: AtomicI64,
     compacted: AtomicI64,
+    usage: UsageCounters,
 }
 
 struct State {
@@ -58,17 +60,54 @@ impl Default for MemoryBackend {
 impl MemoryBackend {
     /// An empty store at revision 0.
     pub fn new() -> Self {
+        Self::with_state(BTreeMap::new(), 0, Usage::default())
+    }
+
+    /// A store holding a snapshot: the live keys at `revision`, which becomes both its current
+    /// and its compacted revision (the history before it is not part of a snapshot, so watches
+    /// from older revisions answer `Compacted`). Refuses records in the future of `revision`,
+    /// with impossible revisions, or repeating a key.
+    pub fn restored(
+        revision: Revision,
+        records: impl IntoIterator<Item = Result<KeyValue>>,
+    ) -> Result<Self> {
+        let mut keys = BTreeMap::new();
+        let mut usage = Usage::default();
+        for record in records {
+            let kv = record?;
+            check_snapshot_record(&kv, revision)?;
+            usage = usage.after(&Event {
+                kind: EventKind::Create,
+                kv: kv.clone(),
+                prev: None,
+            });
+            let version = Version {
+                mod_revision: kv.mod_revision,
+                create_revision: kv.create_revision,
+                value: Some(kv.value),
+            };
+            if keys.insert(kv.key.clone(), vec![version]).is_some() {
+                return Err(Error::Backend(
+                    format!("the snapshot holds key {:?} twice", kv.key).into(),
+                ));
+            }
+        }
+        Ok(Self::with_state(keys, revision, usage))
+    }
+
+    fn with_state(keys: BTreeMap<String, Vec<Version>>, revision: Revision, usage: Usage) -> Self {
         let (live, _) = broadcast::channel(LIVE_CAPACITY);
         Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
-                    keys: BTreeMap::new(),
+                    keys,
                     log: VecDeque::new(),
-                    current: 0,
-                    compacted: 0,
+                    current: revision,
+                    compacted: revision,
                 }),
-                current: AtomicI64::new(0),
-                compacted: AtomicI64::new(0),
+                current: AtomicI64::new(revision),
+                compacted: AtomicI64::new(revision),
+                usage: UsageCounters::new(usage),
             }),
             live,
         }
@@ -79,6 +118,7 @@ impl MemoryBackend {
     fn commit(&self, state: &mut State, key: &str, version: Version, event: Event) {
         let revision = version.mod_revision;
         state.keys.entry(key.to_owned()).or_default().push(version);
+        self.shared.usage.set(self.shared.usage.get().after(&event));
         let event = Arc::new(event);
         state.log.push_back(Arc::clone(&event));
         state.current = revision;
@@ -304,6 +344,10 @@ impl Backend for MemoryBackend {
 
     fn compacted_revision(&self) -> Revision {
         self.shared.compacted.load(Ordering::Acquire)
+    }
+
+    fn usage(&self) -> Usage {
+        self.shared.usage.get()
     }
 }
 

@@ -41,7 +41,7 @@ use tokio::sync::{Semaphore, broadcast, mpsc, oneshot};
 
 use super::{
     Backend, Error, Event, EventKind, EventStream, History, KeyValue, ListOptions, ListPage,
-    Result, Revision, event_stream,
+    Result, Revision, Usage, UsageCounters, check_snapshot_record, event_stream,
 };
 
 /// The most writes committed in one transaction.
@@ -51,8 +51,10 @@ const QUEUE_CAPACITY: usize = 4096;
 /// How many recent events are kept in memory to feed watchers without SQL.
 const RING_CAPACITY: usize = if cfg!(test) { 64 } else { 8192 };
 /// How many events the live feed buffers for a slow watcher before it falls back to the ring
-/// and then to the log table.
-const LIVE_CAPACITY: usize = if cfg!(test) { 16 } else { 4096 };
+/// and then to the log table. Twice the largest batch, so that the watch cache's feed keeps up
+/// with a full batch; the buffer is allocated whole for every store, so it is kept small (a
+/// watcher behind it reads the ring, in memory).
+const LIVE_CAPACITY: usize = if cfg!(test) { 16 } else { 2 * MAX_BATCH };
 /// How many events one history read of the log table returns at most.
 const REPLAY_CHUNK: usize = if cfg!(test) { 50 } else { 1000 };
 /// How many read-only connections serve lists at past revisions and watch replays.
@@ -100,6 +102,8 @@ struct Shared {
     recent: Mutex<Recent>,
     current: AtomicI64,
     compacted: AtomicI64,
+    /// Live keys and value bytes of `latest`, updated with it.
+    usage: UsageCounters,
     readers: ReadPool,
 }
 
@@ -191,10 +195,13 @@ impl SqliteBackend {
             "opened sqlite storage"
         );
 
+        let usage = UsageCounters::new(Usage::of(latest.values()));
         let shared = Arc::new(Shared {
+            usage,
             latest: RwLock::new(latest),
             recent: Mutex::new(Recent {
-                events: VecDeque::with_capacity(RING_CAPACITY),
+                // Grows with writes: an idle store holds no ring.
+                events: VecDeque::new(),
                 published: current,
             }),
             current: AtomicI64::new(current),
@@ -231,6 +238,82 @@ impl SqliteBackend {
             .map_err(|_| Error::Closed)?;
         answer.await.map_err(|_| Error::Closed)?
     }
+}
+
+/// Writes a new store file at `path` holding a snapshot: the live keys at `revision`, which
+/// becomes both the current and the compacted revision of the store opened from it (so revisions
+/// continue after it, and watches from older revisions answer `Compacted`: a snapshot has no
+/// history). Each record is one row whose id is its `mod_revision`. The file is written in one
+/// transaction with the rollback journal and synced, so that it can then be renamed into place
+/// whole; an existing file at `path` is replaced. Refuses records in the future of `revision`,
+/// with impossible revisions, or repeating a key or a revision.
+pub fn write_snapshot(
+    path: &Path,
+    revision: Revision,
+    records: impl IntoIterator<Item = Result<KeyValue>>,
+) -> Result<Usage> {
+    for stale in [
+        path.to_owned(),
+        sibling(path, "-journal"),
+        sibling(path, "-wal"),
+        sibling(path, "-shm"),
+    ] {
+        match std::fs::remove_file(&stale) {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(Error::Backend(Box::new(error))),
+        }
+    }
+    let mut conn = Connection::open(path)?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.execute_batch(SCHEMA)?;
+    let mut usage = Usage::default();
+    let tx = conn.transaction()?;
+    {
+        let mut insert = tx.prepare(INSERT_ROW)?;
+        let mut names = tx.prepare("SELECT 1 FROM kv WHERE name = ?1 LIMIT 1")?;
+        for record in records {
+            let kv = record?;
+            check_snapshot_record(&kv, revision)?;
+            if names.exists([kv.key.as_bytes()])? {
+                return Err(Error::Backend(
+                    format!("the snapshot holds key {:?} twice", kv.key).into(),
+                ));
+            }
+            // A row with no previous row: history starts here.
+            insert.execute(rusqlite::params![
+                kv.mod_revision,
+                kv.key.as_bytes(),
+                true,
+                false,
+                kv.create_revision,
+                0,
+                kv.value.as_ref(),
+            ])?;
+            usage = usage.after(&Event {
+                kind: EventKind::Create,
+                kv,
+                prev: None,
+            });
+        }
+    }
+    tx.execute(
+        "UPDATE meta SET value = ?1 WHERE key = 'compacted'",
+        [revision],
+    )?;
+    tx.commit()?;
+    conn.close().map_err(|(_, error)| error)?;
+    std::fs::File::open(path)
+        .and_then(|file| file.sync_all())
+        .map_err(|error| Error::Backend(Box::new(error)))?;
+    Ok(usage)
+}
+
+/// `path` with `suffix` appended to its file name (`state.db` → `state.db-wal`).
+pub(crate) fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
 }
 
 /// Reads the latest row of every live key.
@@ -638,6 +721,10 @@ impl Backend for SqliteBackend {
     fn compacted_revision(&self) -> Revision {
         self.shared.compacted.load(Ordering::Acquire)
     }
+
+    fn usage(&self) -> Usage {
+        self.shared.usage.get()
+    }
 }
 
 fn unexpected_answer() -> Error {
@@ -760,6 +847,11 @@ impl Writer {
                     None => latest.remove(&key),
                 };
             }
+            let usage = batch
+                .events
+                .iter()
+                .fold(self.shared.usage.get(), |usage, event| usage.after(event));
+            self.shared.usage.set(usage);
             self.shared.current.store(batch.revision, Ordering::Release);
         }
         self.shared

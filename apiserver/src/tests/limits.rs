@@ -1,0 +1,363 @@
+//! Per-server limits as a user meets them: refused writes with a message that says which limit
+//! and where it comes from, while reads and deletes keep working; and 429 past the requests in
+//! flight.
+
+use axum::body::Body;
+use http::{Method, Request, StatusCode, header};
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::{TestServer, answer, config_map, send, within};
+use crate::{Limits, StorageKind};
+
+const SOURCE: &str = "spec.limits of HostedCluster clusters/c1";
+const CONFIG_MAPS: &str = "/api/v1/namespaces/default/configmaps";
+
+/// A server whose limits are set from what it holds once started (its seeded namespaces).
+async fn limited(
+    storage: StorageKind,
+    limits: impl FnOnce(crate::storage::Usage) -> Limits,
+) -> TestServer {
+    // Start once to learn what an empty cluster holds, then again with the limits.
+    let probe = TestServer::start(storage, |_| {}).await;
+    let empty = probe.server.backend().usage();
+    probe.server.shutdown().await;
+    TestServer::start(storage, |config| config.limits = limits(empty)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_object_limit_creates_are_refused_and_reads_and_deletes_work() {
+    within(async {
+        let server = limited(StorageKind::Sqlite, |empty| Limits {
+            objects: Some(empty.objects + 2),
+            source: SOURCE.into(),
+            ..Limits::default()
+        })
+        .await;
+        let limit = server.server.backend().usage().objects + 2;
+        for name in ["a", "b"] {
+            let created = server
+                .send(Method::POST, CONFIG_MAPS, Some(config_map(name, json!({"k": "v"}))))
+                .await;
+            assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+        }
+
+        let refused = server
+            .send(Method::POST, CONFIG_MAPS, Some(config_map("big", json!({}))))
+            .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN);
+        let status = refused.json();
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["reason"], "Forbidden");
+        assert_eq!(status["code"], 403);
+        assert_eq!(
+            status["message"],
+            format!(
+                "configmaps \"big\" is forbidden: the cluster holds {limit} objects, its limit (objects in {SOURCE}); reads and deletes still work"
+            )
+        );
+        // Server-side apply creating an object is a create too.
+        let apply = Request::builder()
+            .method(Method::PATCH)
+            .uri(format!("{CONFIG_MAPS}/applied?fieldManager=test"))
+            .header(header::AUTHORIZATION, format!("Bearer {}", server.token()))
+            .header(header::CONTENT_TYPE, "application/apply-patch+yaml")
+            .body(Body::from(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n",
+            ))
+            .unwrap();
+        assert_eq!(
+            answer(&server.router(), apply).await.status,
+            StatusCode::FORBIDDEN
+        );
+
+        // Reads and writes that add nothing work.
+        let got = server.send(Method::GET, &format!("{CONFIG_MAPS}/a"), None).await;
+        assert_eq!(got.status, StatusCode::OK);
+        let list = server.send(Method::GET, CONFIG_MAPS, None).await;
+        assert_eq!(list.status, StatusCode::OK);
+        assert_eq!(list.json()["items"].as_array().unwrap().len(), 2);
+        let patched = server
+            .send(
+                Method::PATCH,
+                &format!("{CONFIG_MAPS}/a"),
+                Some(json!({"data": {"k": "w"}})),
+            )
+            .await;
+        assert_eq!(patched.status, StatusCode::OK, "{}", patched.text());
+
+        // A delete makes room.
+        let deleted = server.send(Method::DELETE, &format!("{CONFIG_MAPS}/a"), None).await;
+        assert_eq!(deleted.status, StatusCode::OK);
+        let created = server
+            .send(Method::POST, CONFIG_MAPS, Some(config_map("big", json!({}))))
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_byte_limit_growing_writes_are_refused_and_shrinking_ones_work() {
+    within(async {
+        let server = TestServer::start(StorageKind::Memory, |_| {}).await;
+        let limit_source = "the server's flags";
+        // Measure what the object takes, then restart with the data just fitting.
+        let cm = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "grow", "finalizers": ["example.com/one", "example.com/two"]},
+            "data": {"small": "x", "large": "y".repeat(200)},
+        });
+        let created = server.send(Method::POST, CONFIG_MAPS, Some(cm.clone())).await;
+        assert_eq!(created.status, StatusCode::CREATED);
+        let used = server.server.backend().usage().bytes;
+        server.server.shutdown().await;
+        let server = TestServer::start(StorageKind::Memory, |config| {
+            config.limits = Limits {
+                storage_bytes: Some(used + 50),
+                source: limit_source.into(),
+                ..Limits::default()
+            };
+        })
+        .await;
+        let created = server.send(Method::POST, CONFIG_MAPS, Some(cm)).await;
+        assert_eq!(created.status, StatusCode::CREATED);
+        let grow = format!("{CONFIG_MAPS}/grow");
+
+        let refused = server
+            .send(
+                Method::PATCH,
+                &grow,
+                Some(json!({"data": {"more": "z".repeat(100)}})),
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN);
+        let message = refused.json()["message"].as_str().unwrap().to_owned();
+        assert!(
+            message.starts_with("configmaps \"grow\" is forbidden: the cluster stores "),
+            "{message}"
+        );
+        assert!(message.contains("and this write grows the object by "), "{message}");
+        assert!(
+            message.ends_with(&format!(
+                "past its limit of {} bytes (storageBytes in {limit_source}); reads and deletes still work",
+                used + 50
+            )),
+            "{message}"
+        );
+        // A create that does not fit either.
+        let refused = server
+            .send(
+                Method::POST,
+                CONFIG_MAPS,
+                Some(config_map("new", json!({"k": "v".repeat(100)}))),
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN);
+        assert!(refused.text().contains("and this write adds "));
+
+        let shrunk = server
+            .send(Method::PATCH, &grow, Some(json!({"data": {"large": null}})))
+            .await;
+        assert_eq!(shrunk.status, StatusCode::OK, "{}", shrunk.text());
+
+        // Fill up to the byte, then delete: the object terminates on its finalizers.
+        let room = used + 50 - server.server.backend().usage().bytes;
+        let filled = server
+            .send(
+                Method::PATCH,
+                &grow,
+                Some(json!({"data": {"fill": "f".repeat(usize::try_from(room).unwrap() - 40)}})),
+            )
+            .await;
+        assert_eq!(filled.status, StatusCode::OK, "{}", filled.text());
+        let deleting = server.send(Method::DELETE, &grow, None).await;
+        assert_eq!(deleting.status, StatusCode::OK, "{}", deleting.text());
+        assert!(deleting.json()["metadata"]["deletionTimestamp"].is_string());
+        // Growing a terminating object is still refused...
+        let refused = server
+            .send(
+                Method::PATCH,
+                &grow,
+                Some(json!({"metadata": {"labels": {"l": "v".repeat(60)}}})),
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN);
+        // ...but a write that removes one of its finalizers is not, even one that grows it (a
+        // controller recording its cleanup as it lets go).
+        let one_left = server
+            .send(
+                Method::PATCH,
+                &format!("{grow}?fieldManager=a-finalizer-controller"),
+                Some(json!({"metadata": {
+                    "finalizers": ["example.com/two"],
+                    "labels": {"l": "v".repeat(60)},
+                }})),
+            )
+            .await;
+        assert_eq!(one_left.status, StatusCode::OK, "{}", one_left.text());
+        let gone = server
+            .send(
+                Method::PATCH,
+                &grow,
+                Some(json!({"metadata": {"finalizers": null}})),
+            )
+            .await;
+        assert_eq!(gone.status, StatusCode::OK, "{}", gone.text());
+        let after = server.send(Method::GET, &grow, None).await;
+        assert_eq!(after.status, StatusCode::NOT_FOUND);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_at_the_limit_is_still_deleted() {
+    within(async {
+        let server = TestServer::start(StorageKind::Sqlite, |_| {}).await;
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}});
+        assert_eq!(
+            server
+                .send(Method::POST, "/api/v1/namespaces", Some(ns.clone()))
+                .await
+                .status,
+            StatusCode::CREATED
+        );
+        for name in ["one", "two", "three"] {
+            let created = server
+                .send(
+                    Method::POST,
+                    "/api/v1/namespaces/team/configmaps",
+                    Some(config_map(name, json!({"k": "v"}))),
+                )
+                .await;
+            assert_eq!(created.status, StatusCode::CREATED);
+        }
+        let full = server.server.backend().usage();
+        let dir = server.dir;
+        server.server.shutdown().await;
+        // The same data, with both limits reached exactly.
+        let server = crate::Server::start(super::config(dir.path(), StorageKind::Sqlite, |c| {
+            c.limits = Limits {
+                objects: Some(full.objects),
+                storage_bytes: Some(full.bytes),
+                source: SOURCE.into(),
+                ..Limits::default()
+            };
+        }))
+        .await
+        .unwrap();
+        let token = server.admin_token().to_owned();
+        let router = server.router();
+        let refused = send(
+            &router,
+            Method::POST,
+            "/api/v1/namespaces/team/configmaps",
+            &token,
+            Some(config_map("four", json!({}))),
+        )
+        .await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN);
+
+        let deleting = send(
+            &router,
+            Method::DELETE,
+            "/api/v1/namespaces/team",
+            &token,
+            None,
+        )
+        .await;
+        assert_eq!(deleting.status, StatusCode::OK, "{}", deleting.text());
+        // The namespace controller empties and finalizes it.
+        loop {
+            let got = send(
+                &router,
+                Method::GET,
+                "/api/v1/namespaces/team",
+                &token,
+                None,
+            )
+            .await;
+            if got.status == StatusCode::NOT_FOUND {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let left = send(
+            &router,
+            Method::GET,
+            "/api/v1/namespaces/team/configmaps",
+            &token,
+            None,
+        )
+        .await;
+        assert_eq!(left.json()["items"], json!([]));
+        server.shutdown().await;
+        drop(dir);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_past_the_limit_in_flight_are_answered_429() {
+    within(async {
+        let server = TestServer::start(StorageKind::Memory, |config| {
+            config.limits.requests_in_flight = Some(1);
+        })
+        .await;
+        // A create whose body arrives only when the test sends it holds the one slot.
+        let (chunks, body) = mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
+        let held = Request::builder()
+            .method(Method::POST)
+            .uri(CONFIG_MAPS)
+            .header(header::AUTHORIZATION, format!("Bearer {}", server.token()))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from_stream(ReceiverStream::new(body)))
+            .unwrap();
+        let router = server.router();
+        let held = tokio::spawn(async move { answer(&router, held).await });
+        while server.server.requests_in_flight() < 1 {
+            tokio::task::yield_now().await;
+        }
+
+        let refused = server.send(Method::GET, "/api/v1/namespaces", None).await;
+        assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refused.headers[header::RETRY_AFTER], "1");
+        let status = refused.json();
+        assert_eq!(status["reason"], "TooManyRequests");
+        assert_eq!(
+            status["message"],
+            "Too many requests, please try again later."
+        );
+        assert_eq!(status["details"]["retryAfterSeconds"], 1);
+
+        // Health, version and watches are not counted.
+        for path in ["/livez", "/readyz", "/healthz", "/version"] {
+            assert_eq!(
+                server.send(Method::GET, path, None).await.status,
+                StatusCode::OK
+            );
+        }
+        let watch = Request::builder()
+            .uri("/api/v1/namespaces?watch=true")
+            .header(header::AUTHORIZATION, format!("Bearer {}", server.token()))
+            .body(Body::empty())
+            .unwrap();
+        let watch = tower::ServiceExt::oneshot(server.router(), watch)
+            .await
+            .unwrap();
+        assert_eq!(watch.status(), StatusCode::OK);
+        drop(watch);
+
+        // Once the held request is answered, the slot is free again.
+        let body = serde_json::to_vec(&config_map("held", json!({}))).unwrap();
+        chunks.send(Ok(body.into())).await.unwrap();
+        drop(chunks);
+        assert_eq!(held.await.unwrap().status, StatusCode::CREATED);
+        assert_eq!(server.server.requests_in_flight(), 0);
+        let served = server.send(Method::GET, "/api/v1/namespaces", None).await;
+        assert_eq!(served.status, StatusCode::OK);
+    })
+    .await;
+}

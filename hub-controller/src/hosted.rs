@@ -1,0 +1,658 @@
+//! Hosted control planes: the controller of HostedClusters. Each HostedCluster is a member
+//! cluster whose control plane this hub runs: an atoll API server inside the hub's process
+//! (`Embedded`) or as a child process (`Process`), with its own data directory, CA, admin
+//! credentials and port, and an agent in the hub's process that joins the hub over the same
+//! gRPC path as any agent. Its admin kubeconfig is published as the Secret
+//! `<name>-admin-kubeconfig` beside it, and its ClusterProfile carries `accessProviders`.
+//!
+//! Shaped as kube-runtime controllers are: a [`Context`], a `reconcile` of one HostedCluster
+//! (pure decisions in [`plan`], thin I/O here and in [`claim`]), an `error_policy` that backs
+//! off per object, on kube-runtime's per-object queue. The control planes themselves are run by
+//! [`runtime`] (one supervisor task each), whose phase changes queue their HostedCluster again.
+//! Modules: `plan` (decisions), `claim` (the cluster's records on the hub), `datadir` (data
+//! directories), `runtime` (supervisors), `embedded` and `process` (the two ways to serve).
+
+pub mod claim;
+pub mod datadir;
+mod embedded;
+pub mod plan;
+pub mod process;
+pub mod runtime;
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use atoll_api::hosted::{
+    ANNOTATION_RESTORE, Endpoint, FINALIZER, HostedCluster, HostedClusterStatus, parse_bytes,
+};
+use atoll_api::inventory::{AccessProvider, ClusterProfile, KubeconfigCluster, NamedExtension};
+use atoll_api::names::{
+    CLUSTER_MANAGER_NAME, INVENTORY_NAMESPACE, LABEL_CLUSTER_MANAGER, SYSTEM_NAMESPACE,
+};
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt as _;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::finalizer::{Event, finalizer};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use tokio::sync::{mpsc, watch};
+
+use crate::fleet::{Changes, Fleet};
+use crate::record::{self, Record};
+use plan::{Capabilities, Phase, Problem};
+use runtime::{AgentHub, ControlPlanes, Desired, Key, Shared};
+
+/// Label on the bootstrap token the hub makes, at each start, for its hosted clusters' agents.
+pub const LABEL_HOSTED_AGENTS_TOKEN: &str = "atoll.dev/hosted-agents";
+/// Name of the access provider hosted clusters' profiles carry.
+pub const ACCESS_PROVIDER: &str = "atoll";
+/// Extension of that access provider naming the Secret with the admin kubeconfig.
+pub const KUBECONFIG_EXTENSION: &str = "atoll.dev/kubeconfig-secret";
+
+/// How many HostedClusters are reconciled at once.
+const CONCURRENCY: u16 = 16;
+
+/// How the hub runs hosted control planes.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Where hosted control planes keep their data; `None`: this hub runs no Embedded or
+    /// Process control planes (it says so in their conditions).
+    pub data_dir: Option<PathBuf>,
+    /// The address hosted API servers listen on.
+    pub listen_ip: IpAddr,
+    /// The host kubeconfigs name, reachable by users (in every serving certificate).
+    pub host: String,
+    /// The `atoll` binary Process-mode control planes run.
+    pub binary: Option<PathBuf>,
+    /// How often hosted clusters' agents apply every Work again.
+    pub resync: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            data_dir: None,
+            listen_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            host: "127.0.0.1".to_owned(),
+            binary: None,
+            resync: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Why a HostedCluster could not be reconciled (retried with backoff).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the hub's API server failed a request")]
+    Api(#[from] kube::Error),
+    #[error("cannot remove the data directory {path}")]
+    DataDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("finalizer")]
+    Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
+}
+
+/// What every reconcile shares.
+pub struct Context {
+    client: kube::Client,
+    fleet: Arc<Fleet>,
+    can: Capabilities,
+    /// The control planes, when this hub runs any.
+    planes: Option<ControlPlanes>,
+    memory: Mutex<Memory>,
+}
+
+/// What the controller remembers between reconciles, per HostedCluster.
+#[derive(Default)]
+struct Memory {
+    /// When the hub first saw each (what `readyAfter` counts from).
+    first_seen: HashMap<Key, Instant>,
+    /// The kubeconfig last published.
+    published: HashMap<Key, String>,
+    /// The profile labels last set.
+    labelled: HashMap<Key, String>,
+    /// Failures in a row (for the error policy's backoff).
+    failures: HashMap<Key, u32>,
+}
+
+impl Context {
+    fn memory(&self) -> MutexGuard<'_, Memory> {
+        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn forget(&self, key: &Key) {
+        let mut memory = self.memory();
+        memory.first_seen.remove(key);
+        memory.published.remove(key);
+        memory.labelled.remove(key);
+        memory.failures.remove(key);
+    }
+}
+
+fn key_of(hc: &HostedCluster) -> Key {
+    Key {
+        namespace: hc.namespace().unwrap_or_default(),
+        name: hc.name_any(),
+    }
+}
+
+/// Runs the HostedCluster controller until shutdown, then stops every control plane.
+pub async fn run(
+    client: kube::Client,
+    fleet: Arc<Fleet>,
+    settings: Settings,
+    hub_url: String,
+    hub_ca_pem: String,
+    shutdown: watch::Receiver<bool>,
+) {
+    let (changed, changes) = mpsc::channel::<Key>(4096);
+    let planes = match &settings.data_dir {
+        Some(dir) => {
+            let Some(token) = retry(&shutdown, "make the hosted agents' bootstrap token", || {
+                agents_token(&client)
+            })
+            .await
+            else {
+                return;
+            };
+            let shared = Shared {
+                layout: datadir::Layout::new(dir),
+                listen_ip: settings.listen_ip,
+                host: settings.host.clone(),
+                binary: settings.binary.clone(),
+                agents: AgentHub {
+                    url: hub_url,
+                    ca_pem: hub_ca_pem,
+                    token,
+                    resync: settings.resync,
+                },
+            };
+            Some(ControlPlanes::new(shared, changed))
+        }
+        None => None,
+    };
+    if let Some(planes) = &planes {
+        let Some(()) = retry(&shutdown, "clean up after deleted hosted clusters", || {
+            sweep(&client, &planes.shared().layout)
+        })
+        .await
+        else {
+            return;
+        };
+    }
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        fleet,
+        can: Capabilities {
+            data_dir: settings.data_dir.is_some(),
+            processes: settings.binary.is_some(),
+        },
+        planes,
+        memory: Mutex::default(),
+    });
+    let hosted: Api<HostedCluster> = Api::all(client.clone());
+    let secrets: Api<Secret> = Api::all(client.clone());
+    let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
+    let changes = tokio_stream::wrappers::ReceiverStream::new(changes)
+        .map(|key: Key| ObjectRef::new(&key.name).within(&key.namespace));
+    let mut stop = shutdown.clone();
+    Controller::new(hosted, watcher::Config::default())
+        .owns(
+            secrets,
+            watcher::Config::default().labels(claim::LABEL_HOSTED_CLUSTER),
+        )
+        .watches(
+            profiles,
+            watcher::Config::default()
+                .labels(&format!("{LABEL_CLUSTER_MANAGER}={CLUSTER_MANAGER_NAME}")),
+            |profile| {
+                claim::hosted_cluster_of(&profile)
+                    .map(|(namespace, name)| ObjectRef::new(&name).within(&namespace))
+            },
+        )
+        .reconcile_on(changes)
+        .with_config(controller::Config::default().concurrency(CONCURRENCY))
+        .graceful_shutdown_on(async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .run(reconcile, error_policy, ctx.clone())
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "HostedCluster reconcile failed");
+            }
+        })
+        .await;
+    if let Some(planes) = &ctx.planes {
+        planes.stop_all().await;
+    }
+}
+
+/// Tries `what` until it works or the hub stops (`None`).
+async fn retry<T, F, Fut>(shutdown: &watch::Receiver<bool>, what: &str, mut attempt: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = kube::Result<T>>,
+{
+    let mut delay = Duration::from_millis(200);
+    loop {
+        match attempt().await {
+            Ok(value) => return Some(value),
+            Err(error) => tracing::warn!(%error, ?delay, "cannot {what}; retrying"),
+        }
+        let mut stop = shutdown.clone();
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = stop.wait_for(|s| *s) => return None,
+        }
+        delay = (delay * 2).min(Duration::from_secs(10));
+    }
+}
+
+/// Makes this start's bootstrap token for hosted clusters' agents, deleting those of earlier
+/// starts (agents that joined hold credentials and no longer need one).
+async fn agents_token(client: &kube::Client) -> kube::Result<String> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    let selector = format!("{LABEL_HOSTED_AGENTS_TOKEN}=true");
+    for old in secrets
+        .list(&ListParams::default().labels(&selector))
+        .await?
+    {
+        match secrets
+            .delete(&old.name_any(), &DeleteParams::default())
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let token = crate::bootstrap::Token::generate();
+    let mut secret = token.to_secret(None, "agents of hosted clusters (made by the hub at start)");
+    secret
+        .labels_mut()
+        .insert(LABEL_HOSTED_AGENTS_TOKEN.to_owned(), "true".to_owned());
+    secrets.create(&PostParams::default(), &secret).await?;
+    Ok(token.to_string())
+}
+
+/// Removes what deleted HostedClusters left behind while the hub was down: data directories and
+/// member records (with them, profiles, namespaces and Works) whose HostedCluster is gone.
+async fn sweep(client: &kube::Client, layout: &datadir::Layout) -> kube::Result<()> {
+    let hosted: Api<HostedCluster> = Api::all(client.clone());
+    let live: HashSet<String> = hosted
+        .list(&ListParams::default())
+        .await?
+        .into_iter()
+        .filter_map(|hc| hc.metadata.uid)
+        .collect();
+    for dir in layout.sweep(&live) {
+        tracing::info!(dir = %dir.display(), "removed the data of a deleted hosted cluster");
+    }
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    let records = secrets
+        .list(&ListParams::default().labels(record::LABEL_HOSTED_BY))
+        .await?;
+    for record in records.iter().filter_map(Record::from_secret) {
+        if record
+            .hosted_by
+            .as_ref()
+            .is_some_and(|uid| !live.contains(uid))
+        {
+            tracing::info!(cluster = %record.name, "removing the member record of a deleted hosted cluster");
+            match record::remove(client.clone(), &record.name).await {
+                Ok(()) | Err(record::Error::NotFound(_)) => {}
+                Err(record::Error::Api(e)) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn reconcile(hc: Arc<HostedCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let key = key_of(&hc);
+    let api: Api<HostedCluster> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let result = finalizer(&api, FINALIZER, hc, |event| async {
+        match event {
+            Event::Apply(hc) => apply(&hc, &ctx).await,
+            Event::Cleanup(hc) => cleanup(&hc, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)));
+    if result.is_ok() {
+        ctx.memory().failures.remove(&key);
+    }
+    result
+}
+
+fn error_policy(hc: Arc<HostedCluster>, error: &Error, ctx: Arc<Context>) -> Action {
+    let key = key_of(&hc);
+    let attempts = {
+        let mut memory = ctx.memory();
+        let n = memory.failures.entry(key.clone()).or_default();
+        *n = n.saturating_add(1);
+        *n
+    };
+    let delay = Duration::from_millis(250)
+        .saturating_mul(1 << attempts.min(10))
+        .min(Duration::from_secs(300));
+    tracing::warn!(cluster = %key, error = %chain(error), attempts, ?delay, "cannot reconcile HostedCluster; retrying");
+    Action::requeue(delay)
+}
+
+/// An error with its causes.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Brings a HostedCluster's control plane, inventory entry and kubeconfig to what it asks, and
+/// writes its status.
+async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
+    let key = key_of(hc);
+    let uid = hc.metadata.uid.clone().unwrap_or_default();
+    let seen = *ctx
+        .memory()
+        .first_seen
+        .entry(key.clone())
+        .or_insert_with(Instant::now);
+    let dir = ctx
+        .planes
+        .as_ref()
+        .map(|p| p.shared().layout.dir(&key.namespace, &key.name));
+    let saved = dir
+        .as_deref()
+        .and_then(|d| datadir::load(d).ok().flatten())
+        .filter(|s| s.uid == uid);
+    let mut problems = plan::problems(
+        &key.name,
+        &hc.spec,
+        ctx.can,
+        saved.as_ref().map(datadir::Saved::provisioned),
+    );
+    if let Some(set) = &hc.spec.cluster_set
+        && !ctx.fleet.cluster_sets().contains(set)
+    {
+        problems.push(Problem {
+            reason: "ClusterSetNotFound",
+            message: format!(
+                "spec.clusterSet names ClusterSet {set:?}, which does not exist on the hub; create it (atoll clusterset create {set}) and the cluster joins it"
+            ),
+            blocks: false,
+        });
+    }
+
+    // The cluster's place in the inventory comes first: a name another cluster holds stops here.
+    let mut claimed = false;
+    if !problems.iter().any(|p| p.blocks) {
+        let join_secret = saved
+            .as_ref()
+            .map(|s| s.join_secret.clone())
+            .unwrap_or_else(|| fresh_join_secret(&key, &uid, hc, dir.as_deref()));
+        match claim::claim(&ctx.client, hc, &join_secret).await? {
+            claim::Claim::Ours(record, version) => {
+                ctx.fleet.upsert_record(&record, version);
+                claimed = true;
+            }
+            claim::Claim::InUse(message) => problems.push(Problem {
+                reason: "NameInUse",
+                message,
+                blocks: true,
+            }),
+        }
+    }
+    if claimed && let Err(problem) = label_profile(hc, ctx, &key).await? {
+        problems.push(problem);
+    }
+
+    let blocked = problems.iter().any(|p| p.blocks);
+    let snapshot = match &ctx.planes {
+        Some(planes) if !blocked && hc.spec.suspended => {
+            planes.stop(&key).await;
+            Some(runtime::Snapshot {
+                phase: Phase::Suspended,
+                port: saved.as_ref().and_then(|s| s.port),
+                credentials: None,
+            })
+        }
+        Some(planes) if !blocked => Some(planes.ensure(&key, desired(hc, saved.as_ref())).await),
+        // A control plane already running keeps running as it was.
+        Some(planes) => planes.snapshot(&key),
+        None => None,
+    };
+    let phase = snapshot.as_ref().map_or(Phase::Absent, |s| s.phase.clone());
+    let port = snapshot.as_ref().and_then(|s| s.port);
+    let host = ctx
+        .planes
+        .as_ref()
+        .map(|p| p.shared().host.clone())
+        .unwrap_or_default();
+    let endpoint = port.map(|port| Endpoint {
+        host: host.clone(),
+        port: i32::from(port),
+    });
+
+    let mut kubeconfig = hc.status.as_ref().is_some_and(|s| s.kubeconfig.is_some());
+    if let (Some(endpoint), Some(credentials)) = (
+        &endpoint,
+        snapshot.as_ref().and_then(|s| s.credentials.as_ref()),
+    ) {
+        let server = format!("https://{}:{}", endpoint.host, endpoint.port);
+        let text = atoll_apiserver::kubeconfig::render(
+            &key.name,
+            &server,
+            &credentials.ca_pem,
+            &credentials.token,
+        );
+        let fresh = ctx.memory().published.get(&key) != Some(&text);
+        if fresh {
+            claim::publish_kubeconfig(&ctx.client, &claim::kubeconfig_secret(hc, &text)).await?;
+            ctx.memory().published.insert(key.clone(), text);
+        }
+        kubeconfig = true;
+        if claimed {
+            let access = access_provider(&key, &server, &credentials.ca_pem);
+            ctx.fleet.update(&key.name, |m| {
+                let changed = m.access.as_ref() != Some(&access);
+                m.access = Some(access);
+                (
+                    Changes {
+                        profile: changed,
+                        membership: false,
+                    },
+                    (),
+                )
+            });
+        }
+    }
+    let suspended = (phase == Phase::Suspended).then(|| {
+        format!(
+            "the hosted control plane is suspended (spec.suspended of HostedCluster {key}); its data is kept"
+        )
+    });
+    let joined = if claimed {
+        ctx.fleet.update(&key.name, |m| {
+            let changed = m.suspended != suspended;
+            m.suspended = suspended.clone();
+            (
+                Changes {
+                    profile: changed,
+                    membership: changed,
+                },
+                m.accepted && m.credential.is_some(),
+            )
+        })
+    } else {
+        None
+    };
+    let ready_after = (phase == Phase::Running).then(|| seen.elapsed());
+    let observed = plan::Observed {
+        name: &key.name,
+        spec: &hc.spec,
+        generation: hc.metadata.generation,
+        problems: &problems,
+        phase,
+        endpoint,
+        kubeconfig,
+        joined,
+        data_dir: dir.map(|d| d.display().to_string()),
+        ready_after,
+    };
+    let previous = hc.status.clone().unwrap_or_default();
+    let status = plan::status(&observed, &previous, jiff::Timestamp::now());
+    if status != previous {
+        write_status(ctx, &key, &status).await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// The join secret of a cluster not started yet: recorded in its data directory at once, so
+/// that the record the hub makes and the agent agree.
+fn fresh_join_secret(
+    key: &Key,
+    uid: &str,
+    hc: &HostedCluster,
+    dir: Option<&std::path::Path>,
+) -> String {
+    let fresh = datadir::Saved::new(uid, hc.spec.mode, plan::storage(&hc.spec), None);
+    match dir.map(|d| datadir::prepare(d, fresh.clone())) {
+        Some(Ok(saved)) => saved.join_secret,
+        Some(Err(error)) => {
+            // The supervisor reports the directory's failure; the agent cannot join anyway.
+            tracing::debug!(cluster = %key, %error, "cannot prepare the data directory yet");
+            fresh.join_secret
+        }
+        None => fresh.join_secret,
+    }
+}
+
+/// Sets the spec's labels on the cluster's profile when they changed; a label the API server
+/// refuses is a problem of the spec.
+async fn label_profile(
+    hc: &HostedCluster,
+    ctx: &Context,
+    key: &Key,
+) -> Result<Result<(), Problem>, Error> {
+    let wanted = serde_json::to_string(&hc.spec.labels).unwrap_or_default();
+    if ctx.memory().labelled.get(key) == Some(&wanted) {
+        return Ok(Ok(()));
+    }
+    match claim::label_profile(&ctx.client, hc).await {
+        Ok(()) => {
+            ctx.memory().labelled.insert(key.clone(), wanted);
+            Ok(Ok(()))
+        }
+        Err(kube::Error::Api(e)) if e.code == 422 => Ok(Err(Problem {
+            reason: "InvalidLabels",
+            message: format!("spec.labels cannot go on the ClusterProfile: {}", e.message),
+            blocks: false,
+        })),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// What the runtime should run for a HostedCluster: what cannot change comes from its data
+/// directory once it was started.
+fn desired(hc: &HostedCluster, saved: Option<&datadir::Saved>) -> Desired {
+    let limits = hc.spec.limits.clone().unwrap_or_default();
+    let api_server = hc.spec.api_server.clone().unwrap_or_default();
+    Desired {
+        uid: hc.metadata.uid.clone().unwrap_or_default(),
+        mode: saved.map_or(hc.spec.mode, |s| s.mode),
+        storage: saved.map_or(plan::storage(&hc.spec), |s| s.storage),
+        port: api_server.port.and_then(|p| u16::try_from(p).ok()),
+        extra_sans: api_server.extra_sans,
+        limits: runtime::Limits {
+            objects: limits.objects.and_then(|n| u64::try_from(n).ok()),
+            // Checked by plan::problems before anything runs.
+            storage_bytes: limits
+                .storage_bytes
+                .as_ref()
+                .and_then(|b| parse_bytes(b).ok()),
+            requests_in_flight: limits
+                .requests_in_flight
+                .and_then(|n| u32::try_from(n).ok()),
+        },
+        restore: hc.annotations().contains_key(ANNOTATION_RESTORE),
+    }
+}
+
+/// The access provider of a hosted cluster's profile: its server and CA, and where its admin
+/// kubeconfig is.
+fn access_provider(key: &Key, server: &str, ca_pem: &str) -> Vec<AccessProvider> {
+    use base64::Engine as _;
+    vec![AccessProvider {
+        name: ACCESS_PROVIDER.to_owned(),
+        cluster: Some(KubeconfigCluster {
+            server: server.to_owned(),
+            certificate_authority_data: Some(
+                base64::engine::general_purpose::STANDARD.encode(ca_pem),
+            ),
+            extensions: vec![NamedExtension {
+                name: KUBECONFIG_EXTENSION.to_owned(),
+                extension: serde_json::json!({
+                    "namespace": key.namespace,
+                    "name": atoll_api::hosted::kubeconfig_secret_name(&key.name),
+                    "key": atoll_api::hosted::KUBECONFIG_KEY,
+                }),
+            }],
+            ..KubeconfigCluster::default()
+        }),
+    }]
+}
+
+async fn write_status(ctx: &Context, key: &Key, status: &HostedClusterStatus) -> kube::Result<()> {
+    let api: Api<HostedCluster> = Api::namespaced(ctx.client.clone(), &key.namespace);
+    let patch = serde_json::json!({"status": status});
+    match api
+        .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => Ok(()),
+        // Deleted meanwhile: nothing to say.
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Tears a deleted HostedCluster down: its control plane stops, the cluster leaves the inventory
+/// (with its Works), and its kubeconfig and data go.
+async fn cleanup(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
+    let key = key_of(hc);
+    let uid = hc.metadata.uid.clone().unwrap_or_default();
+    if let Some(planes) = &ctx.planes {
+        planes.stop(&key).await;
+    }
+    claim::release(&ctx.client, &key.name, &uid).await?;
+    claim::delete_kubeconfig(&ctx.client, &key.namespace, &key.name).await?;
+    if let Some(planes) = &ctx.planes {
+        let dir = planes.shared().layout.dir(&key.namespace, &key.name);
+        let ours = datadir::load(&dir)
+            .ok()
+            .flatten()
+            .is_none_or(|s| s.uid == uid);
+        if ours {
+            datadir::remove(&dir).map_err(|source| Error::DataDir {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+    }
+    ctx.forget(&key);
+    tracing::info!(cluster = %key, "hosted cluster deleted");
+    Ok(Action::await_change())
+}

@@ -1,0 +1,256 @@
+//! A hosted cluster's place on the hub: its member record (made accepted, and labelled with the
+//! HostedCluster's UID so that a HostedCluster never takes over or removes a cluster it did not
+//! make), its namespace and ClusterProfile, and the Secret with its admin kubeconfig.
+
+use std::collections::BTreeMap;
+
+use atoll_api::hosted::{HostedCluster, KUBECONFIG_KEY, kubeconfig_secret_name};
+use atoll_api::inventory::ClusterProfile;
+use atoll_api::names::{INVENTORY_NAMESPACE, SYSTEM_NAMESPACE};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::Resource as _;
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+
+use crate::digest::sha256;
+use crate::inventory::new_profile;
+use crate::record::{self, LABEL_CLUSTER, Record};
+
+/// Field manager of what the hosted cluster controller writes.
+pub const FIELD_MANAGER: &str = "atoll-hosted";
+/// Annotation on a hosted cluster's ClusterProfile naming its HostedCluster (`namespace/name`).
+pub const ANNOTATION_HOSTED_CLUSTER: &str = "atoll.dev/hosted-cluster";
+/// Label on the kubeconfig Secret naming its hosted cluster.
+pub const LABEL_HOSTED_CLUSTER: &str = "atoll.dev/hosted-cluster";
+
+/// Whether the hub is the HostedCluster's to use for its member cluster.
+#[derive(Debug)]
+pub enum Claim {
+    /// The record is the HostedCluster's (made now or before), at this resourceVersion.
+    Ours(Record, u64),
+    /// Something else has the name; why.
+    InUse(String),
+}
+
+/// Makes the member record, namespace and ClusterProfile of HostedCluster `hc`'s cluster,
+/// unless something that is not the HostedCluster's holds the name.
+pub async fn claim(
+    client: &kube::Client,
+    hc: &HostedCluster,
+    join_secret: &str,
+) -> kube::Result<Claim> {
+    let name = hc.metadata.name.as_deref().unwrap_or_default();
+    let uid = hc.metadata.uid.as_deref().unwrap_or_default();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    let not_ours = |record: &Record| {
+        (record.hosted_by.as_deref() != Some(uid)).then(|| {
+            format!(
+                "a member cluster named {name:?} is on this hub already, not made by this HostedCluster; choose another name, or remove that cluster first (atoll cluster remove {name})"
+            )
+        })
+    };
+    let existing = secrets.get_opt(&record::secret_name(name)).await?;
+    if let Some(record) = existing.as_ref().and_then(Record::from_secret)
+        && let Some(why) = not_ours(&record)
+    {
+        return Ok(Claim::InUse(why));
+    }
+    if let Some(why) = claim_namespace(client, name).await? {
+        return Ok(Claim::InUse(why));
+    }
+    let (record, version) = match existing
+        .as_ref()
+        .and_then(|s| Record::from_secret(s).map(|r| (r, record::version(&s.metadata))))
+    {
+        Some(found) => found,
+        None => {
+            let record = Record {
+                name: name.to_owned(),
+                accepted: true,
+                join_secret: Some(sha256(join_secret.as_bytes())),
+                credential: None,
+                cluster_id: String::new(),
+                hosted_by: Some(uid.to_owned()),
+            };
+            match secrets
+                .create(&PostParams::default(), &record.to_secret())
+                .await
+            {
+                Ok(stored) => (record, record::version(&stored.metadata)),
+                Err(kube::Error::Api(e)) if e.code == 409 => {
+                    let stored = secrets.get(&record::secret_name(name)).await?;
+                    let Some(record) = Record::from_secret(&stored) else {
+                        return Ok(Claim::InUse(format!(
+                            "the hub holds a Secret {SYSTEM_NAMESPACE}/{} that is not a member record; remove it",
+                            record::secret_name(name)
+                        )));
+                    };
+                    if let Some(why) = not_ours(&record) {
+                        return Ok(Claim::InUse(why));
+                    }
+                    (record, record::version(&stored.metadata))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    };
+    let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
+    let mut profile = new_profile(name, hc.spec.cluster_set.as_deref());
+    profile.metadata.annotations = Some(annotations(hc));
+    match profiles.create(&PostParams::default(), &profile).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => return Err(e),
+    }
+    Ok(Claim::Ours(record, version))
+}
+
+/// Creates the cluster's namespace on the hub; says why not when a namespace of that name
+/// exists that is not a member cluster's.
+async fn claim_namespace(client: &kube::Client, name: &str) -> kube::Result<Option<String>> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some([(LABEL_CLUSTER.to_owned(), name.to_owned())].into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    let existing = match namespaces.create(&PostParams::default(), &namespace).await {
+        Ok(_) => return Ok(None),
+        Err(kube::Error::Api(e)) if e.code == 409 => namespaces.get(name).await?,
+        Err(e) => return Err(e),
+    };
+    let labelled = existing
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL_CLUSTER))
+        .is_some_and(|v| v == name);
+    Ok((!labelled).then(|| {
+        format!(
+            "the hub has a namespace {name:?} that is not a member cluster's, and a member cluster's Works live in the namespace of its name; choose another name"
+        )
+    }))
+}
+
+fn annotations(hc: &HostedCluster) -> BTreeMap<String, String> {
+    let namespace = hc.metadata.namespace.as_deref().unwrap_or_default();
+    let name = hc.metadata.name.as_deref().unwrap_or_default();
+    BTreeMap::from([(
+        ANNOTATION_HOSTED_CLUSTER.to_owned(),
+        format!("{namespace}/{name}"),
+    )])
+}
+
+/// Sets the labels the HostedCluster's spec asks for on its ClusterProfile, removing those it
+/// set before and no longer asks for (the ClusterSet label, set once at creation, and labels
+/// an administrator set stay).
+pub async fn label_profile(client: &kube::Client, hc: &HostedCluster) -> kube::Result<()> {
+    let name = hc.metadata.name.as_deref().unwrap_or_default();
+    let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
+    let patch = serde_json::json!({
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+        "kind": "ClusterProfile",
+        "metadata": {
+            "name": name,
+            "namespace": INVENTORY_NAMESPACE,
+            "labels": hc.spec.labels,
+            "annotations": annotations(hc),
+        },
+    });
+    profiles
+        .patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .map(|_| ())
+}
+
+/// The HostedCluster a ClusterProfile belongs to, from its annotation.
+pub fn hosted_cluster_of(profile: &ClusterProfile) -> Option<(String, String)> {
+    let value = profile
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(ANNOTATION_HOSTED_CLUSTER)?;
+    let (namespace, name) = value.split_once('/')?;
+    Some((namespace.to_owned(), name.to_owned()))
+}
+
+/// Takes the cluster out of the inventory when its record is the HostedCluster's: the record
+/// and the profile go, and with the record its namespace and Works (see `sources::records`).
+pub async fn release(client: &kube::Client, name: &str, uid: &str) -> kube::Result<()> {
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    let Some(stored) = secrets.get_opt(&record::secret_name(name)).await? else {
+        return Ok(());
+    };
+    if Record::from_secret(&stored)
+        .and_then(|r| r.hosted_by)
+        .as_deref()
+        != Some(uid)
+    {
+        return Ok(());
+    }
+    match record::remove(client.clone(), name).await {
+        Ok(()) | Err(record::Error::NotFound(_)) => Ok(()),
+        Err(record::Error::Api(e)) => Err(e),
+    }
+}
+
+/// The Secret `<name>-admin-kubeconfig` holding `kubeconfig`, owned by the HostedCluster.
+pub fn kubeconfig_secret(hc: &HostedCluster, kubeconfig: &str) -> Secret {
+    let name = hc.metadata.name.as_deref().unwrap_or_default();
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(kubeconfig_secret_name(name)),
+            namespace: hc.metadata.namespace.clone(),
+            labels: Some([(LABEL_HOSTED_CLUSTER.to_owned(), name.to_owned())].into()),
+            owner_references: hc.controller_owner_ref(&()).map(|r| vec![r]),
+            ..ObjectMeta::default()
+        },
+        type_: Some("Opaque".to_owned()),
+        data: Some(BTreeMap::from([(
+            KUBECONFIG_KEY.to_owned(),
+            ByteString(kubeconfig.as_bytes().to_vec()),
+        )])),
+        ..Secret::default()
+    }
+}
+
+/// Writes the kubeconfig Secret.
+pub async fn publish_kubeconfig(client: &kube::Client, secret: &Secret) -> kube::Result<()> {
+    let namespace = secret.metadata.namespace.as_deref().unwrap_or_default();
+    let name = secret.metadata.name.as_deref().unwrap_or_default();
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let mut body = serde_json::to_value(secret).map_err(kube::Error::SerdeError)?;
+    body["apiVersion"] = "v1".into();
+    body["kind"] = "Secret".into();
+    api.patch(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&body),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Deletes the kubeconfig Secret; one that is gone is fine.
+pub async fn delete_kubeconfig(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> kube::Result<()> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    match api
+        .delete(&kubeconfig_secret_name(name), &DeleteParams::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}

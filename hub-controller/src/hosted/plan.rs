@@ -1,0 +1,726 @@
+//! Pure decisions about one HostedCluster: what in its spec this hub cannot run, and the status
+//! its control plane's state earns. No I/O: the controller gathers what it observed and writes
+//! what these functions conclude.
+
+use std::time::Duration;
+
+use atoll_api::hosted::{
+    CONDITION_AGENT_JOINED, CONDITION_API_SERVER_AVAILABLE, CONDITION_AVAILABLE,
+    CONDITION_DATASTORE_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING, Endpoint,
+    HostedClusterSpec, HostedClusterStatus, HostedMode, KUBECONFIG_KEY, SecretKey, StorageBackend,
+    kubeconfig_secret_name, name_problem, parse_bytes,
+};
+use atoll_api::names::{LABEL_CLUSTER_MANAGER, LABEL_CLUSTER_SET};
+
+use crate::conditions::{Verdict, merge};
+
+/// The Kubernetes version embedded and process-mode control planes serve.
+pub const SERVED_VERSION: &str = atoll_apiserver::discovery::KUBERNETES_VERSION;
+
+/// Something in a spec that needs a person: shown as `Degraded` with its reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// CamelCase reason.
+    pub reason: &'static str,
+    /// What is wrong and what to do.
+    pub message: String,
+    /// Whether the hub must not start (or change) the control plane because of it. A control
+    /// plane already running keeps running as it was.
+    pub blocks: bool,
+}
+
+impl Problem {
+    fn blocking(reason: &'static str, message: String) -> Self {
+        Self {
+            reason,
+            message,
+            blocks: true,
+        }
+    }
+}
+
+/// What this hub can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Whether the hub has a data directory for Embedded and Process control planes.
+    pub data_dir: bool,
+    /// Whether the hub can start `atoll apiserver` processes.
+    pub processes: bool,
+}
+
+/// How a cluster was first provisioned (kept in its data directory): what cannot change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Provisioned {
+    pub mode: HostedMode,
+    pub storage: StorageBackend,
+}
+
+/// The problems of a spec, in the order a person should fix them.
+pub fn problems(
+    name: &str,
+    spec: &HostedClusterSpec,
+    can: Capabilities,
+    provisioned: Option<Provisioned>,
+) -> Vec<Problem> {
+    let mut out = Vec::new();
+    if let Some(message) = name_problem(name) {
+        out.push(Problem::blocking("InvalidName", message));
+    }
+    let storage = spec.storage.as_ref().map(|s| s.backend).unwrap_or_default();
+    if let Some(was) = provisioned {
+        if was.mode != spec.mode {
+            out.push(Problem {
+                reason: "ImmutableFieldChanged",
+                message: format!(
+                    "spec.mode cannot change: the cluster runs as {} (asked: {}); set it back, or delete the cluster and create it again",
+                    was.mode, spec.mode
+                ),
+                blocks: false,
+            });
+        }
+        if was.storage != storage {
+            out.push(Problem {
+                reason: "ImmutableFieldChanged",
+                message: format!(
+                    "spec.storage.backend cannot change: the cluster keeps its data in {} (asked: {}); set it back, or back the cluster up and restore it into a new one",
+                    was.storage.as_str(),
+                    storage.as_str()
+                ),
+                blocks: false,
+            });
+        }
+    }
+    let mode = provisioned.map_or(spec.mode, |p| p.mode);
+    match mode {
+        HostedMode::Kubernetes => out.push(Problem::blocking(
+            "ModeUnavailable",
+            "this hub cannot run Kubernetes-mode control planes (etcd and kube-apiserver as workloads need hub-controller on a Kubernetes cluster, not yet available); use mode Embedded or Process".to_owned(),
+        )),
+        HostedMode::Embedded | HostedMode::Process if !can.data_dir => {
+            out.push(Problem::blocking(
+                "ModeUnavailable",
+                format!(
+                    "this hub has no data directory for {mode} control planes; start hub-controller with --hosted-data-dir on a persistent volume"
+                ),
+            ))
+        }
+        HostedMode::Process if !can.processes => out.push(Problem::blocking(
+            "ModeUnavailable",
+            "this hub cannot find the atoll binary to run Process-mode control planes; give it with --apiserver-binary".to_owned(),
+        )),
+        HostedMode::Embedded | HostedMode::Process => {
+            if let Some(asked) = &spec.kubernetes_version
+                && !serves(asked)
+            {
+                out.push(Problem::blocking(
+                    "UnsupportedVersion",
+                    format!(
+                        "{mode} control planes serve Kubernetes {SERVED_VERSION} (atoll's API server); spec.kubernetesVersion asks for {asked:?}: leave it unset or ask for {SERVED_VERSION}"
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(limits) = &spec.limits
+        && let Some(bytes) = &limits.storage_bytes
+        && let Err(e) = parse_bytes(bytes)
+    {
+        out.push(Problem::blocking(
+            "InvalidLimits",
+            format!("spec.limits.storageBytes: {e}"),
+        ));
+    }
+    let reserved: Vec<&str> = spec
+        .labels
+        .keys()
+        .map(String::as_str)
+        .filter(|k| [LABEL_CLUSTER_MANAGER, LABEL_CLUSTER_SET].contains(k))
+        .collect();
+    if !reserved.is_empty() {
+        out.push(Problem::blocking(
+            "InvalidLabels",
+            format!(
+                "spec.labels may not set {}: the hub sets the cluster manager, and the ClusterSet comes from spec.clusterSet",
+                reserved.join(", ")
+            ),
+        ));
+    }
+    out
+}
+
+/// Whether a requested version is the one atoll serves: `1.35`, `v1.35`, `1.35.0` or `v1.35.0`
+/// (with or without a `+build` suffix).
+pub fn serves(asked: &str) -> bool {
+    let served = SERVED_VERSION.trim_start_matches('v');
+    let asked = asked.trim().trim_start_matches('v');
+    let asked = asked.split('+').next().unwrap_or_default();
+    let minor = served.rsplit_once('.').map_or(served, |(m, _)| m);
+    asked == served || asked == minor
+}
+
+/// Which part of a control plane failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Component {
+    ApiServer,
+    Datastore,
+}
+
+/// Where a control plane is, as its supervisor last reported it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    /// Not running, and not asked to (a blocking problem, or not reconciled yet).
+    Absent,
+    /// Being started.
+    Starting,
+    /// Serving.
+    Running,
+    /// Serving only the restore endpoint, waiting for a backup to be uploaded.
+    AwaitingRestore,
+    /// Stopped on purpose, its data kept.
+    Suspended,
+    /// It failed and is retried with backoff.
+    Failed {
+        component: Component,
+        reason: &'static str,
+        message: String,
+        /// How many times in a row it failed.
+        attempts: u32,
+    },
+}
+
+/// What the hub observed of a HostedCluster's control plane and agent.
+#[derive(Debug, Clone)]
+pub struct Observed<'a> {
+    pub name: &'a str,
+    pub spec: &'a HostedClusterSpec,
+    pub generation: Option<i64>,
+    pub problems: &'a [Problem],
+    pub phase: Phase,
+    /// Where the API server is reached, once known.
+    pub endpoint: Option<Endpoint>,
+    /// Whether the kubeconfig Secret is published.
+    pub kubeconfig: bool,
+    /// `None` until the cluster has a member record; then whether its agent holds a credential.
+    pub joined: Option<bool>,
+    /// The data directory, for messages.
+    pub data_dir: Option<String>,
+    /// How long after the hub first saw the cluster it became Available, once it has.
+    pub ready_after: Option<Duration>,
+}
+
+/// The verdicts a HostedCluster's status should carry.
+pub fn verdicts(o: &Observed<'_>) -> Vec<Verdict> {
+    let blocking = o.problems.iter().find(|p| p.blocks);
+    let url = o
+        .endpoint
+        .as_ref()
+        .map(|e| format!("https://{}:{}", e.host, e.port))
+        .unwrap_or_default();
+    let storage = o
+        .spec
+        .storage
+        .as_ref()
+        .map(|s| s.backend)
+        .unwrap_or_default();
+    let datastore_where = match (storage, &o.data_dir) {
+        (StorageBackend::Memory, _) => "in memory".to_owned(),
+        (StorageBackend::Sqlite, Some(dir)) => format!("SQLite in {dir}"),
+        (StorageBackend::Sqlite, None) => "SQLite".to_owned(),
+    };
+    let (api, datastore) = match &o.phase {
+        Phase::Running => (
+            Verdict::new(
+                CONDITION_API_SERVER_AVAILABLE,
+                "True",
+                "AsExpected",
+                format!("the API server serves at {url}"),
+            ),
+            Verdict::new(
+                CONDITION_DATASTORE_AVAILABLE,
+                "True",
+                "AsExpected",
+                format!("the data is kept {datastore_where}"),
+            ),
+        ),
+        Phase::AwaitingRestore => (
+            Verdict::new(
+                CONDITION_API_SERVER_AVAILABLE,
+                "False",
+                "AwaitingRestore",
+                format!(
+                    "the API server at {url} waits for a backup to be uploaded (atoll hosted create {} --restore FILE)",
+                    o.name
+                ),
+            ),
+            Verdict::new(
+                CONDITION_DATASTORE_AVAILABLE,
+                "False",
+                "AwaitingRestore",
+                "the datastore is empty until the backup is restored",
+            ),
+        ),
+        Phase::Suspended => {
+            let kept = if storage == StorageBackend::Memory {
+                "its data was in memory and is gone".to_owned()
+            } else {
+                format!("its data is kept {datastore_where}")
+            };
+            (
+                Verdict::new(
+                    CONDITION_API_SERVER_AVAILABLE,
+                    "False",
+                    "Suspended",
+                    "the control plane is suspended (spec.suspended); set it to false to serve again",
+                ),
+                Verdict::new(CONDITION_DATASTORE_AVAILABLE, "False", "Suspended", kept),
+            )
+        }
+        Phase::Starting => (
+            Verdict::new(
+                CONDITION_API_SERVER_AVAILABLE,
+                "False",
+                "Starting",
+                "the API server is starting",
+            ),
+            Verdict::new(
+                CONDITION_DATASTORE_AVAILABLE,
+                "Unknown",
+                "Starting",
+                "the datastore is being opened",
+            ),
+        ),
+        Phase::Failed {
+            component,
+            reason,
+            message,
+            attempts,
+        } => {
+            let failed = format!("{message} (failed {attempts} time(s) in a row; retrying)");
+            match component {
+                Component::Datastore => (
+                    Verdict::new(
+                        CONDITION_API_SERVER_AVAILABLE,
+                        "False",
+                        "DatastoreUnavailable",
+                        "the API server cannot serve without its datastore",
+                    ),
+                    Verdict::new(CONDITION_DATASTORE_AVAILABLE, "False", reason, failed),
+                ),
+                Component::ApiServer => (
+                    Verdict::new(CONDITION_API_SERVER_AVAILABLE, "False", reason, failed),
+                    Verdict::new(
+                        CONDITION_DATASTORE_AVAILABLE,
+                        "Unknown",
+                        "APIServerUnavailable",
+                        "the datastore is opened by the API server, which is not running",
+                    ),
+                ),
+            }
+        }
+        Phase::Absent => {
+            let (reason, message) = match blocking {
+                Some(p) => (p.reason, p.message.clone()),
+                None => (
+                    "NotStarted",
+                    "the control plane has not started yet".to_owned(),
+                ),
+            };
+            (
+                Verdict::new(
+                    CONDITION_API_SERVER_AVAILABLE,
+                    "False",
+                    reason,
+                    message.clone(),
+                ),
+                Verdict::new(CONDITION_DATASTORE_AVAILABLE, "False", reason, message),
+            )
+        }
+    };
+    let available = if api.status == "True" && datastore.status == "True" {
+        Verdict::new(
+            CONDITION_AVAILABLE,
+            "True",
+            "AsExpected",
+            format!("the control plane serves at {url}"),
+        )
+    } else {
+        let cause = if api.status != "True" {
+            &api
+        } else {
+            &datastore
+        };
+        Verdict::new(
+            CONDITION_AVAILABLE,
+            "False",
+            cause.reason,
+            cause.message.clone(),
+        )
+    };
+    let joined = match (o.joined, &o.phase) {
+        (Some(true), _) => Verdict::new(
+            CONDITION_AGENT_JOINED,
+            "True",
+            "Joined",
+            format!(
+                "the cluster's agent joined the hub; it is ClusterProfile fleet-system/{}",
+                o.name
+            ),
+        ),
+        (_, Phase::Running) => Verdict::new(
+            CONDITION_AGENT_JOINED,
+            "False",
+            "Joining",
+            "the cluster's agent is joining the hub",
+        ),
+        _ => Verdict::new(
+            CONDITION_AGENT_JOINED,
+            "False",
+            "ControlPlaneNotRunning",
+            "the agent joins once the control plane serves",
+        ),
+    };
+    let failure = match &o.phase {
+        Phase::Failed {
+            reason, message, ..
+        } => Some((*reason, message.clone())),
+        _ => None,
+    };
+    let degraded = match (o.problems.first(), failure) {
+        (Some(p), _) => Verdict::new(CONDITION_DEGRADED, "True", p.reason, p.message.clone()),
+        (None, Some((reason, message))) => {
+            Verdict::new(CONDITION_DEGRADED, "True", reason, message)
+        }
+        (None, None) => Verdict::new(CONDITION_DEGRADED, "False", "AsExpected", "all is well"),
+    };
+    let progressing = match (&o.phase, blocking) {
+        (Phase::Suspended, _) => Verdict::new(
+            CONDITION_PROGRESSING,
+            "False",
+            "Suspended",
+            "the control plane is suspended",
+        ),
+        (Phase::Absent, Some(p)) => Verdict::new(
+            CONDITION_PROGRESSING,
+            "False",
+            p.reason,
+            "the hub cannot go on until the spec is fixed",
+        ),
+        (Phase::Starting | Phase::Absent, _) => Verdict::new(
+            CONDITION_PROGRESSING,
+            "True",
+            "Starting",
+            "the control plane is starting",
+        ),
+        (Phase::AwaitingRestore, _) => Verdict::new(
+            CONDITION_PROGRESSING,
+            "True",
+            "AwaitingRestore",
+            "waiting for a backup to be uploaded",
+        ),
+        (Phase::Failed { reason, .. }, _) => Verdict::new(
+            CONDITION_PROGRESSING,
+            "True",
+            reason,
+            "retrying the control plane with backoff",
+        ),
+        (Phase::Running, _) if o.joined != Some(true) => Verdict::new(
+            CONDITION_PROGRESSING,
+            "True",
+            "Joining",
+            "the control plane serves; its agent is joining the hub",
+        ),
+        (Phase::Running, _) if !o.kubeconfig => Verdict::new(
+            CONDITION_PROGRESSING,
+            "True",
+            "PublishingKubeconfig",
+            "the control plane serves; its kubeconfig is being published",
+        ),
+        (Phase::Running, _) => Verdict::new(
+            CONDITION_PROGRESSING,
+            "False",
+            "AsExpected",
+            "the control plane serves and its agent joined the hub",
+        ),
+    };
+    vec![available, progressing, degraded, api, datastore, joined]
+}
+
+/// The status a HostedCluster should show, keeping transition times from `previous`.
+pub fn status(
+    o: &Observed<'_>,
+    previous: &HostedClusterStatus,
+    now: jiff::Timestamp,
+) -> HostedClusterStatus {
+    let serving = matches!(o.phase, Phase::Running | Phase::AwaitingRestore);
+    let endpoint = o
+        .endpoint
+        .clone()
+        .or_else(|| previous.control_plane_endpoint.clone());
+    HostedClusterStatus {
+        observed_generation: o.generation,
+        conditions: merge(&previous.conditions, verdicts(o), o.generation, now),
+        url: endpoint
+            .as_ref()
+            .map(|e| format!("https://{}:{}", e.host, e.port)),
+        control_plane_endpoint: endpoint,
+        kubeconfig: if o.kubeconfig {
+            Some(SecretKey {
+                name: kubeconfig_secret_name(o.name),
+                key: KUBECONFIG_KEY.to_owned(),
+            })
+        } else {
+            previous.kubeconfig.clone()
+        },
+        version: if serving || previous.version.is_some() {
+            Some(format!("{SERVED_VERSION}+atoll"))
+        } else {
+            None
+        },
+        ready_after: previous
+            .ready_after
+            .clone()
+            .or_else(|| o.ready_after.map(format_duration)),
+    }
+}
+
+/// A duration as Go prints one: `87ms`, `1.204s`, `2m3.5s`.
+pub fn format_duration(d: Duration) -> String {
+    let millis = d.as_millis();
+    if millis < 1000 {
+        return format!("{millis}ms");
+    }
+    let seconds = d.as_secs_f64();
+    if seconds < 60.0 {
+        return format!("{}s", trim(seconds));
+    }
+    let minutes = (seconds / 60.0).floor();
+    format!("{}m{}s", minutes as u64, trim(seconds - minutes * 60.0))
+}
+
+fn trim(seconds: f64) -> String {
+    let text = format!("{seconds:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// The storage a spec asks for.
+pub fn storage(spec: &HostedClusterSpec) -> StorageBackend {
+    spec.storage.as_ref().map(|s| s.backend).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use atoll_api::hosted::{HostedLimits, HostedStorage};
+
+    const CAN: Capabilities = Capabilities {
+        data_dir: true,
+        processes: true,
+    };
+
+    fn condition<'a>(status: &'a HostedClusterStatus, type_: &str) -> (&'a str, &'a str) {
+        let c = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == type_)
+            .unwrap_or_else(|| panic!("no {type_} in {status:?}"));
+        (c.status.as_str(), c.reason.as_str())
+    }
+
+    fn observed<'a>(
+        spec: &'a HostedClusterSpec,
+        problems: &'a [Problem],
+        phase: Phase,
+    ) -> Observed<'a> {
+        Observed {
+            name: "c1",
+            spec,
+            generation: Some(1),
+            problems,
+            phase,
+            endpoint: Some(Endpoint {
+                host: "127.0.0.1".into(),
+                port: 7001,
+            }),
+            kubeconfig: true,
+            joined: Some(true),
+            data_dir: Some("/data/clusters/c1".into()),
+            ready_after: Some(Duration::from_millis(42)),
+        }
+    }
+
+    #[test]
+    fn a_running_joined_cluster_is_available_and_settled() {
+        let spec = HostedClusterSpec::default();
+        let o = observed(&spec, &[], Phase::Running);
+        let s = status(&o, &HostedClusterStatus::default(), jiff::Timestamp::now());
+        assert_eq!(condition(&s, "Available"), ("True", "AsExpected"));
+        assert_eq!(condition(&s, "Progressing"), ("False", "AsExpected"));
+        assert_eq!(condition(&s, "Degraded"), ("False", "AsExpected"));
+        assert_eq!(condition(&s, "AgentJoined"), ("True", "Joined"));
+        assert_eq!(s.url.as_deref(), Some("https://127.0.0.1:7001"));
+        assert_eq!(s.ready_after.as_deref(), Some("42ms"));
+        assert_eq!(s.kubeconfig.unwrap().name, "c1-admin-kubeconfig");
+        assert_eq!(s.version.as_deref(), Some("v1.35.0+atoll"));
+    }
+
+    #[test]
+    fn ready_after_is_kept_once_set() {
+        let spec = HostedClusterSpec::default();
+        let mut o = observed(&spec, &[], Phase::Running);
+        let first = status(&o, &HostedClusterStatus::default(), jiff::Timestamp::now());
+        o.ready_after = Some(Duration::from_secs(90));
+        let second = status(&o, &first, jiff::Timestamp::now());
+        assert_eq!(second.ready_after.as_deref(), Some("42ms"));
+    }
+
+    #[test]
+    fn a_failed_datastore_degrades_and_names_the_cause() {
+        let spec = HostedClusterSpec::default();
+        let phase = Phase::Failed {
+            component: Component::Datastore,
+            reason: "DataDirectoryFailed",
+            message: "cannot create the data directory /x: permission denied".into(),
+            attempts: 2,
+        };
+        let o = observed(&spec, &[], phase);
+        let s = status(&o, &HostedClusterStatus::default(), jiff::Timestamp::now());
+        assert_eq!(
+            condition(&s, "Available"),
+            ("False", "DatastoreUnavailable")
+        );
+        assert_eq!(
+            condition(&s, "DatastoreAvailable"),
+            ("False", "DataDirectoryFailed")
+        );
+        assert_eq!(condition(&s, "Degraded"), ("True", "DataDirectoryFailed"));
+        let message = &s
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "DatastoreAvailable")
+            .unwrap()
+            .message;
+        assert!(
+            message.contains("permission denied") && message.contains("2 time(s)"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn suspended_is_said_as_such() {
+        let spec = HostedClusterSpec {
+            suspended: true,
+            ..Default::default()
+        };
+        let o = observed(&spec, &[], Phase::Suspended);
+        let s = status(&o, &HostedClusterStatus::default(), jiff::Timestamp::now());
+        assert_eq!(condition(&s, "Available"), ("False", "Suspended"));
+        assert_eq!(condition(&s, "Progressing"), ("False", "Suspended"));
+        assert_eq!(condition(&s, "Degraded"), ("False", "AsExpected"));
+    }
+
+    #[test]
+    fn bad_specs_are_problems_that_name_the_field() {
+        let spec = HostedClusterSpec {
+            kubernetes_version: Some("v1.34.2".into()),
+            limits: Some(HostedLimits {
+                storage_bytes: Some(serde_json::json!("lots")),
+                ..Default::default()
+            }),
+            labels: [(LABEL_CLUSTER_SET.to_owned(), "x".to_owned())].into(),
+            ..Default::default()
+        };
+        let found = problems("c1", &spec, CAN, None);
+        let reasons: Vec<_> = found.iter().map(|p| p.reason).collect();
+        assert_eq!(
+            reasons,
+            ["UnsupportedVersion", "InvalidLimits", "InvalidLabels"]
+        );
+        assert!(found[0].message.contains("v1.35.0") && found[0].message.contains("v1.34.2"));
+        assert!(found[1].message.contains("spec.limits.storageBytes"));
+        assert!(found.iter().all(|p| p.blocks));
+        let o = observed(&spec, &found, Phase::Absent);
+        let s = status(&o, &HostedClusterStatus::default(), jiff::Timestamp::now());
+        assert_eq!(condition(&s, "Degraded"), ("True", "UnsupportedVersion"));
+        assert_eq!(condition(&s, "Available"), ("False", "UnsupportedVersion"));
+        assert_eq!(
+            condition(&s, "Progressing"),
+            ("False", "UnsupportedVersion")
+        );
+    }
+
+    #[test]
+    fn names_and_modes_this_hub_cannot_run_block() {
+        let spec = HostedClusterSpec::default();
+        assert_eq!(problems("a.b", &spec, CAN, None)[0].reason, "InvalidName");
+        let kubernetes = HostedClusterSpec {
+            mode: HostedMode::Kubernetes,
+            ..Default::default()
+        };
+        assert_eq!(
+            problems("c1", &kubernetes, CAN, None)[0].reason,
+            "ModeUnavailable"
+        );
+        let no_dir = Capabilities {
+            data_dir: false,
+            processes: true,
+        };
+        let found = problems("c1", &spec, no_dir, None);
+        assert!(found[0].message.contains("--hosted-data-dir"), "{found:?}");
+        let process = HostedClusterSpec {
+            mode: HostedMode::Process,
+            ..Default::default()
+        };
+        let no_binary = Capabilities {
+            data_dir: true,
+            processes: false,
+        };
+        assert!(
+            problems("c1", &process, no_binary, None)[0]
+                .message
+                .contains("--apiserver-binary")
+        );
+    }
+
+    #[test]
+    fn immutable_fields_changed_do_not_stop_what_runs() {
+        let spec = HostedClusterSpec {
+            mode: HostedMode::Process,
+            storage: Some(HostedStorage {
+                backend: StorageBackend::Memory,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let was = Provisioned {
+            mode: HostedMode::Embedded,
+            storage: StorageBackend::Sqlite,
+        };
+        let found = problems("c1", &spec, CAN, Some(was));
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(
+            found
+                .iter()
+                .all(|p| p.reason == "ImmutableFieldChanged" && !p.blocks)
+        );
+        assert!(found[0].message.contains("spec.mode") && found[0].message.contains("Embedded"));
+        assert!(found[1].message.contains("spec.storage.backend"));
+    }
+
+    #[test]
+    fn versions_atoll_serves() {
+        for ok in ["1.35", "v1.35", "v1.35.0", "1.35.0", "v1.35.0+atoll"] {
+            assert!(serves(ok), "{ok}");
+        }
+        for bad in ["1.34", "v1.35.1", "1.36.0", "", "latest", "1.3"] {
+            assert!(!serves(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn durations_read_as_go_prints_them() {
+        assert_eq!(format_duration(Duration::from_millis(87)), "87ms");
+        assert_eq!(format_duration(Duration::from_millis(1204)), "1.204s");
+        assert_eq!(format_duration(Duration::from_millis(2000)), "2s");
+        assert_eq!(format_duration(Duration::from_millis(123_500)), "2m3.5s");
+    }
+}

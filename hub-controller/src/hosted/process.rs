@@ -1,0 +1,269 @@
+//! Process mode: the cluster's API server is a child `atoll apiserver` of the hub, for failure
+//! isolation over density. The child stops when its standard input closes, so it never outlives
+//! the hub, even one that is killed; the hub restarts a child that dies, with backoff, and tells
+//! why from its exit status and the last lines it logged.
+
+use std::collections::VecDeque;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncBufReadExt as _;
+use tokio::process::{Child, Command};
+
+use super::plan::Component;
+use super::runtime::{Failure, KUBECONFIG_FILE, Outcome, Run, credentials, member_client};
+
+/// `atoll apiserver`'s exit status when its data directory or datastore cannot be opened.
+pub const EXIT_DATASTORE: i32 = 3;
+/// `atoll apiserver`'s exit status when it cannot listen on its address.
+pub const EXIT_LISTEN: i32 = 4;
+/// `atoll apiserver`'s exit status after a restored backup was staged: start it again at once.
+pub const EXIT_RESTART: i32 = 75;
+
+/// How long a child may take to serve.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a stopping child may take before it is killed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many of its last log lines the hub keeps of each child.
+const TAIL_LINES: usize = 8;
+
+/// Serves one control plane as a child process until it is stopped, dies, or must restart.
+pub async fn serve(run: &mut Run<'_>) -> Outcome {
+    let Some(binary) = run.shared.binary.clone() else {
+        return Outcome::Failed(Failure::new(
+            Component::ApiServer,
+            "ModeUnavailable",
+            "this hub cannot find the atoll binary to run Process-mode control planes",
+        ));
+    };
+    let port = match run.port() {
+        Some(port) => port,
+        None => match free_port(run) {
+            Ok(port) => port,
+            Err(failure) => return Outcome::Failed(failure),
+        },
+    };
+    if let Err(failure) = run.remember_port(port) {
+        return Outcome::Failed(failure);
+    }
+    let mut command = Command::new(&binary);
+    command
+        .arg("apiserver")
+        .arg("--data-dir")
+        .arg(&run.dir)
+        .arg("--api-addr")
+        .arg(run.listen(port).to_string())
+        .arg("--storage")
+        .arg(run.desired.storage.as_str())
+        .arg("--exit-on-stdin-close")
+        .arg("--log-format")
+        .arg("plain");
+    for host in run.hosts() {
+        command.arg("--tls-san").arg(host);
+    }
+    let limits = &run.desired.limits;
+    if let Some(n) = limits.objects {
+        command.arg("--max-objects").arg(n.to_string());
+    }
+    if let Some(n) = limits.storage_bytes {
+        command.arg("--max-storage-bytes").arg(n.to_string());
+    }
+    if let Some(n) = limits.requests_in_flight {
+        command.arg("--max-requests-inflight").arg(n.to_string());
+    }
+    if limits != &Default::default() {
+        command.arg("--limits-source").arg(run.limits().source);
+    }
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return Outcome::Failed(Failure::new(
+                Component::ApiServer,
+                "StartFailed",
+                format!("cannot run {} apiserver: {e}", binary.display()),
+            ));
+        }
+    };
+    tracing::info!(pid = child.id(), port, "started atoll apiserver");
+    // Held until the child must stop: closing it is what stops the child.
+    let stdin = child.stdin.take();
+    let mut tail = Tail::follow(&mut child);
+
+    let started = Instant::now();
+    loop {
+        tokio::select! {
+            status = child.wait() => return exited(status, &mut tail, true).await,
+            _ = run.stopped() => {
+                stop(child, stdin).await;
+                return Outcome::Stopped;
+            }
+            _ = tokio::time::sleep(Duration::from_millis(5)) => {}
+        }
+        if probe(run).await {
+            break;
+        }
+        if started.elapsed() > START_TIMEOUT {
+            let _ = child.kill().await;
+            return Outcome::Failed(Failure::new(
+                Component::ApiServer,
+                "StartTimedOut",
+                format!(
+                    "atoll apiserver did not serve within {}s: {}",
+                    START_TIMEOUT.as_secs(),
+                    tail.text()
+                ),
+            ));
+        }
+    }
+    let credentials = match credentials(&run.dir.join(KUBECONFIG_FILE)) {
+        Ok(c) => c,
+        Err(message) => {
+            stop(child, stdin).await;
+            return Outcome::Failed(Failure::new(Component::ApiServer, "StartFailed", message));
+        }
+    };
+    run.serving(port, credentials).await;
+    let agent = run.start_agent();
+    let status = tokio::select! {
+        status = child.wait() => Some(status),
+        _ = run.stopped() => None,
+    };
+    let outcome = match status {
+        Some(status) => Some(exited(status, &mut tail, false).await),
+        None => None,
+    };
+    if let Some(agent) = agent {
+        agent.stop().await;
+    }
+    match outcome {
+        Some(outcome) => outcome,
+        None => {
+            stop(child, stdin).await;
+            Outcome::Stopped
+        }
+    }
+}
+
+/// Whether the child serves: `/readyz` answers (or `/livez`, while it waits for a restore).
+async fn probe(run: &Run<'_>) -> bool {
+    let Ok(client) = member_client(&run.dir.join(KUBECONFIG_FILE)).await else {
+        return false;
+    };
+    let path = if run.awaiting_restore() {
+        "/livez"
+    } else {
+        "/readyz"
+    };
+    let Ok(request) = http::Request::get(path).body(Vec::new()) else {
+        return false;
+    };
+    client.request_text(request).await.is_ok()
+}
+
+/// Asks the child to stop by closing its standard input, and kills it if it takes too long.
+async fn stop(mut child: Child, stdin: Option<tokio::process::ChildStdin>) {
+    drop(stdin);
+    if tokio::time::timeout(STOP_TIMEOUT, child.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("atoll apiserver did not stop in time; killing it");
+        let _ = child.kill().await;
+    }
+}
+
+/// How a child's exit ends this run.
+async fn exited(status: std::io::Result<ExitStatus>, tail: &mut Tail, starting: bool) -> Outcome {
+    tail.finished().await;
+    let status = match status {
+        Ok(status) => status,
+        Err(e) => {
+            return Outcome::Failed(Failure::new(
+                Component::ApiServer,
+                "ProcessExited",
+                format!("cannot wait for atoll apiserver: {e}"),
+            ));
+        }
+    };
+    if status.code() == Some(EXIT_RESTART) {
+        return Outcome::Restart;
+    }
+    let when = if starting { "while starting" } else { "" };
+    let message =
+        format!("atoll apiserver exited {when} ({status}): {}", tail.text()).replace("  ", " ");
+    Outcome::Failed(match status.code() {
+        Some(EXIT_DATASTORE) => Failure::new(Component::Datastore, "DatastoreFailed", message),
+        Some(EXIT_LISTEN) if tail.text().contains("in use") => {
+            Failure::new(Component::ApiServer, "PortInUse", message)
+        }
+        Some(EXIT_LISTEN) => Failure::new(Component::ApiServer, "ListenFailed", message),
+        _ => Failure::new(Component::ApiServer, "ProcessExited", message),
+    })
+}
+
+/// Picks a port no one listens on, for a child that has none yet.
+fn free_port(run: &Run<'_>) -> Result<u16, Failure> {
+    std::net::TcpListener::bind(run.listen(0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| {
+            Failure::new(
+                Component::ApiServer,
+                "ListenFailed",
+                format!("cannot find a free port on {}: {e}", run.shared.listen_ip),
+            )
+        })
+}
+
+/// The last lines a child wrote to its standard error, also passed on to the hub's log.
+struct Tail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    reader: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Tail {
+    fn follow(child: &mut Child) -> Self {
+        let lines: Arc<Mutex<VecDeque<String>>> = Arc::default();
+        let reader = child.stderr.take().map(|stderr| {
+            let lines = lines.clone();
+            tokio::spawn(async move {
+                let mut reader = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = reader.next_line().await {
+                    tracing::debug!(target: "atoll_hub::hosted::child", "{line}");
+                    let mut kept = lines.lock().unwrap_or_else(|e| e.into_inner());
+                    if kept.len() == TAIL_LINES {
+                        kept.pop_front();
+                    }
+                    kept.push_back(line);
+                }
+            })
+        });
+        Self { lines, reader }
+    }
+
+    /// Waits (briefly) until the child's last lines are read.
+    async fn finished(&mut self) {
+        if let Some(reader) = self.reader.take() {
+            let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
+        }
+    }
+
+    /// The last error line the child logged, else its last line.
+    fn text(&self) -> String {
+        let kept = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let last_error = kept
+            .iter()
+            .rev()
+            .find(|l| l.contains("ERROR") || l.contains("Error:"));
+        match last_error.or(kept.back()) {
+            Some(line) => line.trim().to_owned(),
+            None => "it wrote nothing".to_owned(),
+        }
+    }
+}

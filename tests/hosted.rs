@@ -1,0 +1,841 @@
+//! Hosted clusters end to end with the real binaries: `atoll up` makes a fleet of embedded hosted
+//! clusters at its first start, a WorkPlacement lands on all of them and kubectl sees it through
+//! each one's kubeconfig; Process-mode clusters survive a SIGKILLed API server; backups restore
+//! with old kubeconfigs working; suspend and resume keep the data; bad input and faults each end
+//! in a clear condition or error with nothing lost; a hub SIGKILLed while clusters are created and
+//! deleted converges after a restart, with nothing orphaned.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use atoll_tests::{Process, Ran, Tool, atoll_binary, client_binary, eventually, free_addr};
+use serde_json::Value;
+
+/// A hub (`atoll up`) for one test, with its scratch directory.
+struct Hub {
+    process: Process,
+    dir: tempfile::TempDir,
+    grpc: String,
+    api: std::net::SocketAddr,
+}
+
+impl Hub {
+    fn start(hosted_clusters: u32) -> Hub {
+        let dir = tempfile::tempdir().unwrap();
+        let grpc = free_addr().unwrap().to_string();
+        let api = free_addr().unwrap();
+        let process = Self::launch(dir.path(), api, &grpc, hosted_clusters);
+        Hub {
+            process,
+            dir,
+            grpc,
+            api,
+        }
+    }
+
+    fn launch(dir: &Path, api: std::net::SocketAddr, grpc: &str, hosted: u32) -> Process {
+        Process::hub_with(
+            &dir.join("hub"),
+            api,
+            &[
+                "--grpc-addr",
+                grpc,
+                "--hosted-clusters",
+                &hosted.to_string(),
+                "--lease-seconds",
+                "2",
+            ],
+        )
+        .unwrap()
+    }
+
+    /// Stops the hub with SIGTERM and starts it again on the same data.
+    fn restart(&mut self) {
+        assert!(self.process.terminate().unwrap().success());
+        self.start_again();
+    }
+
+    /// Starts the hub again on the same data (after it stopped or was killed).
+    fn start_again(&mut self) {
+        self.process = Self::launch(self.dir.path(), self.api, &self.grpc, 0);
+    }
+
+    fn hub_dir(&self) -> PathBuf {
+        self.dir.path().join("hub")
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.hub_dir().join("hub.kubeconfig")
+    }
+
+    fn hosted_dir(&self, namespace: &str, name: &str) -> PathBuf {
+        self.hub_dir().join("hosted").join(namespace).join(name)
+    }
+
+    /// `atoll` against this hub.
+    fn atoll(&self, args: &[&str]) -> Ran {
+        let kubeconfig = self.kubeconfig();
+        let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
+        all.extend_from_slice(args);
+        Tool::new(atoll_binary().unwrap())
+            .env("RUST_BACKTRACE", "0")
+            .run(&all)
+    }
+
+    /// `kubectl` against this hub.
+    fn kubectl(&self, args: &[&str]) -> Ran {
+        kubectl(&self.kubeconfig(), args)
+    }
+
+    /// A file in the scratch directory.
+    fn file(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+
+    /// Writes hosted cluster `name`'s kubeconfig with `atoll kubeconfig` and returns its path.
+    fn member_kubeconfig(&self, name: &str) -> PathBuf {
+        let path = self.dir.path().join(format!("{name}.kubeconfig"));
+        self.atoll(&["kubeconfig", name, "-o", path.to_str().unwrap()])
+            .success();
+        path
+    }
+
+    /// The HostedCluster `clusters/name` as JSON, if it exists.
+    fn hosted(&self, name: &str) -> Option<Value> {
+        self.hosted_in("clusters", name)
+    }
+
+    fn hosted_in(&self, namespace: &str, name: &str) -> Option<Value> {
+        let ran = self.kubectl(&["get", "hostedcluster", name, "-n", namespace, "-o", "json"]);
+        ran.status.is_some_and(|s| s.success()).then(|| ran.json())
+    }
+
+    /// Waits until `clusters/name`'s condition `type_` has `status` (and `reason`, if given);
+    /// returns its message.
+    async fn until_condition(
+        &self,
+        namespace: &str,
+        name: &str,
+        type_: &str,
+        status: &str,
+        reason: Option<&str>,
+    ) -> String {
+        let mut last = Value::Null;
+        let found = eventually(Duration::from_secs(60), || {
+            last = self.hosted_in(namespace, name).unwrap_or(Value::Null);
+            let matched = condition(&last, type_)
+                .is_some_and(|c| c["status"] == status && reason.is_none_or(|r| c["reason"] == r));
+            std::future::ready(matched)
+        })
+        .await;
+        if !found {
+            let log =
+                std::fs::read_to_string(self.hub_dir().with_extension("log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(30).collect();
+            panic!(
+                "{namespace}/{name} never had {type_}={status} ({reason:?}):\n{}\n--- hub log (newest first)\n{}",
+                serde_json::to_string_pretty(&last["status"]).unwrap(),
+                tail.join("\n")
+            );
+        }
+        condition(&last, type_).unwrap()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Waits until `clusters/name` is Available and its agent joined.
+    async fn until_available(&self, name: &str) {
+        self.until_condition("clusters", name, "Available", "True", None)
+            .await;
+        self.until_condition("clusters", name, "AgentJoined", "True", None)
+            .await;
+    }
+}
+
+fn condition<'a>(hc: &'a Value, type_: &str) -> Option<&'a Value> {
+    hc["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+/// `kubectl` against the cluster of `kubeconfig`.
+fn kubectl(kubeconfig: &Path, args: &[&str]) -> Ran {
+    let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let home = std::env::temp_dir().join("atoll-tests-kubectl-home");
+    Tool::new(client_binary("kubectl").unwrap())
+        .env("HOME", home)
+        .run(&all)
+}
+
+/// The pids of `atoll apiserver` processes serving the data directory `dir`.
+fn apiserver_pids(dir: &Path) -> Vec<u32> {
+    let wanted = dir.to_string_lossy().into_owned();
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.iter().any(|a| a == "apiserver") && args.contains(&wanted) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// The ClusterProfile `fleet-system/name` on the hub, if it exists.
+fn profile(hub: &Hub, name: &str) -> Option<Value> {
+    let ran = hub.kubectl(&[
+        "get",
+        "clusterprofile",
+        name,
+        "-n",
+        "fleet-system",
+        "-o",
+        "json",
+    ]);
+    ran.status.is_some_and(|s| s.success()).then(|| ran.json())
+}
+
+const APP: &str = r#"apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: shop
+data:
+  greeting: hello from the hub
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_first_start_makes_a_fleet_that_takes_work_and_comes_back_after_a_restart() {
+    let mut hub = Hub::start(3);
+
+    // `atoll up` waited for its first clusters: they are in the inventory, in ClusterSet default.
+    let clusters = hub.atoll(&["get", "clusters"]).success();
+    let rows = clusters.rows();
+    assert_eq!(rows.len(), 4, "{clusters}");
+    for (row, name) in rows[1..]
+        .iter()
+        .zip(["cluster-1", "cluster-2", "cluster-3"])
+    {
+        assert_eq!(row[0], name, "{clusters}");
+        assert_eq!(
+            (row[1].as_str(), row[2].as_str()),
+            ("True", "True"),
+            "{clusters}"
+        );
+        assert_eq!(row[4], "default", "{clusters}");
+    }
+    let listed = hub.atoll(&["hosted", "list", "-o", "wide"]).success();
+    assert_eq!(
+        listed.rows()[0],
+        [
+            "NAME",
+            "MODE",
+            "VERSION",
+            "AVAILABLE",
+            "ENDPOINT",
+            "KUBECONFIG",
+            "AGE",
+            "JOINED",
+            "READY-AFTER",
+            "MESSAGE"
+        ]
+    );
+    for row in &listed.rows()[1..] {
+        assert_eq!(row[1], "Embedded", "{listed}");
+        assert_eq!(row[2], "v1.35.0+atoll", "{listed}");
+        assert_eq!(row[3], "True", "{listed}");
+        assert!(row[4].starts_with("https://127.0.0.1:"), "{listed}");
+        assert_eq!(row[5], format!("{}-admin-kubeconfig", row[0]), "{listed}");
+        assert_eq!(row[7], "True", "{listed}");
+    }
+    // kubectl's printer columns, from the CRD.
+    let printed = hub
+        .kubectl(&["get", "hostedclusters", "-n", "clusters"])
+        .success();
+    assert_eq!(
+        printed.rows()[0],
+        [
+            "NAME",
+            "MODE",
+            "VERSION",
+            "AVAILABLE",
+            "ENDPOINT",
+            "KUBECONFIG",
+            "AGE"
+        ]
+    );
+
+    // A WorkPlacement to the set lands on all three, as kubectl sees through each kubeconfig.
+    let app = hub.file("app.yaml", APP);
+    hub.atoll(&[
+        "work",
+        "apply",
+        "-f",
+        app.to_str().unwrap(),
+        "--clusterset",
+        "default",
+        "--name",
+        "app",
+        "--wait",
+        "--timeout",
+        "60s",
+    ])
+    .success();
+    let mut kubeconfigs = Vec::new();
+    for name in ["cluster-1", "cluster-2", "cluster-3"] {
+        let kubeconfig = hub.member_kubeconfig(name);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&kubeconfig).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "kubeconfig mode");
+        }
+        kubectl(
+            &kubeconfig,
+            &[
+                "get",
+                "configmap",
+                "settings",
+                "-n",
+                "shop",
+                "-o",
+                "jsonpath={.data.greeting}",
+            ],
+        )
+        .success()
+        .stdout_is("hello from the hub");
+        // The inventory tells consumers where the cluster is.
+        let hc = hub.hosted(name).unwrap();
+        let profile = profile(&hub, name).unwrap();
+        let provider = &profile["status"]["accessProviders"][0];
+        assert_eq!(provider["name"], "atoll");
+        assert_eq!(provider["cluster"]["server"], hc["status"]["url"]);
+        assert_eq!(
+            provider["cluster"]["extensions"][0]["extension"]["name"],
+            format!("{name}-admin-kubeconfig")
+        );
+        kubeconfigs.push(kubeconfig);
+    }
+
+    // A restart re-adopts every hosted cluster on the same endpoint with the same data: the
+    // kubeconfigs written before keep working, and no cluster is made again.
+    hub.restart();
+    for name in ["cluster-1", "cluster-2", "cluster-3"] {
+        hub.until_available(name).await;
+    }
+    for kubeconfig in &kubeconfigs {
+        kubectl(
+            kubeconfig,
+            &[
+                "get",
+                "configmap",
+                "settings",
+                "-n",
+                "shop",
+                "-o",
+                "jsonpath={.data.greeting}",
+            ],
+        )
+        .success()
+        .stdout_is("hello from the hub");
+    }
+    let after = hub.atoll(&["hosted", "list"]).success();
+    assert_eq!(after.rows().len(), 4, "{after}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn process_mode_backup_restore_suspend_and_resume() {
+    let hub = Hub::start(0);
+
+    // A Process-mode cluster: a child `atoll apiserver`, restarted when killed, data intact.
+    hub.atoll(&[
+        "hosted",
+        "create",
+        "p1",
+        "--mode",
+        "process",
+        "--clusterset",
+        "default",
+        "--wait",
+    ])
+    .failure()
+    .stderr_has("ClusterSet");
+    hub.atoll(&["clusterset", "create", "default"]).success();
+    hub.atoll(&[
+        "hosted",
+        "create",
+        "p1",
+        "--mode",
+        "process",
+        "--clusterset",
+        "default",
+        "--wait",
+    ])
+    .success()
+    .stdout_has("is available at https://127.0.0.1:");
+    let p1 = hub.member_kubeconfig("p1");
+    kubectl(&p1, &["create", "configmap", "kept", "--from-literal=v=1"]).success();
+    let dir = hub.hosted_dir("clusters", "p1");
+    let pids = apiserver_pids(&dir);
+    assert_eq!(pids.len(), 1, "one child serves p1: {pids:?}");
+    Tool::new("/bin/kill".into())
+        .run(&["-9", &pids[0].to_string()])
+        .success();
+    let restarted = eventually(Duration::from_secs(30), || {
+        let now = apiserver_pids(&dir);
+        let ok = now.len() == 1
+            && now[0] != pids[0]
+            && kubectl(
+                &p1,
+                &["get", "configmap", "kept", "-o", "jsonpath={.data.v}"],
+            )
+            .stdout
+            .trim()
+                == "1";
+        std::future::ready(ok)
+    })
+    .await;
+    assert!(
+        restarted,
+        "the killed API server of p1 was not restarted with its data"
+    );
+    hub.until_available("p1").await;
+
+    // Backup of an embedded cluster while it serves, delete, restore: same data, old kubeconfig.
+    hub.atoll(&["hosted", "create", "e1", "--wait"]).success();
+    let e1 = hub.member_kubeconfig("e1");
+    kubectl(&e1, &["create", "namespace", "team"]).success();
+    kubectl(
+        &e1,
+        &[
+            "create",
+            "configmap",
+            "settings",
+            "-n",
+            "team",
+            "--from-literal=color=blue",
+        ],
+    )
+    .success();
+    let backup = hub.dir.path().join("e1.backup");
+    hub.atoll(&["hosted", "backup", "e1", "-o", backup.to_str().unwrap()])
+        .success()
+        .stdout_has("objects at revision");
+    hub.atoll(&["hosted", "delete", "e1", "--wait"]).success();
+    assert!(
+        !hub.hosted_dir("clusters", "e1").exists(),
+        "the data of a deleted cluster is gone"
+    );
+    assert!(
+        profile(&hub, "e1").is_none(),
+        "a deleted cluster leaves the inventory"
+    );
+    kubectl(&e1, &["get", "namespaces"]).failure();
+
+    // Bad backups are refused before anything is made.
+    let bytes = std::fs::read(&backup).unwrap();
+    let truncated = hub.file("truncated.backup", "");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let foreign = hub.file("foreign.backup", "apiVersion: v1\nkind: Config\n");
+    let newer = hub.file("newer.backup", "");
+    let mut future = bytes.clone();
+    future[8..12].copy_from_slice(&99u32.to_be_bytes());
+    std::fs::write(&newer, &future).unwrap();
+    let corrupt = hub.file("corrupt.backup", "");
+    let mut flipped = bytes.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0xff;
+    std::fs::write(&corrupt, &flipped).unwrap();
+    for (file, says) in [
+        (&truncated, "truncated"),
+        (&foreign, "not an atoll backup"),
+        (&newer, "newer"),
+        (&corrupt, "corrupt"),
+    ] {
+        hub.atoll(&[
+            "hosted",
+            "create",
+            "bad",
+            "--restore",
+            file.to_str().unwrap(),
+        ])
+        .failure()
+        .stderr_has(says);
+        assert!(
+            hub.hosted("bad").is_none(),
+            "a refused restore made nothing"
+        );
+    }
+
+    hub.atoll(&[
+        "hosted",
+        "create",
+        "e1",
+        "--restore",
+        backup.to_str().unwrap(),
+    ])
+    .success()
+    .stdout_has("restored");
+    kubectl(
+        &e1,
+        &[
+            "get",
+            "configmap",
+            "settings",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.data.color}",
+        ],
+    )
+    .success()
+    .stdout_is("blue");
+    hub.until_available("e1").await;
+
+    // Suspend: the control plane stops, the profile says Suspended, the data stays; resume.
+    hub.atoll(&["hosted", "suspend", "e1"]).success();
+    hub.until_condition("clusters", "e1", "Available", "False", Some("Suspended"))
+        .await;
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            let healthy = profile(&hub, "e1").and_then(|p| {
+                p["status"]["conditions"].as_array().and_then(|c| {
+                    c.iter()
+                        .find(|c| c["type"] == "ControlPlaneHealthy")
+                        .cloned()
+                })
+            });
+            std::future::ready(
+                healthy.is_some_and(|c| c["reason"] == "Suspended" && c["status"] == "False"),
+            )
+        })
+        .await,
+        "the profile of a suspended cluster says Suspended"
+    );
+    kubectl(&e1, &["get", "namespaces"]).failure();
+    hub.atoll(&["hosted", "resume", "e1", "--wait"]).success();
+    kubectl(
+        &e1,
+        &[
+            "get",
+            "configmap",
+            "settings",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.data.color}",
+        ],
+    )
+    .success()
+    .stdout_is("blue");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_input_and_faults_end_in_clear_conditions_with_nothing_lost() {
+    let hub = Hub::start(0);
+    hub.atoll(&["hosted", "create", "good", "--wait"]).success();
+
+    // A name that cannot be a cluster: the CLI refuses it; through kubectl, a condition says why.
+    hub.atoll(&["hosted", "create", "a.b"])
+        .failure()
+        .stderr_has("DNS label");
+    let dotted = hub.file(
+        "dotted.yaml",
+        "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {name: a.b, namespace: clusters}\nspec: {}\n",
+    );
+    hub.kubectl(&["apply", "-f", dotted.to_str().unwrap()])
+        .success();
+    let message = hub
+        .until_condition("clusters", "a.b", "Degraded", "True", Some("InvalidName"))
+        .await;
+    assert!(message.contains("DNS label"), "{message}");
+
+    // A version atoll does not serve.
+    let old = hub.file(
+        "old.yaml",
+        "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {name: old, namespace: clusters}\nspec: {kubernetesVersion: v1.30.2}\n",
+    );
+    hub.kubectl(&["apply", "-f", old.to_str().unwrap()])
+        .success();
+    let message = hub
+        .until_condition(
+            "clusters",
+            "old",
+            "Degraded",
+            "True",
+            Some("UnsupportedVersion"),
+        )
+        .await;
+    assert!(
+        message.contains("v1.35.0") && message.contains("v1.30.2"),
+        "{message}"
+    );
+
+    // Kubernetes mode needs a hub on Kubernetes.
+    hub.atoll(&["hosted", "create", "kube", "--mode", "kubernetes"])
+        .success();
+    hub.until_condition(
+        "clusters",
+        "kube",
+        "Degraded",
+        "True",
+        Some("ModeUnavailable"),
+    )
+    .await;
+
+    // A port already in use.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    hub.atoll(&["hosted", "create", "busy", "--port", &port])
+        .success();
+    let message = hub
+        .until_condition(
+            "clusters",
+            "busy",
+            "APIServerAvailable",
+            "False",
+            Some("PortInUse"),
+        )
+        .await;
+    assert!(message.contains(&port), "{message}");
+    drop(taken);
+    hub.until_available("busy").await;
+
+    // A data directory that cannot be created, and a datastore that cannot be opened.
+    hub.kubectl(&["create", "namespace", "team-x"]).success();
+    std::fs::write(
+        hub.hub_dir().join("hosted").join("team-x"),
+        "not a directory",
+    )
+    .unwrap();
+    hub.atoll(&["hosted", "create", "nodir", "-n", "team-x"])
+        .success();
+    hub.until_condition(
+        "team-x",
+        "nodir",
+        "DatastoreAvailable",
+        "False",
+        Some("DataDirectoryFailed"),
+    )
+    .await;
+    std::fs::create_dir_all(hub.hosted_dir("clusters", "brokendb").join("state.db")).unwrap();
+    hub.atoll(&["hosted", "create", "brokendb"]).success();
+    hub.until_condition(
+        "clusters",
+        "brokendb",
+        "DatastoreAvailable",
+        "False",
+        Some("DatastoreFailed"),
+    )
+    .await;
+    // Their neighbour is fine.
+    hub.until_available("good").await;
+
+    // A name a hub namespace already has: refused, and deleting the HostedCluster takes nothing.
+    hub.kubectl(&["create", "namespace", "monitoring"])
+        .success();
+    hub.kubectl(&[
+        "create",
+        "configmap",
+        "dashboards",
+        "-n",
+        "monitoring",
+        "--from-literal=a=b",
+    ])
+    .success();
+    hub.atoll(&["hosted", "create", "monitoring"]).success();
+    hub.until_condition(
+        "clusters",
+        "monitoring",
+        "Degraded",
+        "True",
+        Some("NameInUse"),
+    )
+    .await;
+    hub.atoll(&["hosted", "delete", "monitoring", "--wait"])
+        .success();
+    hub.kubectl(&["get", "configmap", "dashboards", "-n", "monitoring"])
+        .success();
+
+    // A field that cannot change: the running cluster stays as it is, and says so.
+    hub.kubectl(&[
+        "patch",
+        "hostedcluster",
+        "good",
+        "-n",
+        "clusters",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"mode":"Process"}}"#,
+    ]);
+    let message = hub
+        .until_condition(
+            "clusters",
+            "good",
+            "Degraded",
+            "True",
+            Some("ImmutableFieldChanged"),
+        )
+        .await;
+    assert!(
+        message.contains("spec.mode") && message.contains("Embedded"),
+        "{message}"
+    );
+    hub.until_condition("clusters", "good", "Available", "True", None)
+        .await;
+
+    // Writes past the limits are refused with the reason; reads and deletes keep working.
+    hub.atoll(&["hosted", "create", "small", "--max-objects", "60", "--wait"])
+        .success();
+    let small = hub.member_kubeconfig("small");
+    let mut refused = None;
+    for i in 0..80 {
+        let ran = kubectl(
+            &small,
+            &[
+                "create",
+                "configmap",
+                &format!("c{i}"),
+                "--from-literal=k=v",
+            ],
+        );
+        if !ran.status.is_some_and(|s| s.success()) {
+            refused = Some(ran);
+            break;
+        }
+    }
+    let refused = refused.expect("a create past the object limit is refused");
+    assert!(
+        refused.stderr.contains("forbidden")
+            && refused.stderr.contains("limit")
+            && refused.stderr.contains("HostedCluster clusters/small"),
+        "{refused}"
+    );
+    kubectl(&small, &["get", "configmap", "c0"]).success();
+    kubectl(&small, &["delete", "configmap", "c0"]).success();
+
+    // Deleting a cluster while a Work is being applied to it: it goes, and its Works with it.
+    let mut many = String::new();
+    for i in 0..200 {
+        many.push_str(&format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: m{i}, namespace: default}}\ndata: {{k: v}}\n---\n"
+        ));
+    }
+    let many = hub.file("many.yaml", &many);
+    hub.atoll(&[
+        "work",
+        "apply",
+        "-f",
+        many.to_str().unwrap(),
+        "--clusters",
+        "good",
+        "--name",
+        "many",
+    ])
+    .success();
+    hub.atoll(&["hosted", "delete", "good", "--wait"]).success();
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            std::future::ready(
+                hub.kubectl(&["get", "works", "-n", "good", "-o", "name"])
+                    .stdout
+                    .trim()
+                    .is_empty(),
+            )
+        })
+        .await,
+        "the Works of a deleted hosted cluster go with it"
+    );
+    assert!(profile(&hub, "good").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hub_killed_while_creating_and_deleting_converges_with_nothing_orphaned() {
+    let mut hub = Hub::start(0);
+    for name in ["old-1", "old-2"] {
+        hub.atoll(&["hosted", "create", name, "--wait"]).success();
+    }
+    hub.atoll(&["hosted", "create", "old-p", "--mode", "process", "--wait"])
+        .success();
+    let old_dirs: Vec<PathBuf> = ["old-1", "old-2", "old-p"]
+        .iter()
+        .map(|n| hub.hosted_dir("clusters", n))
+        .collect();
+
+    // Creates and deletes in flight, then SIGKILL.
+    let mut yaml = String::new();
+    for i in 0..4 {
+        yaml.push_str(&format!(
+            "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {{name: new-{i}, namespace: clusters}}\nspec: {{mode: {}}}\n---\n",
+            if i == 0 { "Process" } else { "Embedded" }
+        ));
+    }
+    let new = hub.file("new.yaml", &yaml);
+    hub.kubectl(&["apply", "-f", new.to_str().unwrap()])
+        .success();
+    hub.kubectl(&[
+        "delete",
+        "hostedcluster",
+        "old-1",
+        "old-2",
+        "old-p",
+        "-n",
+        "clusters",
+        "--wait=false",
+    ])
+    .success();
+    hub.process.kill9().unwrap();
+
+    // No child outlives the hub.
+    assert!(
+        eventually(Duration::from_secs(15), || {
+            std::future::ready(
+                old_dirs.iter().all(|d| apiserver_pids(d).is_empty())
+                    && apiserver_pids(&hub.hosted_dir("clusters", "new-0")).is_empty(),
+            )
+        })
+        .await,
+        "an atoll apiserver outlived its killed hub"
+    );
+
+    hub.start_again();
+    for i in 0..4 {
+        hub.until_available(&format!("new-{i}")).await;
+    }
+    assert!(
+        eventually(Duration::from_secs(60), || {
+            let gone = ["old-1", "old-2", "old-p"]
+                .iter()
+                .all(|n| hub.hosted(n).is_none() && profile(&hub, n).is_none());
+            std::future::ready(gone && old_dirs.iter().all(|d| !d.exists()))
+        })
+        .await,
+        "the deleted clusters left something behind"
+    );
+    assert!(old_dirs.iter().all(|d| apiserver_pids(d).is_empty()));
+    assert_eq!(
+        apiserver_pids(&hub.hosted_dir("clusters", "new-0")).len(),
+        1
+    );
+    let clusters = hub.atoll(&["get", "clusters"]).success();
+    let names: Vec<String> = clusters.rows()[1..].iter().map(|r| r[0].clone()).collect();
+    assert_eq!(names, ["new-0", "new-1", "new-2", "new-3"], "{clusters}");
+}
