@@ -72,6 +72,20 @@ pub fn rss_kib(pid: u32) -> anyhow::Result<u64> {
         .context("no VmRSS in /proc/PID/status")
 }
 
+/// Proportional set size of a process, in KiB (`/proc/PID/smaps_rollup`): its private pages
+/// plus its share of the pages it shares with others, such as the code of a binary many
+/// processes run. What a process costs the machine, where VmRSS counts shared pages in full.
+pub fn pss_kib(pid: u32) -> anyhow::Result<u64> {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .with_context(|| format!("process {pid} is gone"))?;
+    rollup
+        .lines()
+        .find_map(|line| line.strip_prefix("Pss:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|kib| kib.parse().ok())
+        .context("no Pss in /proc/PID/smaps_rollup")
+}
+
 /// A seed that differs from run to run.
 pub fn run_seed() -> u64 {
     std::time::SystemTime::now()

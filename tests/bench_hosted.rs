@@ -3,26 +3,33 @@
 //! A benchmark program, not a test: it asserts no timings. For each mode and count N it starts a
 //! fresh `atoll up --hosted-clusters 0` (the real binary built beside this program, in its own
 //! process, on free 127.0.0.1 ports, SQLite in a temporary directory, the default 10 s lease) and
-//! creates N HostedClusters through the hub's API, `CREATE_IN_FLIGHT` at a time (as many as the
-//! machine has cores), while two watches record when each HostedCluster first shows
-//! `Available=True` and when its ClusterProfile first shows `Joined=True` and
-//! `ControlPlaneHealthy=True` (its agent joined the hub over gRPC and sent a heartbeat with its API
-//! server's `/readyz`). Each HostedCluster's times count from just before its create request. It
-//! prints markdown tables of:
+//! creates N HostedClusters through the hub's API, while two watches record when each
+//! HostedCluster first shows `Available=True` and when its ClusterProfile first shows
+//! `Joined=True` and `ControlPlaneHealthy=True` (its agent joined the hub over gRPC and sent a
+//! heartbeat with its API server's `/readyz`). Each HostedCluster's times count from just before
+//! its create request. Clusters are created one after the other, each once the one before shows
+//! Available (the latency of a create on a hub that holds the clusters before it, while their
+//! agents still join), or, in a burst row, `CREATE_IN_FLIGHT` at a time as fast as the API takes
+//! them (what the hub's throughput allows; later creates queue behind earlier ones). It prints
+//! markdown tables of:
 //!
 //! - creation: create → Available (p50, p99, max), create → joined and healthy in the inventory
 //!   (p50, p99), the time until all N were available and healthy, and clusters per second;
 //! - idle: after the fleet settled, the hub's CPU over a window with every cluster heartbeating
 //!   (utime + stime from `/proc`, in % of one core; for Process mode the children's CPU beside
 //!   it), and memory per hosted cluster: (the hub's VmRSS now − before the first create) / N, plus,
-//!   for Process mode, the children's VmRSS / N;
+//!   for Process mode, the children's proportional set size (PSS: their private memory and their
+//!   share of the pages they share, mostly the code of the `atoll` binary, which every child maps
+//!   and VmRSS would count once per child) / N; the children's VmRSS is printed beside it;
 //! - the targets of the hosted control planes issue, and the published figures of HyperShift,
 //!   Kamaji, kcp and vcluster beside them (their figures, from their documentation; not measured
 //!   here).
 //!
 //! Run with `cargo build --release -p atoll && cargo bench -p atoll-tests --bench hosted`: the
-//! full plan, Embedded with N = 10, 100 and 1000 and Process with N = 10 and 100, a 30 s idle
-//! window. `-- --embedded 100 --process 10` narrows it (`0` for none). Without `--bench` (as
+//! full plan: Embedded with N = 10, 100 and 1000 and Process with N = 10 and 100 one after the
+//! other, bursts of 100 Embedded and 10 Process clusters, a 30 s idle window.
+//! `-- --embedded 100 --process 10 --burst 0` narrows it (`0` for none; `--burst` names Embedded
+//! burst sizes, `--process-burst` Process ones). Without `--bench` (as
 //! `cargo test --benches` runs it) and with `-- --quick` a quick plan runs instead: 3 Embedded
 //! and 2 Process clusters, a 3 s window. Every loop is bounded by a count and a time cap and all
 //! traffic goes to 127.0.0.1. The program fails (after printing every table) when a cluster does
@@ -42,7 +49,7 @@ use atoll_api::names::{
     CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED, HOSTED_CLUSTERS_NAMESPACE,
     INVENTORY_NAMESPACE,
 };
-use atoll_tests::bench::{CpuWindow, hub_log, quantile, rss_kib, short_binary, verdict};
+use atoll_tests::bench::{CpuWindow, hub_log, pss_kib, quantile, rss_kib, short_binary, verdict};
 use atoll_tests::{Process, Report, client_from, cpu_ticks, free_addr};
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -57,10 +64,28 @@ const FILES_BESIDES: u64 = 512;
 /// Clock ticks per second of `/proc` CPU times.
 const TICKS_PER_SECOND: f64 = 100.0;
 
+/// How the clusters of a row are created.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pace {
+    /// One after the other, each once the one before is Available.
+    OneByOne,
+    /// `CREATE_IN_FLIGHT` at a time, as fast as the API takes them.
+    Burst,
+}
+
+impl std::fmt::Display for Pace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Pace::OneByOne => "one by one",
+            Pace::Burst => "burst",
+        })
+    }
+}
+
 /// What to run.
 struct Plan {
     name: &'static str,
-    runs: Vec<(HostedMode, usize)>,
+    runs: Vec<(HostedMode, usize, Pace)>,
     /// How long the fleet settles before the idle window, and the hub before the first create.
     settle: Duration,
     idle_window: Duration,
@@ -68,10 +93,10 @@ struct Plan {
 
 impl Plan {
     fn parse(mut args: impl Iterator<Item = String>) -> anyhow::Result<Plan> {
-        const USAGE: &str =
-            "arguments: [--quick] [--embedded 10,100,1000] [--process 10,100] (cargo adds --bench)";
+        const USAGE: &str = "arguments: [--quick] [--embedded 10,100,1000] [--process 10,100] \
+             [--burst 100] [--process-burst 10] (cargo adds --bench)";
         let (mut bench, mut quick) = (false, false);
-        let (mut embedded, mut process) = (None, None);
+        let (mut embedded, mut process, mut burst, mut process_burst) = (None, None, None, None);
         let counts = |text: Option<String>| -> anyhow::Result<Vec<usize>> {
             let text = text.context(USAGE)?;
             text.split(',')
@@ -89,26 +114,37 @@ impl Plan {
                 "--quick" => quick = true,
                 "--embedded" => embedded = Some(counts(args.next())?),
                 "--process" => process = Some(counts(args.next())?),
+                "--burst" => burst = Some(counts(args.next())?),
+                "--process-burst" => process_burst = Some(counts(args.next())?),
                 other => bail!("unknown argument {other:?}; {USAGE}"),
             }
         }
         let full = bench && !quick;
-        let (default_embedded, default_process) = if full {
-            (vec![10, 100, 1000], vec![10, 100])
-        } else {
-            (vec![3], vec![2])
+        let plan = |asked: Option<Vec<usize>>, full_plan: &[usize], quick_plan: &[usize]| {
+            asked.unwrap_or_else(|| if full { full_plan } else { quick_plan }.to_vec())
         };
-        let mut runs: Vec<(HostedMode, usize)> = embedded
-            .unwrap_or(default_embedded)
-            .into_iter()
-            .map(|n| (HostedMode::Embedded, n))
-            .collect();
-        runs.extend(
-            process
-                .unwrap_or(default_process)
-                .into_iter()
-                .map(|n| (HostedMode::Process, n)),
-        );
+        let mut runs = Vec::new();
+        let rows = [
+            (
+                HostedMode::Embedded,
+                Pace::OneByOne,
+                plan(embedded, &[10, 100, 1000], &[3]),
+            ),
+            (HostedMode::Embedded, Pace::Burst, plan(burst, &[100], &[])),
+            (
+                HostedMode::Process,
+                Pace::OneByOne,
+                plan(process, &[10, 100], &[2]),
+            ),
+            (
+                HostedMode::Process,
+                Pace::Burst,
+                plan(process_burst, &[10], &[]),
+            ),
+        ];
+        for (mode, pace, counts) in rows {
+            runs.extend(counts.into_iter().map(|n| (mode, n, pace)));
+        }
         Ok(Plan {
             name: if full { "full" } else { "quick" },
             runs,
@@ -122,6 +158,7 @@ impl Plan {
 struct Run {
     mode: HostedMode,
     clusters: usize,
+    pace: Pace,
     /// Create → Available, and create → joined and healthy, sorted.
     available: Vec<Duration>,
     healthy: Vec<Duration>,
@@ -131,7 +168,9 @@ struct Run {
     /// after it, in KiB.
     hub_before: u64,
     hub_after: u64,
+    /// The children's proportional set size and VmRSS after it, in KiB.
     children_after: u64,
+    children_rss: u64,
     /// CPU over the idle window, in % of one core.
     hub_cpu: f64,
     children_cpu: f64,
@@ -140,16 +179,18 @@ struct Run {
 }
 
 impl Run {
-    fn new(mode: HostedMode, clusters: usize) -> Self {
+    fn new(mode: HostedMode, clusters: usize, pace: Pace) -> Self {
         Run {
             mode,
             clusters,
+            pace,
             available: Vec::new(),
             healthy: Vec::new(),
             all_ready: None,
             hub_before: 0,
             hub_after: 0,
             children_after: 0,
+            children_rss: 0,
             hub_cpu: 0.0,
             children_cpu: 0.0,
             other_cpu: 0.0,
@@ -171,8 +212,8 @@ fn main() -> anyhow::Result<()> {
     let binary = atoll_tests::atoll_binary()?;
     println!(
         "# atoll hosted control planes benchmark ({} plan)\n\n{} CPU(s); binary `{}`; one fresh \
-         `atoll up` per row, default 10 s lease; {CREATE_IN_FLIGHT} creates in flight; idle window \
-         {} s.\n",
+         `atoll up` per row, default 10 s lease; bursts with {CREATE_IN_FLIGHT} creates in flight; \
+         idle window {} s.\n",
         plan.name,
         std::thread::available_parallelism().map_or(0, usize::from),
         short_binary(&binary.display().to_string()),
@@ -180,8 +221,8 @@ fn main() -> anyhow::Result<()> {
     );
     let mut report = Report::default();
     let mut runs = Vec::new();
-    for &(mode, clusters) in &plan.runs {
-        let mut run = Run::new(mode, clusters);
+    for &(mode, clusters, pace) in &plan.runs {
+        let mut run = Run::new(mode, clusters, pace);
         if let Err(err) = run_one(&plan, root.path(), &mut run, &mut report) {
             report.fail(format!("{mode} × {clusters}: {err:#}"));
         }
@@ -220,7 +261,7 @@ fn run_one(plan: &Plan, root: &Path, run: &mut Run, report: &mut Report) -> anyh
     let stopping = Instant::now();
     let _ = hub.terminate();
     eprintln!(
-        "{} × {n}: the hub stopped {n} hosted clusters in {:.1} s",
+        "{} × {n}: the hub stopped {n} hosted clusters in {:.2} s",
         run.mode,
         stopping.elapsed().as_secs_f64()
     );
@@ -331,36 +372,53 @@ async fn drive(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 
-    eprintln!("{} × {n}: creating", run.mode);
+    eprintln!("{} × {n}: creating {}", run.mode, run.pace);
     let first = Instant::now();
     let mode = run.mode;
-    let created: Vec<anyhow::Result<(String, Instant)>> = futures::stream::iter(0..n)
-        .map(|i| {
-            let hosted = hosted.clone();
-            async move {
-                let name = format!("bench-{i}");
-                let hc = HostedCluster::new(
-                    &name,
-                    HostedClusterSpec {
-                        mode,
-                        ..HostedClusterSpec::default()
-                    },
-                );
-                let at = Instant::now();
-                hosted
-                    .create(&PostParams::default(), &hc)
-                    .await
-                    .with_context(|| format!("create {name}"))?;
-                Ok((name, at))
-            }
-        })
-        .buffer_unordered(CREATE_IN_FLIGHT)
-        .collect()
-        .await;
+    let create = |i: usize| {
+        let hosted = hosted.clone();
+        async move {
+            let name = format!("bench-{i}");
+            let hc = HostedCluster::new(
+                &name,
+                HostedClusterSpec {
+                    mode,
+                    ..HostedClusterSpec::default()
+                },
+            );
+            let at = Instant::now();
+            hosted
+                .create(&PostParams::default(), &hc)
+                .await
+                .with_context(|| format!("create {name}"))?;
+            anyhow::Ok((name, at))
+        }
+    };
     let mut starts = HashMap::new();
-    for c in created {
-        let (name, at) = c?;
-        starts.insert(name, at);
+    match run.pace {
+        Pace::OneByOne => {
+            for i in 0..n {
+                let (name, at) = create(i).await?;
+                while !locked(&seen).available.contains_key(&name) {
+                    if at.elapsed() > Duration::from_secs(60) {
+                        bail!("{name} did not show Available within 60 s");
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                starts.insert(name, at);
+            }
+        }
+        Pace::Burst => {
+            let created: Vec<anyhow::Result<(String, Instant)>> = futures::stream::iter(0..n)
+                .map(create)
+                .buffer_unordered(CREATE_IN_FLIGHT)
+                .collect()
+                .await;
+            for c in created {
+                let (name, at) = c?;
+                starts.insert(name, at);
+            }
+        }
     }
 
     let cap = Duration::from_secs(60) + Duration::from_millis(200) * n as u32;
@@ -421,7 +479,8 @@ async fn drive(
     run.hub_cpu = used.hub;
     run.other_cpu = (used.other - run.children_cpu).max(0.0);
     run.hub_after = rss_kib(pid)?;
-    run.children_after = kids.iter().filter_map(|c| rss_kib(*c).ok()).sum();
+    run.children_after = kids.iter().filter_map(|c| pss_kib(*c).ok()).sum();
+    run.children_rss = kids.iter().filter_map(|c| rss_kib(*c).ok()).sum();
     Ok(())
 }
 
@@ -456,9 +515,9 @@ fn ms(value: Option<Duration>) -> String {
 fn print_creation(runs: &[Run]) {
     println!("## Creation (from each create request)\n");
     println!(
-        "| mode | clusters | → Available p50 (ms) | p99 | max | → joined & healthy p50 (ms) | p99 | all ready after (s) | clusters/s |"
+        "| mode | clusters | created | → Available p50 (ms) | p99 | max | → joined & healthy p50 (ms) | p99 | all ready after (s) | clusters/s |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     for r in runs {
         let all = r
             .all_ready
@@ -467,9 +526,10 @@ fn print_creation(runs: &[Run]) {
             format!("{:.0}", r.clusters as f64 / d.as_secs_f64())
         });
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {all} | {rate} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {all} | {rate} |",
             r.mode,
             r.clusters,
+            r.pace,
             ms(quantile(&r.available, 0.5)),
             ms(quantile(&r.available, 0.99)),
             ms(r.available.last().copied()),
@@ -483,17 +543,19 @@ fn print_creation(runs: &[Run]) {
 fn print_idle(runs: &[Run]) {
     println!("## Idle, every cluster heartbeating (10 s lease)\n");
     println!(
-        "| mode | clusters | hub VmRSS before → after (MiB) | children VmRSS (MiB) | memory per cluster (MiB) | hub CPU (% of one core) | children CPU | other CPU |"
+        "| mode | clusters | created | hub VmRSS before → after (MiB) | children PSS (VmRSS) (MiB) | memory per cluster (MiB) | hub CPU (% of one core) | children CPU | other CPU |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---|---:|---:|---:|---:|---:|---:|");
     for r in runs {
         println!(
-            "| {} | {} | {:.1} → {:.1} | {:.1} | {:.2} | {:.1} | {:.1} | {:.1} |",
+            "| {} | {} | {} | {:.1} → {:.1} | {:.1} ({:.1}) | {:.2} | {:.1} | {:.1} | {:.1} |",
             r.mode,
             r.clusters,
+            r.pace,
             r.hub_before as f64 / 1024.0,
             r.hub_after as f64 / 1024.0,
             r.children_after as f64 / 1024.0,
+            r.children_rss as f64 / 1024.0,
             r.mib_per_cluster(),
             r.hub_cpu,
             r.children_cpu,
@@ -505,8 +567,10 @@ fn print_idle(runs: &[Run]) {
 
 fn print_targets(runs: &[Run]) {
     println!("## Targets\n");
-    println!("| mode | clusters | p99 → Available | memory per idle cluster | idle hub CPU |");
-    println!("|---|---:|---|---|---|");
+    println!(
+        "| mode | clusters | created | p99 → Available | memory per idle cluster | idle hub CPU |"
+    );
+    println!("|---|---:|---|---|---|---|");
     for r in runs {
         let p99 = quantile(&r.available, 0.99);
         let (latency, memory) = match r.mode {
@@ -518,12 +582,20 @@ fn print_targets(runs: &[Run]) {
         } else {
             "–".to_owned()
         };
+        // A burst measures throughput: its later creates wait behind the earlier ones.
+        let judged = match r.pace {
+            Pace::OneByOne => format!(
+                "{} (< {} ms)",
+                verdict(p99.is_some_and(|p| p < latency)),
+                latency.as_millis()
+            ),
+            Pace::Burst => "– (queued)".to_owned(),
+        };
         println!(
-            "| {} | {} | {} (< {} ms) | {} (< {memory} MiB) | {cpu} |",
+            "| {} | {} | {} | {judged} | {} (< {memory} MiB) | {cpu} |",
             r.mode,
             r.clusters,
-            verdict(p99.is_some_and(|p| p < latency)),
-            latency.as_millis(),
+            r.pace,
             verdict(r.mib_per_cluster() < memory && r.clusters > 0),
         );
     }
@@ -547,14 +619,15 @@ fn print_peers() {
 
 fn print_logs(runs: &[Run]) {
     println!("## Hub logs\n");
-    println!("| mode | clusters | warnings | errors | first |");
-    println!("|---|---:|---:|---:|---|");
+    println!("| mode | clusters | created | warnings | errors | first |");
+    println!("|---|---:|---|---:|---:|---|");
     for r in runs {
         let (warnings, errors, first) = &r.hub_log;
         println!(
-            "| {} | {} | {warnings} | {errors} | {} |",
+            "| {} | {} | {} | {warnings} | {errors} | {} |",
             r.mode,
             r.clusters,
+            r.pace,
             first.chars().take(160).collect::<String>()
         );
     }

@@ -17,6 +17,7 @@ struct Hub {
     dir: tempfile::TempDir,
     grpc: String,
     api: std::net::SocketAddr,
+    hosted_clusters: u32,
 }
 
 impl Hub {
@@ -30,6 +31,7 @@ impl Hub {
             dir,
             grpc,
             api,
+            hosted_clusters,
         }
     }
 
@@ -55,9 +57,10 @@ impl Hub {
         self.start_again();
     }
 
-    /// Starts the hub again on the same data (after it stopped or was killed).
+    /// Starts the hub again on the same data (after it stopped or was killed), with the flags it
+    /// first started with.
     fn start_again(&mut self) {
-        self.process = Self::launch(self.dir.path(), self.api, &self.grpc, 0);
+        self.process = Self::launch(self.dir.path(), self.api, &self.grpc, self.hosted_clusters);
     }
 
     fn hub_dir(&self) -> PathBuf {
@@ -336,29 +339,38 @@ async fn a_first_start_makes_a_fleet_that_takes_work_and_comes_back_after_a_rest
     }
 
     // A restart re-adopts every hosted cluster on the same endpoint with the same data: the
-    // kubeconfigs written before keep working, and no cluster is made again.
+    // kubeconfigs written before keep working, and no cluster is made again (though the flag
+    // still asks for three, and one was deleted).
+    hub.atoll(&["hosted", "delete", "cluster-3", "--wait"])
+        .success();
     hub.restart();
-    for name in ["cluster-1", "cluster-2", "cluster-3"] {
+    for name in ["cluster-1", "cluster-2"] {
         hub.until_available(name).await;
     }
-    for kubeconfig in &kubeconfigs {
-        kubectl(
-            kubeconfig,
-            &[
-                "get",
-                "configmap",
-                "settings",
-                "-n",
-                "shop",
-                "-o",
-                "jsonpath={.data.greeting}",
-            ],
-        )
-        .success()
-        .stdout_is("hello from the hub");
+    // The statuses are those written before the restart until the hub looks again: ask the
+    // clusters themselves.
+    for kubeconfig in &kubeconfigs[..2] {
+        let get = [
+            "get",
+            "configmap",
+            "settings",
+            "-n",
+            "shop",
+            "-o",
+            "jsonpath={.data.greeting}",
+        ];
+        let served = eventually(Duration::from_secs(30), || {
+            std::future::ready(kubectl(kubeconfig, &get).stdout.trim() == "hello from the hub")
+        })
+        .await;
+        assert!(
+            served,
+            "{} is served again after the restart",
+            kubeconfig.display()
+        );
     }
     let after = hub.atoll(&["hosted", "list"]).success();
-    assert_eq!(after.rows().len(), 4, "{after}");
+    assert_eq!(after.rows().len(), 3, "{after}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -508,6 +520,45 @@ async fn process_mode_backup_restore_suspend_and_resume() {
     )
     .success()
     .stdout_is("blue");
+    hub.until_available("e1").await;
+
+    // Into another hub as well, on the same machine: the old kubeconfig reaches it there.
+    let second = Hub::start(0);
+    hub.atoll(&["hosted", "delete", "e1", "--wait"]).success();
+    let restore = [
+        "hosted",
+        "create",
+        "e1",
+        "--restore",
+        backup.to_str().unwrap(),
+    ];
+    second.atoll(&restore).success();
+    second.until_available("e1").await;
+    kubectl(
+        &e1,
+        &[
+            "get",
+            "configmap",
+            "settings",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.data.color}",
+        ],
+    )
+    .success()
+    .stdout_is("blue");
+    let in_inventory = eventually(Duration::from_secs(30), || {
+        let rows = second.atoll(&["get", "clusters"]).success().rows();
+        std::future::ready(rows.len() == 2 && rows[1][..3] == ["e1", "True", "True"])
+    })
+    .await;
+    assert!(
+        in_inventory,
+        "the restored cluster joins the second hub's inventory"
+    );
+    drop(second);
+    hub.atoll(&restore).success();
     hub.until_available("e1").await;
 
     // Suspend: the control plane stops, the profile says Suspended, the data stays; resume.
@@ -820,16 +871,33 @@ async fn a_hub_killed_while_creating_and_deleting_converges_with_nothing_orphane
     for i in 0..4 {
         hub.until_available(&format!("new-{i}")).await;
     }
-    assert!(
-        eventually(Duration::from_secs(60), || {
-            let gone = ["old-1", "old-2", "old-p"]
-                .iter()
-                .all(|n| hub.hosted(n).is_none() && profile(&hub, n).is_none());
-            std::future::ready(gone && old_dirs.iter().all(|d| !d.exists()))
-        })
-        .await,
-        "the deleted clusters left something behind"
-    );
+    let gone = eventually(Duration::from_secs(60), || {
+        let gone = ["old-1", "old-2", "old-p"]
+            .iter()
+            .all(|n| hub.hosted(n).is_none() && profile(&hub, n).is_none());
+        std::future::ready(gone && old_dirs.iter().all(|d| !d.exists()))
+    })
+    .await;
+    if !gone {
+        let left: Vec<String> = ["old-1", "old-2", "old-p"]
+            .iter()
+            .flat_map(|n| {
+                let mut left = Vec::new();
+                if let Some(hc) = hub.hosted(n) {
+                    left.push(format!("HostedCluster {n}: {}", hc["status"]));
+                }
+                if profile(&hub, n).is_some() {
+                    left.push(format!("ClusterProfile {n}"));
+                }
+                if hub.hosted_dir("clusters", n).exists() {
+                    left.push(format!("data directory of {n}"));
+                }
+                left
+            })
+            .collect();
+        let log = std::fs::read_to_string(hub.hub_dir().with_extension("log")).unwrap_or_default();
+        panic!("the deleted clusters left {left:#?}\n--- hub log\n{log}");
+    }
     assert!(old_dirs.iter().all(|d| apiserver_pids(d).is_empty()));
     assert_eq!(
         apiserver_pids(&hub.hosted_dir("clusters", "new-0")).len(),
@@ -838,4 +906,112 @@ async fn a_hub_killed_while_creating_and_deleting_converges_with_nothing_orphane
     let clusters = hub.atoll(&["get", "clusters"]).success();
     let names: Vec<String> = clusters.rows()[1..].iter().map(|r| r[0].clone()).collect();
     assert_eq!(names, ["new-0", "new-1", "new-2", "new-3"], "{clusters}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hub_controller_runs_hosted_clusters_given_a_data_directory() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    // The hub cluster: any Kubernetes API; here atoll's own server stands in for a real one.
+    let hub_cluster =
+        Process::apiserver(&dir.path().join("hub-cluster"), free_addr().unwrap()).unwrap();
+    let hub_kubeconfig = hub_cluster.kubeconfig();
+    let atoll = |args: &[&str]| {
+        let mut all = vec!["--kubeconfig", hub_kubeconfig.to_str().unwrap()];
+        all.extend_from_slice(args);
+        Tool::new(atoll_binary().unwrap())
+            .env("RUST_BACKTRACE", "0")
+            .run(&all)
+    };
+    let run = |flags: &[&str], log: &str| {
+        let log = std::fs::File::create(dir.path().join(log)).unwrap();
+        Command::new(atoll_tests::hub_controller_binary().unwrap())
+            .env_clear()
+            .env("KUBECONFIG", hub_cluster.kubeconfig())
+            .args(["--grpc-addr", &free_addr().unwrap().to_string()])
+            .args(flags)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+
+    // Without a data directory it runs none, and says how to give it one.
+    let mut without = run(&[], "without.log");
+    let installed = eventually(Duration::from_secs(30), || {
+        std::future::ready(
+            atoll(&["hosted", "create", "nowhere"])
+                .status
+                .is_some_and(|s| s.success()),
+        )
+    })
+    .await;
+    assert!(installed, "hub-controller installs the HostedCluster CRD");
+    let shown = eventually(Duration::from_secs(30), || {
+        let ran = kubectl(
+            &hub_cluster.kubeconfig(),
+            &[
+                "get",
+                "hostedcluster",
+                "nowhere",
+                "-n",
+                "clusters",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Degraded\")].message}",
+            ],
+        );
+        std::future::ready(ran.stdout.contains("--hosted-data-dir"))
+    })
+    .await;
+    assert!(shown, "a hub without a data directory says so");
+    without.kill().unwrap();
+    without.wait().unwrap();
+
+    // With one, both modes run; Process mode runs the atoll binary beside hub-controller.
+    let data = dir.path().join("hosted");
+    let mut with = run(
+        &[
+            "--hosted-data-dir",
+            data.to_str().unwrap(),
+            "--hosted-host",
+            "localhost",
+        ],
+        "with.log",
+    );
+    atoll(&["hosted", "delete", "nowhere", "--wait"]).success();
+    atoll(&["hosted", "create", "emb", "--wait"]).success();
+    atoll(&["hosted", "create", "proc", "--mode", "process", "--wait"])
+        .success()
+        .stdout_has("https://localhost:");
+    for name in ["emb", "proc"] {
+        let kubeconfig = dir.path().join(format!("{name}.kubeconfig"));
+        atoll(&["kubeconfig", name, "-o", kubeconfig.to_str().unwrap()]).success();
+        kubectl(
+            &kubeconfig,
+            &[
+                "create",
+                "configmap",
+                "hello",
+                "--from-literal=from=hub-controller",
+            ],
+        )
+        .success();
+        kubectl(
+            &kubeconfig,
+            &["get", "configmap", "hello", "-o", "jsonpath={.data.from}"],
+        )
+        .success()
+        .stdout_is("hub-controller");
+        assert!(data.join("clusters").join(name).join("state.db").exists());
+    }
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(with.id().to_string())
+        .status();
+    assert!(
+        with.wait().unwrap().success(),
+        "hub-controller stops cleanly with its hosted clusters"
+    );
+    assert!(apiserver_pids(&data.join("clusters").join("proc")).is_empty());
 }

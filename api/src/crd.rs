@@ -36,8 +36,19 @@ pub enum Error {
     },
 }
 
-/// Every CRD atoll defines, ordered by name.
+/// Every CRD atoll defines, ordered by name. Generated once per process (generating the schemas
+/// is costly, and a hub runs an agent per hosted cluster, each installing its CRDs).
 pub fn all() -> Result<Vec<CustomResourceDefinition>, Error> {
+    static GENERATED: std::sync::OnceLock<Vec<CustomResourceDefinition>> =
+        std::sync::OnceLock::new();
+    if let Some(crds) = GENERATED.get() {
+        return Ok(crds.clone());
+    }
+    let crds = generate()?;
+    Ok(GENERATED.get_or_init(|| crds).clone())
+}
+
+fn generate() -> Result<Vec<CustomResourceDefinition>, Error> {
     let cluster_property = merge_crds(
         vec![
             inventory::v1alpha1::ClusterProperty::crd(),

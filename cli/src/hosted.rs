@@ -174,6 +174,10 @@ pub async fn create(client: kube::Client, args: CreateArgs) -> anyhow::Result<()
                 "hosted cluster {key} exists already; delete it first (atoll hosted delete {}) or choose another name",
                 args.name
             ),
+            kube::Error::Api(s) if s.code == 404 => anyhow::anyhow!(
+                "cannot create hosted cluster {key}: this API server does not serve HostedClusters (or namespace {} does not exist); is it an atoll hub (atoll up, or hub-controller running against it)?",
+                args.namespace
+            ),
             e => explain(e, &format!("cannot create hosted cluster {key}")),
         })?;
     println!("hostedcluster/{} created", args.name);

@@ -283,19 +283,23 @@ async fn agents_token(client: &kube::Client) -> kube::Result<String> {
     Ok(token.to_string())
 }
 
-/// Removes what deleted HostedClusters left behind while the hub was down: data directories and
-/// member records (with them, profiles, namespaces and Works) whose HostedCluster is gone.
+/// Removes what deleted HostedClusters left behind while the hub was down: data directories,
+/// and the members (record, profile, namespace with its Works) whose HostedCluster is gone.
 async fn sweep(client: &kube::Client, layout: &datadir::Layout) -> kube::Result<()> {
     let hosted: Api<HostedCluster> = Api::all(client.clone());
-    let live: HashSet<String> = hosted
-        .list(&ListParams::default())
-        .await?
-        .into_iter()
-        .filter_map(|hc| hc.metadata.uid)
+    let listed = hosted.list(&ListParams::default()).await?;
+    let live: HashSet<String> = listed
+        .iter()
+        .filter_map(|hc| hc.metadata.uid.clone())
+        .collect();
+    let names: HashSet<(String, String)> = listed
+        .iter()
+        .map(|hc| (hc.namespace().unwrap_or_default(), hc.name_any()))
         .collect();
     for dir in layout.sweep(&live) {
         tracing::info!(dir = %dir.display(), "removed the data of a deleted hosted cluster");
     }
+    let mut orphans = std::collections::BTreeSet::new();
     let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
     let records = secrets
         .list(&ListParams::default().labels(record::LABEL_HOSTED_BY))
@@ -306,12 +310,31 @@ async fn sweep(client: &kube::Client, layout: &datadir::Layout) -> kube::Result<
             .as_ref()
             .is_some_and(|uid| !live.contains(uid))
         {
-            tracing::info!(cluster = %record.name, "removing the member record of a deleted hosted cluster");
-            match record::remove(client.clone(), &record.name).await {
-                Ok(()) | Err(record::Error::NotFound(_)) => {}
-                Err(record::Error::Api(e)) => return Err(e),
-            }
+            orphans.insert(record.name);
         }
+    }
+    let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
+    // A profile with a record of any member, hosted or joined, is that member's.
+    let recorded: HashSet<String> = secrets
+        .list(&ListParams::default().labels(record::LABEL_CLUSTER))
+        .await?
+        .iter()
+        .filter_map(Record::from_secret)
+        .filter(|r| !orphans.contains(&r.name))
+        .map(|r| r.name)
+        .collect();
+    for profile in profiles.list(&ListParams::default()).await? {
+        let name = profile.name_any();
+        if let Some(owner) = claim::hosted_cluster_of(&profile)
+            && !names.contains(&owner)
+            && !recorded.contains(&name)
+        {
+            orphans.insert(name);
+        }
+    }
+    for name in orphans {
+        tracing::info!(cluster = %name, "removing the member of a deleted hosted cluster");
+        claim::remove_member(client, &name).await?;
     }
     Ok(())
 }
@@ -364,6 +387,7 @@ fn chain(error: &dyn std::error::Error) -> String {
 /// writes its status.
 async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
     let key = key_of(hc);
+    let began = Instant::now();
     let uid = hc.metadata.uid.clone().unwrap_or_default();
     let seen = *ctx
         .memory()
@@ -398,15 +422,17 @@ async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
 
     // The cluster's place in the inventory comes first: a name another cluster holds stops here.
     let mut claimed = false;
+    let mut new_profile = false;
     if !problems.iter().any(|p| p.blocks) {
         let join_secret = saved
             .as_ref()
             .map(|s| s.join_secret.clone())
             .unwrap_or_else(|| fresh_join_secret(&key, &uid, hc, dir.as_deref()));
         match claim::claim(&ctx.client, hc, &join_secret).await? {
-            claim::Claim::Ours(record, version) => {
+            claim::Claim::Ours(record, version, made) => {
                 ctx.fleet.upsert_record(&record, version);
                 claimed = true;
+                new_profile = made;
             }
             claim::Claim::InUse(message) => problems.push(Problem {
                 reason: "NameInUse",
@@ -415,9 +441,11 @@ async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
             }),
         }
     }
-    if claimed && let Err(problem) = label_profile(hc, ctx, &key).await? {
+    tracing::debug!(cluster = %key, ms = began.elapsed().as_millis(), "claimed");
+    if claimed && let Err(problem) = label_profile(hc, ctx, &key, new_profile).await? {
         problems.push(problem);
     }
+    tracing::debug!(cluster = %key, ms = began.elapsed().as_millis(), "labelled");
 
     let blocked = problems.iter().any(|p| p.blocks);
     let snapshot = match &ctx.planes {
@@ -517,6 +545,7 @@ async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
     if status != previous {
         write_status(ctx, &key, &status).await?;
     }
+    tracing::debug!(cluster = %key, ms = began.elapsed().as_millis(), since_seen_ms = seen.elapsed().as_millis(), "reconciled");
     Ok(Action::await_change())
 }
 
@@ -540,14 +569,20 @@ fn fresh_join_secret(
     }
 }
 
-/// Sets the spec's labels on the cluster's profile when they changed; a label the API server
-/// refuses is a problem of the spec.
+/// Sets the spec's labels on the cluster's profile when they changed (a profile made just now
+/// without labels to set needs no write); a label the API server refuses is a problem of the
+/// spec.
 async fn label_profile(
     hc: &HostedCluster,
     ctx: &Context,
     key: &Key,
+    new_profile: bool,
 ) -> Result<Result<(), Problem>, Error> {
     let wanted = serde_json::to_string(&hc.spec.labels).unwrap_or_default();
+    if new_profile && hc.spec.labels.is_empty() {
+        ctx.memory().labelled.insert(key.clone(), wanted);
+        return Ok(Ok(()));
+    }
     if ctx.memory().labelled.get(key) == Some(&wanted) {
         return Ok(Ok(()));
     }
@@ -637,7 +672,7 @@ async fn cleanup(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
     if let Some(planes) = &ctx.planes {
         planes.stop(&key).await;
     }
-    claim::release(&ctx.client, &key.name, &uid).await?;
+    claim::release(&ctx.client, hc).await?;
     claim::delete_kubeconfig(&ctx.client, &key.namespace, &key.name).await?;
     if let Some(planes) = &ctx.planes {
         let dir = planes.shared().layout.dir(&key.namespace, &key.name);

@@ -27,6 +27,8 @@ use rand::Rng as _;
 use tokio::sync::{Notify, watch};
 use tonic::Code;
 
+use atoll_api::names::PROPERTY_CLUSTER_SET;
+
 use crate::credential::Stored;
 
 /// How long a unary call to the hub may take before the agent gives up on it and retries.
@@ -319,12 +321,31 @@ impl Session<'_> {
                 .lock()
                 .map(|m| m.clone())
                 .unwrap_or_default();
-            if let Some(set) = desired
-                && let Err(error) = properties::set_cluster_set(self.member, &set).await
-            {
-                tracing::warn!(%error, "cannot restore ClusterProperty clusterset.k8s.io");
+            let (version, mut props) = observe(self.member).await;
+            if let Some(set) = desired {
+                let listed = props
+                    .iter()
+                    .find(|p| p.name == PROPERTY_CLUSTER_SET)
+                    .map_or("", |p| p.value.as_str());
+                // Only a difference costs a request: the list above has the property.
+                if listed != set {
+                    match properties::set_cluster_set(self.member, &set).await {
+                        Ok(_) => {
+                            props.retain(|p| p.name != PROPERTY_CLUSTER_SET);
+                            if !set.is_empty() {
+                                props.push(Property {
+                                    name: PROPERTY_CLUSTER_SET.to_owned(),
+                                    value: set,
+                                });
+                                props.sort_by(|a, b| a.name.cmp(&b.name));
+                            }
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "cannot restore ClusterProperty clusterset.k8s.io");
+                        }
+                    }
+                }
             }
-            let (version, props) = observe(self.member).await;
             let request = HeartbeatRequest {
                 cluster_name: self.config.cluster_name.clone(),
                 health: Some(readiness(self.member).await),

@@ -26,8 +26,9 @@ pub const LABEL_HOSTED_CLUSTER: &str = "atoll.dev/hosted-cluster";
 /// Whether the hub is the HostedCluster's to use for its member cluster.
 #[derive(Debug)]
 pub enum Claim {
-    /// The record is the HostedCluster's (made now or before), at this resourceVersion.
-    Ours(Record, u64),
+    /// The record is the HostedCluster's (made now or before), at this resourceVersion; and
+    /// whether its ClusterProfile was made now (without labels of the spec's yet).
+    Ours(Record, u64, bool),
     /// Something else has the name; why.
     InUse(String),
 }
@@ -97,12 +98,12 @@ pub async fn claim(
     let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
     let mut profile = new_profile(name, hc.spec.cluster_set.as_deref());
     profile.metadata.annotations = Some(annotations(hc));
-    match profiles.create(&PostParams::default(), &profile).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 409 => {}
+    let made = match profiles.create(&PostParams::default(), &profile).await {
+        Ok(_) => true,
+        Err(kube::Error::Api(e)) if e.code == 409 => false,
         Err(e) => return Err(e),
-    }
-    Ok(Claim::Ours(record, version))
+    };
+    Ok(Claim::Ours(record, version, made))
 }
 
 /// Creates the cluster's namespace on the hub; says why not when a namespace of that name
@@ -181,24 +182,75 @@ pub fn hosted_cluster_of(profile: &ClusterProfile) -> Option<(String, String)> {
     Some((namespace.to_owned(), name.to_owned()))
 }
 
-/// Takes the cluster out of the inventory when its record is the HostedCluster's: the record
-/// and the profile go, and with the record its namespace and Works (see `sources::records`).
-pub async fn release(client: &kube::Client, name: &str, uid: &str) -> kube::Result<()> {
+/// Takes the cluster out of the inventory, when it is the HostedCluster's: its ClusterProfile,
+/// its namespace (with its Works) and, last, its member record, so that a hub stopped half way
+/// finds the record and finishes. A profile left without a record (by an earlier hub) goes too
+/// when it names this HostedCluster.
+pub async fn release(client: &kube::Client, hc: &HostedCluster) -> kube::Result<()> {
+    let name = hc.metadata.name.as_deref().unwrap_or_default();
+    let uid = hc.metadata.uid.as_deref().unwrap_or_default();
     let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
-    let Some(stored) = secrets.get_opt(&record::secret_name(name)).await? else {
-        return Ok(());
+    let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
+    let record = secrets.get_opt(&record::secret_name(name)).await?;
+    let ours = match record.as_ref().map(Record::from_secret) {
+        Some(Some(r)) => r.hosted_by.as_deref() == Some(uid),
+        // Not a record: not ours to touch.
+        Some(None) => false,
+        None => {
+            let profile = profiles.get_opt(name).await?;
+            profile.is_some_and(|p| {
+                hosted_cluster_of(&p)
+                    == Some((
+                        hc.metadata.namespace.clone().unwrap_or_default(),
+                        name.to_owned(),
+                    ))
+            })
+        }
     };
-    if Record::from_secret(&stored)
-        .and_then(|r| r.hosted_by)
-        .as_deref()
-        != Some(uid)
-    {
+    if !ours {
         return Ok(());
     }
-    match record::remove(client.clone(), name).await {
-        Ok(()) | Err(record::Error::NotFound(_)) => Ok(()),
-        Err(record::Error::Api(e)) => Err(e),
+    remove_member(client, name).await
+}
+
+/// Removes a hosted cluster's member: its ClusterProfile, its namespace (when it is the
+/// member's) and, last, its record, so that a hub stopped half way finds the record and
+/// finishes.
+pub async fn remove_member(client: &kube::Client, name: &str) -> kube::Result<()> {
+    let gone = |result: kube::Result<()>| match result {
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        other => other,
+    };
+    let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
+    gone(
+        profiles
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(|_| ()),
+    )?;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    if let Some(namespace) = namespaces.get_opt(name).await?
+        && namespace
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(LABEL_CLUSTER))
+            .is_some_and(|v| v == name)
+    {
+        gone(
+            namespaces
+                .delete(name, &DeleteParams::default())
+                .await
+                .map(|_| ()),
+        )?;
     }
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    gone(
+        secrets
+            .delete(&record::secret_name(name), &DeleteParams::default())
+            .await
+            .map(|_| ()),
+    )
 }
 
 /// The Secret `<name>-admin-kubeconfig` holding `kubeconfig`, owned by the HostedCluster.
