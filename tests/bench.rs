@@ -12,18 +12,28 @@ pub const FD_MARGIN: u64 = 256;
 
 /// Fails with what to do when this process (and so the hub it starts) may not open enough files.
 pub fn check_open_files(clusters: usize) -> anyhow::Result<()> {
+    check_files(
+        clusters as u64 + FD_MARGIN,
+        &format!(
+            "{clusters} simulated agents need about {{need}} open files in this process and as many in the hub"
+        ),
+        "run fewer clusters (--clusters)",
+    )
+}
+
+/// Fails, saying `why` (with `{need}` replaced) and what else to do, when the soft limit of open
+/// files is under `need`.
+pub fn check_files(need: u64, why: &str, otherwise: &str) -> anyhow::Result<()> {
     let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
     let soft = limits
         .lines()
         .find(|line| line.starts_with("Max open files"))
         .and_then(|line| line.split_whitespace().nth(3))
         .and_then(|value| value.parse::<u64>().ok());
-    let need = clusters as u64 + FD_MARGIN;
     match soft {
         Some(limit) if limit < need => bail!(
-            "{clusters} simulated agents need about {need} open files in this process and as many \
-             in the hub, but the limit is {limit}: raise it (ulimit -n {need}) or run fewer \
-             clusters (--clusters)"
+            "{}, but the limit is {limit}: raise it (ulimit -n {need}) or {otherwise}",
+            why.replace("{need}", &need.to_string())
         ),
         _ => Ok(()),
     }

@@ -49,7 +49,9 @@ use atoll_api::names::{
     CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED, HOSTED_CLUSTERS_NAMESPACE,
     INVENTORY_NAMESPACE,
 };
-use atoll_tests::bench::{CpuWindow, hub_log, pss_kib, quantile, rss_kib, short_binary, verdict};
+use atoll_tests::bench::{
+    CpuWindow, check_files, hub_log, pss_kib, quantile, rss_kib, short_binary, verdict,
+};
 use atoll_tests::{Process, Report, client_from, cpu_ticks, free_addr};
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -271,20 +273,11 @@ fn run_one(plan: &Plan, root: &Path, run: &mut Run, report: &mut Report) -> anyh
 
 /// Fails early when the hub could not open the files `n` hosted clusters need.
 fn check_open_files(n: usize) -> anyhow::Result<()> {
-    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
-    let soft = limits
-        .lines()
-        .find(|line| line.starts_with("Max open files"))
-        .and_then(|line| line.split_whitespace().nth(3))
-        .and_then(|value| value.parse::<u64>().ok());
-    let need = n as u64 * FILES_PER_CLUSTER + FILES_BESIDES;
-    match soft {
-        Some(limit) if limit < need => bail!(
-            "{n} hosted clusters need about {need} open files in the hub, but the limit is \
-             {limit}: raise it (ulimit -n {need}) or run fewer (--embedded, --process)"
-        ),
-        _ => Ok(()),
-    }
+    check_files(
+        n as u64 * FILES_PER_CLUSTER + FILES_BESIDES,
+        &format!("{n} hosted clusters need about {{need}} open files in the hub"),
+        "run fewer (--embedded, --process)",
+    )
 }
 
 /// When each cluster first showed what the benchmark waits for.

@@ -10,9 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use atoll_tests::{
-    Process, Ran, Tool, atoll_binary, client_binary, eventually, free_addr, work_agent_binary,
-};
+use atoll_tests::{Process, Ran, Tool, atoll_binary, eventually, free_addr, work_agent_binary};
 
 /// Lease settings of the hub under test: short, so that a lost cluster shows within seconds.
 const LEASE_SECONDS: u64 = 1;
@@ -102,13 +100,7 @@ fn widget_size(member: &Process) -> Ran {
 
 /// `kubectl` against the cluster of `kubeconfig`.
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> Ran {
-    let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
-    all.extend_from_slice(args);
-    // kubectl keeps a discovery cache under $HOME: keep it out of the source tree.
-    let home = std::env::temp_dir().join("atoll-tests-kubectl-home");
-    Tool::new(client_binary("kubectl").unwrap())
-        .env("HOME", home)
-        .run(&all)
+    atoll_tests::kubectl_at(kubeconfig, args)
 }
 
 /// The `atoll get clusters` row of each cluster, by name: (healthy, joined, clusterset).

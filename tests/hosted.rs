@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use atoll_tests::{Process, Ran, Tool, atoll_binary, client_binary, eventually, free_addr};
+use atoll_tests::{Process, Ran, Tool, atoll_binary, eventually, free_addr};
 use serde_json::Value;
 
 /// A hub (`atoll up`) for one test, with its scratch directory.
@@ -165,14 +165,23 @@ fn condition<'a>(hc: &'a Value, type_: &str) -> Option<&'a Value> {
         .find(|c| c["type"] == type_)
 }
 
+/// `data.color` of the ConfigMap `team/settings` of the cluster of `kubeconfig`.
+fn color(kubeconfig: &Path) -> String {
+    let get = [
+        "get",
+        "configmap",
+        "settings",
+        "-n",
+        "team",
+        "-o",
+        "jsonpath={.data.color}",
+    ];
+    kubectl(kubeconfig, &get).success().stdout.trim().to_owned()
+}
+
 /// `kubectl` against the cluster of `kubeconfig`.
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> Ran {
-    let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let home = std::env::temp_dir().join("atoll-tests-kubectl-home");
-    Tool::new(client_binary("kubectl").unwrap())
-        .env("HOME", home)
-        .run(&all)
+    atoll_tests::kubectl_at(kubeconfig, args)
 }
 
 /// The pids of `atoll apiserver` processes serving the data directory `dir`.
@@ -506,20 +515,7 @@ async fn process_mode_backup_restore_suspend_and_resume() {
     ])
     .success()
     .stdout_has("restored");
-    kubectl(
-        &e1,
-        &[
-            "get",
-            "configmap",
-            "settings",
-            "-n",
-            "team",
-            "-o",
-            "jsonpath={.data.color}",
-        ],
-    )
-    .success()
-    .stdout_is("blue");
+    assert_eq!(color(&e1), "blue");
     hub.until_available("e1").await;
 
     // Into another hub as well, on the same machine: the old kubeconfig reaches it there.
@@ -534,20 +530,7 @@ async fn process_mode_backup_restore_suspend_and_resume() {
     ];
     second.atoll(&restore).success();
     second.until_available("e1").await;
-    kubectl(
-        &e1,
-        &[
-            "get",
-            "configmap",
-            "settings",
-            "-n",
-            "team",
-            "-o",
-            "jsonpath={.data.color}",
-        ],
-    )
-    .success()
-    .stdout_is("blue");
+    assert_eq!(color(&e1), "blue");
     let in_inventory = eventually(Duration::from_secs(30), || {
         let rows = second.atoll(&["get", "clusters"]).success().rows();
         std::future::ready(rows.len() == 2 && rows[1][..3] == ["e1", "True", "True"])
@@ -583,20 +566,7 @@ async fn process_mode_backup_restore_suspend_and_resume() {
     );
     kubectl(&e1, &["get", "namespaces"]).failure();
     hub.atoll(&["hosted", "resume", "e1", "--wait"]).success();
-    kubectl(
-        &e1,
-        &[
-            "get",
-            "configmap",
-            "settings",
-            "-n",
-            "team",
-            "-o",
-            "jsonpath={.data.color}",
-        ],
-    )
-    .success()
-    .stdout_is("blue");
+    assert_eq!(color(&e1), "blue");
 }
 
 #[tokio::test(flavor = "multi_thread")]

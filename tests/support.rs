@@ -210,6 +210,16 @@ impl Drop for Process {
     }
 }
 
+/// `kubectl` against the cluster of `kubeconfig`, with a HOME of its own (its discovery cache
+/// stays out of the source tree).
+pub fn kubectl_at(kubeconfig: &Path, args: &[&str]) -> Ran {
+    let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap_or_default()];
+    all.extend_from_slice(args);
+    let home = std::env::temp_dir().join("atoll-tests-kubectl-home");
+    let kubectl = client_binary("kubectl").unwrap_or_else(|e| panic!("{e:#}"));
+    Tool::new(kubectl).env("HOME", home).run(&all)
+}
+
 /// Waits until `check` is true or the timeout passes.
 pub async fn eventually<F, Fut>(timeout: Duration, mut check: F) -> bool
 where

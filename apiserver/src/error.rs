@@ -243,6 +243,18 @@ impl From<crate::storage::Error> for Error {
     }
 }
 
+/// An error and its sources, `: `-separated (`cannot start: cannot open storage: disk full`).
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,6 +55,27 @@ impl TestServer {
     async fn send(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
         send(&self.router(), method, path, &self.token(), body).await
     }
+
+    /// Creates namespace `namespace` and a ConfigMap in it for each name (`{k: v}` as data).
+    async fn create_config_maps(&self, namespace: &str, names: &[&str]) {
+        let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+        let made = self
+            .send(Method::POST, "/api/v1/namespaces", Some(ns))
+            .await;
+        assert!(
+            made.status == StatusCode::CREATED || made.status == StatusCode::CONFLICT,
+            "namespace {namespace}: {}",
+            made.text()
+        );
+        for name in names {
+            let path = format!("/api/v1/namespaces/{namespace}/configmaps");
+            let data = serde_json::json!({ "k": "v", "name": name });
+            let created = self
+                .send(Method::POST, &path, Some(config_map(name, data)))
+                .await;
+            assert_eq!(created.status, StatusCode::CREATED, "{}", created.text());
+        }
+    }
 }
 
 fn config(

@@ -367,28 +367,16 @@ fn error_policy(hc: Arc<HostedCluster>, error: &Error, ctx: Arc<Context>) -> Act
     let delay = Duration::from_millis(250)
         .saturating_mul(1 << attempts.min(10))
         .min(Duration::from_secs(300));
-    tracing::warn!(cluster = %key, error = %chain(error), attempts, ?delay, "cannot reconcile HostedCluster; retrying");
+    tracing::warn!(cluster = %key, error = %atoll_apiserver::error::chain(error), attempts, ?delay, "cannot reconcile HostedCluster; retrying");
     Action::requeue(delay)
 }
 
-/// An error with its causes.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 /// Brings a HostedCluster's control plane, inventory entry and kubeconfig to what it asks, and
-/// writes its status.
+/// writes its status: what its spec asks that this hub cannot do, its place in the inventory,
+/// its control plane, what is published about it, and what all that earns.
 async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
     let key = key_of(hc);
     let began = Instant::now();
-    let uid = hc.metadata.uid.clone().unwrap_or_default();
     let seen = *ctx
         .memory()
         .first_seen
@@ -401,12 +389,67 @@ async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
     let saved = dir
         .as_deref()
         .and_then(|d| datadir::load(d).ok().flatten())
-        .filter(|s| s.uid == uid);
+        .filter(|s| Some(s.uid.as_str()) == hc.metadata.uid.as_deref());
+    let mut problems = spec_problems(hc, ctx, saved.as_ref());
+    let claimed = take_place(hc, ctx, &key, saved.as_ref(), dir.as_deref(), &mut problems).await?;
+    let snapshot = run_control_plane(hc, ctx, &key, saved.as_ref(), &problems).await;
+    let phase = snapshot.as_ref().map_or(Phase::Absent, |s| s.phase.clone());
+    let endpoint = snapshot.as_ref().and_then(|s| s.port).map(|port| Endpoint {
+        host: ctx
+            .planes
+            .as_ref()
+            .map(|p| p.shared().host.clone())
+            .unwrap_or_default(),
+        port: i32::from(port),
+    });
+    let published = match (
+        &endpoint,
+        snapshot.as_ref().and_then(|s| s.credentials.as_ref()),
+    ) {
+        (Some(endpoint), Some(credentials)) => {
+            publish(hc, ctx, &key, endpoint, credentials, claimed).await?;
+            true
+        }
+        _ => hc.status.as_ref().is_some_and(|s| s.kubeconfig.is_some()),
+    };
+    let joined = if claimed {
+        inventory_view(ctx, &key, &phase)
+    } else {
+        None
+    };
+    let ready_after = (phase == Phase::Running).then(|| seen.elapsed());
+    let observed = plan::Observed {
+        name: &key.name,
+        spec: &hc.spec,
+        generation: hc.metadata.generation,
+        problems: &problems,
+        phase,
+        endpoint,
+        kubeconfig: published,
+        joined,
+        data_dir: dir.map(|d| d.display().to_string()),
+        ready_after,
+    };
+    let previous = hc.status.clone().unwrap_or_default();
+    let status = plan::status(&observed, &previous, jiff::Timestamp::now());
+    if status != previous {
+        write_status(ctx, &key, &status).await?;
+    }
+    tracing::debug!(cluster = %key, ms = began.elapsed().as_millis(), since_seen_ms = seen.elapsed().as_millis(), "reconciled");
+    Ok(Action::await_change())
+}
+
+/// What in the spec this hub cannot do (or not yet: a ClusterSet that does not exist).
+fn spec_problems(
+    hc: &HostedCluster,
+    ctx: &Context,
+    saved: Option<&datadir::Saved>,
+) -> Vec<Problem> {
     let mut problems = plan::problems(
-        &key.name,
+        &hc.name_any(),
         &hc.spec,
         ctx.can,
-        saved.as_ref().map(datadir::Saved::provisioned),
+        saved.map(datadir::Saved::provisioned),
     );
     if let Some(set) = &hc.spec.cluster_set
         && !ctx.fleet.cluster_sets().contains(set)
@@ -419,134 +462,129 @@ async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
             blocks: false,
         });
     }
+    problems
+}
 
-    // The cluster's place in the inventory comes first: a name another cluster holds stops here.
-    let mut claimed = false;
-    let mut new_profile = false;
-    if !problems.iter().any(|p| p.blocks) {
-        let join_secret = saved
-            .as_ref()
-            .map(|s| s.join_secret.clone())
-            .unwrap_or_else(|| fresh_join_secret(&key, &uid, hc, dir.as_deref()));
-        match claim::claim(&ctx.client, hc, &join_secret).await? {
-            claim::Claim::Ours(record, version, made) => {
-                ctx.fleet.upsert_record(&record, version);
-                claimed = true;
-                new_profile = made;
-            }
-            claim::Claim::InUse(message) => problems.push(Problem {
+/// The cluster's place in the inventory (its record, namespace and profile, with the spec's
+/// labels), unless a problem blocks it or the name is another's (a problem then too). Whether
+/// the place is the HostedCluster's.
+async fn take_place(
+    hc: &HostedCluster,
+    ctx: &Context,
+    key: &Key,
+    saved: Option<&datadir::Saved>,
+    dir: Option<&std::path::Path>,
+    problems: &mut Vec<Problem>,
+) -> Result<bool, Error> {
+    if problems.iter().any(|p| p.blocks) {
+        return Ok(false);
+    }
+    let uid = hc.metadata.uid.as_deref().unwrap_or_default();
+    let join_secret = saved
+        .map(|s| s.join_secret.clone())
+        .unwrap_or_else(|| fresh_join_secret(key, uid, hc, dir));
+    let new_profile = match claim::claim(&ctx.client, hc, &join_secret).await? {
+        claim::Claim::Ours(record, version, made) => {
+            ctx.fleet.upsert_record(&record, version);
+            made
+        }
+        claim::Claim::InUse(message) => {
+            problems.push(Problem {
                 reason: "NameInUse",
                 message,
                 blocks: true,
-            }),
+            });
+            return Ok(false);
         }
-    }
-    tracing::debug!(cluster = %key, ms = began.elapsed().as_millis(), "claimed");
-    if claimed && let Err(problem) = label_profile(hc, ctx, &key, new_profile).await? {
+    };
+    if let Err(problem) = label_profile(hc, ctx, key, new_profile).await? {
         problems.push(problem);
     }
-    tracing::debug!(cluster = %key, ms = began.elapsed().as_millis(), "labelled");
+    Ok(true)
+}
 
-    let blocked = problems.iter().any(|p| p.blocks);
-    let snapshot = match &ctx.planes {
-        Some(planes) if !blocked && hc.spec.suspended => {
-            planes.stop(&key).await;
-            Some(runtime::Snapshot {
-                phase: Phase::Suspended,
-                port: saved.as_ref().and_then(|s| s.port),
-                credentials: None,
-            })
-        }
-        Some(planes) if !blocked => Some(planes.ensure(&key, desired(hc, saved.as_ref())).await),
+/// Runs, suspends or leaves the control plane as the spec and its problems say, and says where
+/// it is (`None` when this hub runs no control planes).
+async fn run_control_plane(
+    hc: &HostedCluster,
+    ctx: &Context,
+    key: &Key,
+    saved: Option<&datadir::Saved>,
+    problems: &[Problem],
+) -> Option<runtime::Snapshot> {
+    let planes = ctx.planes.as_ref()?;
+    if problems.iter().any(|p| p.blocks) {
         // A control plane already running keeps running as it was.
-        Some(planes) => planes.snapshot(&key),
-        None => None,
-    };
-    let phase = snapshot.as_ref().map_or(Phase::Absent, |s| s.phase.clone());
-    let port = snapshot.as_ref().and_then(|s| s.port);
-    let host = ctx
-        .planes
-        .as_ref()
-        .map(|p| p.shared().host.clone())
-        .unwrap_or_default();
-    let endpoint = port.map(|port| Endpoint {
-        host: host.clone(),
-        port: i32::from(port),
-    });
-
-    let mut kubeconfig = hc.status.as_ref().is_some_and(|s| s.kubeconfig.is_some());
-    if let (Some(endpoint), Some(credentials)) = (
-        &endpoint,
-        snapshot.as_ref().and_then(|s| s.credentials.as_ref()),
-    ) {
-        let server = format!("https://{}:{}", endpoint.host, endpoint.port);
-        let text = atoll_apiserver::kubeconfig::render(
-            &key.name,
-            &server,
-            &credentials.ca_pem,
-            &credentials.token,
-        );
-        let fresh = ctx.memory().published.get(&key) != Some(&text);
-        if fresh {
-            claim::publish_kubeconfig(&ctx.client, &claim::kubeconfig_secret(hc, &text)).await?;
-            ctx.memory().published.insert(key.clone(), text);
-        }
-        kubeconfig = true;
-        if claimed {
-            let access = access_provider(&key, &server, &credentials.ca_pem);
-            ctx.fleet.update(&key.name, |m| {
-                let changed = m.access.as_ref() != Some(&access);
-                m.access = Some(access);
-                (
-                    Changes {
-                        profile: changed,
-                        membership: false,
-                    },
-                    (),
-                )
-            });
-        }
+        return planes.snapshot(key);
     }
-    let suspended = (phase == Phase::Suspended).then(|| {
+    if hc.spec.suspended {
+        planes.stop(key).await;
+        return Some(runtime::Snapshot {
+            phase: Phase::Suspended,
+            port: saved.and_then(|s| s.port),
+            credentials: None,
+        });
+    }
+    Some(planes.ensure(key, desired(hc, saved)).await)
+}
+
+/// Publishes how to reach a serving control plane: the kubeconfig Secret (written when it
+/// changed) and, for a cluster in the inventory, its profile's access provider.
+async fn publish(
+    hc: &HostedCluster,
+    ctx: &Context,
+    key: &Key,
+    endpoint: &Endpoint,
+    credentials: &runtime::Credentials,
+    claimed: bool,
+) -> Result<(), Error> {
+    let server = format!("https://{}:{}", endpoint.host, endpoint.port);
+    let text = atoll_apiserver::kubeconfig::render(
+        &key.name,
+        &server,
+        &credentials.ca_pem,
+        &credentials.token,
+    );
+    if ctx.memory().published.get(key) != Some(&text) {
+        claim::publish_kubeconfig(&ctx.client, &claim::kubeconfig_secret(hc, &text)).await?;
+        ctx.memory().published.insert(key.clone(), text);
+    }
+    if claimed {
+        let access = access_provider(key, &server, &credentials.ca_pem);
+        ctx.fleet.update(&key.name, |m| {
+            let changed = m.access.as_ref() != Some(&access);
+            m.access = Some(access);
+            (
+                Changes {
+                    profile: changed,
+                    membership: false,
+                },
+                (),
+            )
+        });
+    }
+    Ok(())
+}
+
+/// Tells the fleet whether the cluster is suspended (its profile says so rather than calling it
+/// lost), and answers whether its agent joined.
+fn inventory_view(ctx: &Context, key: &Key, phase: &Phase) -> Option<bool> {
+    let suspended = (*phase == Phase::Suspended).then(|| {
         format!(
             "the hosted control plane is suspended (spec.suspended of HostedCluster {key}); its data is kept"
         )
     });
-    let joined = if claimed {
-        ctx.fleet.update(&key.name, |m| {
-            let changed = m.suspended != suspended;
-            m.suspended = suspended.clone();
-            (
-                Changes {
-                    profile: changed,
-                    membership: changed,
-                },
-                m.accepted && m.credential.is_some(),
-            )
-        })
-    } else {
-        None
-    };
-    let ready_after = (phase == Phase::Running).then(|| seen.elapsed());
-    let observed = plan::Observed {
-        name: &key.name,
-        spec: &hc.spec,
-        generation: hc.metadata.generation,
-        problems: &problems,
-        phase,
-        endpoint,
-        kubeconfig,
-        joined,
-        data_dir: dir.map(|d| d.display().to_string()),
-        ready_after,
-    };
-    let previous = hc.status.clone().unwrap_or_default();
-    let status = plan::status(&observed, &previous, jiff::Timestamp::now());
-    if status != previous {
-        write_status(ctx, &key, &status).await?;
-    }
-    tracing::debug!(cluster = %key, ms = began.elapsed().as_millis(), since_seen_ms = seen.elapsed().as_millis(), "reconciled");
-    Ok(Action::await_change())
+    ctx.fleet.update(&key.name, |m| {
+        let changed = m.suspended != suspended;
+        m.suspended = suspended;
+        (
+            Changes {
+                profile: changed,
+                membership: changed,
+            },
+            m.accepted && m.credential.is_some(),
+        )
+    })
 }
 
 /// The join secret of a cluster not started yet: recorded in its data directory at once, so

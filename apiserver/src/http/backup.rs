@@ -180,9 +180,11 @@ async fn restore(state: &RestoreState, request: Request) -> Result<Response> {
         Err(StageError::TooLarge(_)) => return Err(too_large),
         Err(StageError::Backup(error)) => return Err(Error::BadRequest(error.to_string())),
         Err(error @ StageError::Upload(_)) => {
-            return Err(Error::BadRequest(error_chain(&error)));
+            return Err(Error::BadRequest(crate::error::chain(&error)));
         }
-        Err(error @ StageError::Io { .. }) => return Err(Error::Internal(error_chain(&error))),
+        Err(error @ StageError::Io { .. }) => {
+            return Err(Error::Internal(crate::error::chain(&error)));
+        }
     };
     tracing::info!(
         revision = header.revision,
@@ -206,16 +208,4 @@ async fn restore(state: &RestoreState, request: Request) -> Result<Response> {
             "message": message,
         }),
     ))
-}
-
-/// An error and its sources, `: `-separated.
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -17,24 +17,10 @@ const CONFIG_MAPS: &str = "/api/v1/namespaces/default/configmaps";
 /// a service-account token issued by it.
 async fn populated(storage: StorageKind) -> (TestServer, String) {
     let server = TestServer::start(storage, |config| config.cluster_name = "c1".into()).await;
-    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}});
-    assert_eq!(
-        server
-            .send(Method::POST, "/api/v1/namespaces", Some(ns))
-            .await
-            .status,
-        StatusCode::CREATED
-    );
-    for name in ["one", "two", "three"] {
-        let created = server
-            .send(
-                Method::POST,
-                CONFIG_MAPS,
-                Some(config_map(name, json!({"name": name}))),
-            )
-            .await;
-        assert_eq!(created.status, StatusCode::CREATED);
-    }
+    server.create_config_maps("apps", &[]).await;
+    server
+        .create_config_maps("default", &["one", "two", "three"])
+        .await;
     let updated = server
         .send(
             Method::PATCH,

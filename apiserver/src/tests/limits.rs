@@ -216,24 +216,9 @@ async fn at_the_byte_limit_growing_writes_are_refused_and_shrinking_ones_work() 
 async fn a_namespace_at_the_limit_is_still_deleted() {
     within(async {
         let server = TestServer::start(StorageKind::Sqlite, |_| {}).await;
-        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}});
-        assert_eq!(
-            server
-                .send(Method::POST, "/api/v1/namespaces", Some(ns.clone()))
-                .await
-                .status,
-            StatusCode::CREATED
-        );
-        for name in ["one", "two", "three"] {
-            let created = server
-                .send(
-                    Method::POST,
-                    "/api/v1/namespaces/team/configmaps",
-                    Some(config_map(name, json!({"k": "v"}))),
-                )
-                .await;
-            assert_eq!(created.status, StatusCode::CREATED);
-        }
+        server
+            .create_config_maps("team", &["one", "two", "three"])
+            .await;
         let full = server.server.backend().usage();
         let dir = server.dir;
         server.server.shutdown().await;

@@ -49,7 +49,7 @@ pub async fn serve(run: &mut Run<'_>) -> Outcome {
 /// What a server that could not start tells the HostedCluster's conditions.
 fn failure(error: &atoll_apiserver::Error) -> Failure {
     use atoll_apiserver::Error as E;
-    let message = chain(error);
+    let message = atoll_apiserver::error::chain(error);
     match error {
         E::DataDir { .. } => Failure::new(Component::Datastore, "DataDirectoryFailed", message),
         E::DataDirInUse { .. } => Failure::new(Component::Datastore, "DataDirectoryInUse", message),
@@ -60,18 +60,6 @@ fn failure(error: &atoll_apiserver::Error) -> Failure {
         E::Listen { .. } => Failure::new(Component::ApiServer, "ListenFailed", message),
         _ => Failure::new(Component::ApiServer, "StartFailed", message),
     }
-}
-
-/// An error with its causes, `outer: inner: innermost`.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
