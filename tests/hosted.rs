@@ -696,30 +696,38 @@ async fn bad_input_and_faults_end_in_clear_conditions_with_nothing_lost() {
     hub.kubectl(&["get", "configmap", "dashboards", "-n", "monitoring"])
         .success();
 
-    // A field that cannot change: the running cluster stays as it is, and says so.
-    hub.kubectl(&[
-        "patch",
-        "hostedcluster",
-        "good",
-        "-n",
-        "clusters",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"mode":"Process"}}"#,
-    ]);
-    let message = hub
-        .until_condition(
-            "clusters",
-            "good",
-            "Degraded",
-            "True",
-            Some("ImmutableFieldChanged"),
-        )
-        .await;
-    assert!(
-        message.contains("spec.mode") && message.contains("Embedded"),
-        "{message}"
-    );
+    // A field that cannot change is refused, naming it, and the cluster stays as it is.
+    for (patch, field, says) in [
+        (
+            r#"{"spec":{"mode":"Process"}}"#,
+            "spec.mode",
+            "mode cannot change",
+        ),
+        (
+            r#"{"spec":{"storage":{"backend":"memory"}}}"#,
+            "spec.storage.backend",
+            "the storage backend cannot change",
+        ),
+    ] {
+        let refused = hub
+            .kubectl(&[
+                "patch",
+                "hostedcluster",
+                "good",
+                "-n",
+                "clusters",
+                "--type=merge",
+                "-p",
+                patch,
+            ])
+            .failure();
+        assert!(
+            refused.stderr.contains(field) && refused.stderr.contains(says),
+            "{refused}"
+        );
+    }
+    let good = hub.hosted("good").unwrap();
+    assert_eq!(good["spec"]["mode"], "Embedded");
     hub.until_condition("clusters", "good", "Available", "True", None)
         .await;
 
