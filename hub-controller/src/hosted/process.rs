@@ -75,6 +75,19 @@ pub async fn serve(run: &mut Run<'_>) -> Outcome {
     if limits != &Default::default() {
         command.arg("--limits-source").arg(run.limits().source);
     }
+    // What the hub's own environment says of API servers is not the child's to take.
+    for variable in [
+        "ATOLL_DATA_DIR",
+        "ATOLL_API_ADDR",
+        "ATOLL_STORAGE",
+        "ATOLL_TLS_SANS",
+        "ATOLL_MAX_OBJECTS",
+        "ATOLL_MAX_STORAGE_BYTES",
+        "ATOLL_MAX_REQUESTS_INFLIGHT",
+        "ATOLL_KUBECONFIG",
+    ] {
+        command.env_remove(variable);
+    }
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

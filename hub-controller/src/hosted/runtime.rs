@@ -211,7 +211,8 @@ impl ControlPlanes {
             stopped,
             changed: self.changed.clone(),
         };
-        let span = tracing::info_span!("hosted", cluster = %key);
+        // Its own root span: the supervisor outlives the reconcile that started it.
+        let span = tracing::info_span!(parent: None, "hosted", cluster = %key);
         let task = tokio::spawn(supervisor.run().instrument(span));
         self.lock().insert(
             key.clone(),
