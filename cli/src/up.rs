@@ -14,9 +14,14 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use atoll_api::clusterset::{ClusterSet, ClusterSetSpec};
 use atoll_api::hosted::{CONDITION_AGENT_JOINED, CONDITION_AVAILABLE, HostedCluster};
-use atoll_api::names::HOSTED_CLUSTERS_NAMESPACE;
+use atoll_api::inventory::ClusterProfile;
+use atoll_api::names::{
+    CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED, HOSTED_CLUSTERS_NAMESPACE,
+    INVENTORY_NAMESPACE,
+};
 use atoll_apiserver::{Config, Server, StorageKind};
 use atoll_hub::hosted::process::{EXIT_DATASTORE, EXIT_LISTEN, EXIT_RESTART};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ObjectMeta, PostParams};
 
 pub enum Mode {
@@ -202,7 +207,7 @@ async fn first_clusters(server: &Server, count: u32) -> anyhow::Result<()> {
         Err(kube::Error::Api(e)) if e.code == 409 => {}
         Err(e) => return Err(e).context("cannot create ClusterSet default"),
     }
-    let hosted: Api<HostedCluster> = Api::namespaced(client, HOSTED_CLUSTERS_NAMESPACE);
+    let hosted: Api<HostedCluster> = Api::namespaced(client.clone(), HOSTED_CLUSTERS_NAMESPACE);
     let names: Vec<String> = (1..=count).map(|i| format!("cluster-{i}")).collect();
     for name in &names {
         let hc = HostedCluster::new(
@@ -221,30 +226,47 @@ async fn first_clusters(server: &Server, count: u32) -> anyhow::Result<()> {
         }
     }
     tracing::info!(clusters = %names.join(", "), "created the first hosted clusters in ClusterSet default");
+    // Ready as a user sees it: serving, and in the inventory joined, healthy and in the set.
+    let profiles: Api<ClusterProfile> = Api::namespaced(client, INVENTORY_NAMESPACE);
     let started = Instant::now();
-    let ready = |hc: &HostedCluster| {
-        let conditions = hc
-            .status
-            .as_ref()
-            .map(|s| &s.conditions[..])
-            .unwrap_or_default();
-        [CONDITION_AVAILABLE, CONDITION_AGENT_JOINED]
-            .iter()
-            .all(|t| {
-                conditions
-                    .iter()
-                    .any(|c| c.type_ == *t && c.status == "True")
-            })
+    let all_true = |conditions: &[Condition], types: &[&str]| {
+        types.iter().all(|t| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == *t && c.status == "True")
+        })
     };
     loop {
-        let list = hosted.list(&Default::default()).await?;
+        let hosted_clusters = hosted.list(&Default::default()).await?;
+        let inventory = profiles.list(&Default::default()).await?;
         let waiting: Vec<String> = names
             .iter()
             .filter(|n| {
-                !list
-                    .items
-                    .iter()
-                    .any(|hc| hc.metadata.name.as_ref() == Some(*n) && ready(hc))
+                let serving = hosted_clusters.items.iter().any(|hc| {
+                    hc.metadata.name.as_ref() == Some(*n)
+                        && all_true(
+                            hc.status
+                                .as_ref()
+                                .map(|s| &s.conditions[..])
+                                .unwrap_or_default(),
+                            &[CONDITION_AVAILABLE, CONDITION_AGENT_JOINED],
+                        )
+                });
+                let listed = inventory.items.iter().any(|p| {
+                    p.metadata.name.as_ref() == Some(*n)
+                        && all_true(
+                            p.status
+                                .as_ref()
+                                .map(|s| &s.conditions[..])
+                                .unwrap_or_default(),
+                            &[
+                                CONDITION_JOINED,
+                                CONDITION_CONTROL_PLANE_HEALTHY,
+                                atoll_hub::inventory::CONDITION_CLUSTER_SET_MEMBER,
+                            ],
+                        )
+                });
+                !(serving && listed)
             })
             .cloned()
             .collect();

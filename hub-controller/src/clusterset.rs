@@ -244,9 +244,11 @@ async fn reconcile(
     let sets = fleet.cluster_sets();
     let mut members = fleet.members();
     members.sort_by(|a, b| a.name.cmp(&b.name));
+    // Undecided until there is something to decide on: a cluster not accepted yet, or one whose
+    // agent has still to join and say its ID (a hosted cluster the hub made a moment ago).
     let candidates: Vec<Candidate<'_>> = members
         .iter()
-        .filter(|m| m.accepted)
+        .filter(|m| m.accepted && !(m.cluster_id.is_empty() && m.credential.is_none()))
         .map(|m| Candidate {
             name: &m.name,
             label_set: m.label_set.as_deref(),
