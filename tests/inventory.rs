@@ -707,3 +707,96 @@ async fn property_values_over_the_limits_are_refused_or_left_out_with_a_reason()
         .collect();
     assert_eq!(names, ["cluster.clusterset.k8s.io", "region.example.com"]);
 }
+
+#[tokio::test]
+async fn a_cluster_cannot_take_over_a_namespace_of_the_hub() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let namespaces: Api<Namespace> = Api::all(hub.client.clone());
+    let monitoring = Namespace {
+        metadata: kube::api::ObjectMeta {
+            name: Some("monitoring".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    namespaces
+        .create(&PostParams::default(), &monitoring)
+        .await
+        .unwrap();
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(hub.client.clone(), "monitoring");
+    let dashboards = k8s_openapi::api::core::v1::ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some("dashboards".into()),
+            ..Default::default()
+        },
+        data: Some([("a".to_owned(), "b".to_owned())].into()),
+        ..Default::default()
+    };
+    config_maps
+        .create(&PostParams::default(), &dashboards)
+        .await
+        .unwrap();
+
+    // The join is refused before anything is stored.
+    let err = hub
+        .raw(&hub.token)
+        .join(join_request("monitoring", "id-m"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::AlreadyExists, "{err:?}");
+    assert!(
+        err.message().contains("namespace \"monitoring\"")
+            && err.message().contains("choose another cluster name"),
+        "{}",
+        err.message()
+    );
+    assert!(
+        hub.profiles()
+            .get_opt("monitoring")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let secrets: Api<Secret> = Api::namespaced(hub.client.clone(), SYSTEM_NAMESPACE);
+    assert!(
+        secrets
+            .get_opt("cluster-monitoring")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // And removing a cluster of that name (there is none) takes nothing.
+    assert!(matches!(
+        atoll_hub::record::remove(hub.client.clone(), "monitoring").await,
+        Err(atoll_hub::record::Error::NotFound(_))
+    ));
+
+    // A member's own namespace still goes when it is removed, the hub's stays.
+    raw_join(&hub, "east", "id-east").await;
+    assert!(
+        eventually(WAIT, || async {
+            namespaces.get_opt("east").await.unwrap().is_some()
+        })
+        .await
+    );
+    atoll_hub::record::remove(hub.client.clone(), "east")
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            namespaces
+                .get_opt("east")
+                .await
+                .unwrap()
+                .is_none_or(|n| n.metadata.deletion_timestamp.is_some())
+        })
+        .await,
+        "a removed member's namespace is deleted"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        config_maps.get("dashboards").await.unwrap().data,
+        dashboards.data
+    );
+}

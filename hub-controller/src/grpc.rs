@@ -16,7 +16,7 @@ use atoll_proto::v1::{
     WorkStatusAck, WorkStatusReport, join_response,
 };
 use k8s_openapi::api::core::v1::{Namespace, Secret};
-use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use rand::Rng as _;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
@@ -25,7 +25,7 @@ use crate::bootstrap::{self, Token};
 use crate::clusterset::membership_event;
 use crate::digest::sha256;
 use crate::fleet::{Changes, Fleet, Health};
-use crate::inventory::ensure_profile;
+use crate::inventory::{ensure_namespace, ensure_profile, is_member_namespace};
 use crate::record::{self, Record};
 use crate::work::{self, WorkIndex};
 
@@ -121,20 +121,10 @@ impl HubService {
         name: &str,
         cluster_set: Option<&str>,
     ) -> Result<(), Status> {
-        let namespaces: Api<Namespace> = Api::all(self.client.clone());
-        let namespace = Namespace {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                labels: Some([(record::LABEL_CLUSTER.to_owned(), name.to_owned())].into()),
-                ..ObjectMeta::default()
-            },
-            ..Namespace::default()
-        };
-        match namespaces.create(&PostParams::default(), &namespace).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(e)) if e.code == 409 => {}
-            Err(e) => return Err(internal(e)),
-        }
+        ensure_namespace(self.client.clone(), name)
+            .await
+            .map_err(internal)?
+            .map_err(Status::already_exists)?;
         ensure_profile(self.client.clone(), name, cluster_set)
             .await
             .map_err(internal)?;
@@ -232,6 +222,17 @@ impl Hub for HubService {
                     req.cluster_id, holder.name
                 )));
             }
+        }
+
+        // A name the hub already uses for a namespace of its own is not a cluster's to take:
+        // refused before anything is stored.
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        if let Some(namespace) = namespaces.get_opt(name).await.map_err(internal)?
+            && !is_member_namespace(&namespace, name)
+        {
+            return Err(Status::already_exists(format!(
+                "cluster name {name:?} is taken: the hub has a namespace {name:?} that is not a member cluster's (a member's Works live in the namespace of its name); choose another cluster name"
+            )));
         }
 
         // Accepted at once: the credential's hash goes into the record as it is created.

@@ -16,12 +16,14 @@ use atoll_api::names::{
 };
 use atoll_proto::v1::{Keepalive, SyncEvent, sync_event};
 use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use tokio::sync::watch;
 
 use crate::clusterset::Decision;
 use crate::conditions::{Verdict, merge};
 use crate::fleet::{Fleet, Health, Leases, Member};
+use crate::record::LABEL_CLUSTER;
 
 /// ClusterProfile condition: the cluster's ClusterSet membership, when its label asks for one.
 pub const CONDITION_CLUSTER_SET_MEMBER: &str = "ClusterSetMember";
@@ -75,6 +77,46 @@ pub async fn ensure_profile(
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// Creates a member cluster's namespace on the hub (labelled as the member's), or finds it made
+/// before. `Err` says why not when a namespace of that name exists that is not a member
+/// cluster's: a cluster never takes over, nor (when removed) deletes, a namespace of the hub.
+pub async fn ensure_namespace(
+    client: kube::Client,
+    name: &str,
+) -> kube::Result<Result<(), String>> {
+    let namespaces: Api<Namespace> = Api::all(client);
+    let namespace = Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some([(LABEL_CLUSTER.to_owned(), name.to_owned())].into()),
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    };
+    let existing = match namespaces.create(&PostParams::default(), &namespace).await {
+        Ok(_) => return Ok(Ok(())),
+        Err(kube::Error::Api(e)) if e.code == 409 => namespaces.get(name).await?,
+        Err(e) => return Err(e),
+    };
+    Ok(if is_member_namespace(&existing, name) {
+        Ok(())
+    } else {
+        Err(format!(
+            "the hub has a namespace {name:?} that is not a member cluster's, and a member cluster's Works live in the namespace of its name; choose another name"
+        ))
+    })
+}
+
+/// Whether `namespace` is member cluster `name`'s (the hub made it, labelled).
+pub fn is_member_namespace(namespace: &Namespace, name: &str) -> bool {
+    namespace
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL_CLUSTER))
+        .is_some_and(|v| v == name)
 }
 
 /// The verdicts a member's profile should carry.

@@ -46,15 +46,25 @@ pub async fn records(fleet: Arc<Fleet>, client: kube::Client, shutdown: watch::R
 async fn clean_up(client: kube::Client, name: String) {
     let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
     let namespaces: Api<Namespace> = Api::all(client);
+    // Only a namespace the hub made for the member goes with it, never one of the hub's own.
+    let namespace = match namespaces.get_opt(&name).await {
+        Ok(Some(ns)) if crate::inventory::is_member_namespace(&ns, &name) => namespaces
+            .delete(&name, &DeleteParams::default())
+            .await
+            .map(|_| ()),
+        Ok(Some(_)) => {
+            tracing::warn!(cluster = %name, "the namespace of a removed cluster's name is not the member's; left in place");
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(e) => Err(e),
+    };
     for result in [
         profiles
             .delete(&name, &DeleteParams::default())
             .await
             .map(|_| ()),
-        namespaces
-            .delete(&name, &DeleteParams::default())
-            .await
-            .map(|_| ()),
+        namespace,
     ] {
         match result {
             Ok(()) => {}

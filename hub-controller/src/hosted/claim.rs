@@ -13,8 +13,8 @@ use kube::Resource as _;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
 
 use crate::digest::sha256;
-use crate::inventory::new_profile;
-use crate::record::{self, LABEL_CLUSTER, Record};
+use crate::inventory::{ensure_namespace, is_member_namespace, new_profile};
+use crate::record::{self, Record};
 
 /// Field manager of what the hosted cluster controller writes.
 pub const FIELD_MANAGER: &str = "atoll-hosted";
@@ -56,7 +56,7 @@ pub async fn claim(
     {
         return Ok(Claim::InUse(why));
     }
-    if let Some(why) = claim_namespace(client, name).await? {
+    if let Err(why) = ensure_namespace(client.clone(), name).await? {
         return Ok(Claim::InUse(why));
     }
     let (record, version) = match existing
@@ -104,36 +104,6 @@ pub async fn claim(
         Err(e) => return Err(e),
     };
     Ok(Claim::Ours(record, version, made))
-}
-
-/// Creates the cluster's namespace on the hub; says why not when a namespace of that name
-/// exists that is not a member cluster's.
-async fn claim_namespace(client: &kube::Client, name: &str) -> kube::Result<Option<String>> {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let namespace = Namespace {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            labels: Some([(LABEL_CLUSTER.to_owned(), name.to_owned())].into()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    let existing = match namespaces.create(&PostParams::default(), &namespace).await {
-        Ok(_) => return Ok(None),
-        Err(kube::Error::Api(e)) if e.code == 409 => namespaces.get(name).await?,
-        Err(e) => return Err(e),
-    };
-    let labelled = existing
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(LABEL_CLUSTER))
-        .is_some_and(|v| v == name);
-    Ok((!labelled).then(|| {
-        format!(
-            "the hub has a namespace {name:?} that is not a member cluster's, and a member cluster's Works live in the namespace of its name; choose another name"
-        )
-    }))
 }
 
 fn annotations(hc: &HostedCluster) -> BTreeMap<String, String> {
@@ -230,12 +200,7 @@ pub async fn remove_member(client: &kube::Client, name: &str) -> kube::Result<()
     )?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     if let Some(namespace) = namespaces.get_opt(name).await?
-        && namespace
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(LABEL_CLUSTER))
-            .is_some_and(|v| v == name)
+        && is_member_namespace(&namespace, name)
     {
         gone(
             namespaces
