@@ -387,7 +387,7 @@ async fn process_mode_backup_restore_suspend_and_resume() {
     let hub = Hub::start(0);
 
     // A Process-mode cluster: a child `atoll apiserver`, restarted when killed, data intact.
-    hub.atoll(&[
+    let create_p1 = [
         "hosted",
         "create",
         "p1",
@@ -396,22 +396,12 @@ async fn process_mode_backup_restore_suspend_and_resume() {
         "--clusterset",
         "default",
         "--wait",
-    ])
-    .failure()
-    .stderr_has("ClusterSet");
+    ];
+    hub.atoll(&create_p1).failure().stderr_has("ClusterSet");
     hub.atoll(&["clusterset", "create", "default"]).success();
-    hub.atoll(&[
-        "hosted",
-        "create",
-        "p1",
-        "--mode",
-        "process",
-        "--clusterset",
-        "default",
-        "--wait",
-    ])
-    .success()
-    .stdout_has("is available at https://127.0.0.1:");
+    hub.atoll(&create_p1)
+        .success()
+        .stdout_has("is available at https://127.0.0.1:");
     let p1 = hub.member_kubeconfig("p1");
     kubectl(&p1, &["create", "configmap", "kept", "--from-literal=v=1"]).success();
     let dir = hub.hosted_dir("clusters", "p1");
@@ -439,6 +429,31 @@ async fn process_mode_backup_restore_suspend_and_resume() {
         "the killed API server of p1 was not restarted with its data"
     );
     hub.until_available("p1").await;
+
+    // A Process-mode cluster backs up and restores too: the restored child is started again
+    // on the backup's data, and the old kubeconfig reaches it.
+    let p1_backup = hub.dir.path().join("p1.backup");
+    hub.atoll(&["hosted", "backup", "p1", "-o", p1_backup.to_str().unwrap()])
+        .success();
+    hub.atoll(&["hosted", "delete", "p1", "--wait"]).success();
+    assert!(
+        apiserver_pids(&dir).is_empty(),
+        "a deleted cluster's child is gone"
+    );
+    hub.atoll(&[
+        "hosted",
+        "create",
+        "p1",
+        "--mode",
+        "process",
+        "--restore",
+        p1_backup.to_str().unwrap(),
+    ])
+    .success()
+    .stdout_has("restored");
+    let get_kept = ["get", "configmap", "kept", "-o", "jsonpath={.data.v}"];
+    kubectl(&p1, &get_kept).success().stdout_is("1");
+    assert_eq!(apiserver_pids(&dir).len(), 1);
 
     // Backup of an embedded cluster while it serves, delete, restore: same data, old kubeconfig.
     hub.atoll(&["hosted", "create", "e1", "--wait"]).success();
