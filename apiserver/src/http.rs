@@ -204,16 +204,8 @@ async fn serve(state: &ApiState, request: Request) -> Result<Response> {
                 discovery::resource_list(&catalog, &group, &version).ok_or(Error::UnknownPath)?;
             return Ok(json_response(StatusCode::OK, &doc));
         }
-        ApiPath::Backup => {
-            backup::require_masters(&user, "get", path::BACKUP)?;
-            if parts.method != Method::GET {
-                return Err(Error::MethodNotAllowed);
-            }
-            return Ok(backup::stream(state.backup.clone()));
-        }
-        ApiPath::Restore => {
-            backup::require_masters(&user, "update", path::RESTORE)?;
-            return Err(Error::NotWaitingForRestore);
+        ApiPath::Backup | ApiPath::Restore => {
+            return backup::serve(state, &api_path, &parts.method, &user);
         }
         ApiPath::Resource(resource) => resource,
     };

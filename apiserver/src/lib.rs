@@ -208,22 +208,7 @@ impl Server {
                 .await
                 .map_err(|e| storage::Error::Backend(Box::new(e)))?
         };
-        let backend: Arc<dyn Backend> = match (config.storage, prepared.memory) {
-            // Nothing to serve until a backup arrives: no database is opened.
-            _ if prepared.waiting => Arc::new(storage::memory::MemoryBackend::new()),
-            (StorageKind::Memory, Some(restored)) => Arc::new(restored),
-            (StorageKind::Memory, None) => Arc::new(storage::memory::MemoryBackend::new()),
-            (StorageKind::Sqlite, _) => {
-                let path = config.data_dir.join(DATABASE_FILE);
-                Arc::new(
-                    tokio::task::spawn_blocking(move || {
-                        storage::sqlite::SqliteBackend::open(&path)
-                    })
-                    .await
-                    .map_err(|e| storage::Error::Backend(Box::new(e)))??,
-                )
-            }
-        };
+        let backend = open_backend(&config, prepared.waiting, prepared.memory).await?;
         let ca = pki::CertificateAuthority::load_or_create(
             &config.data_dir,
             "ca",
@@ -290,38 +275,16 @@ impl Server {
             (http::restore_router(state), Vec::new())
         } else {
             restart_sender = Some(restart_tx);
-            let registry = Arc::new(registry::Registry::new());
-            let store =
-                Arc::new(Store::new(backend.clone(), registry).with_limits(config.limits.clone()));
-            store.reload_crds().await?;
-            store.seed().await?;
-            let cache = watch::WatchCache::start(
-                backend.clone(),
-                config.watch_cache_events,
-                config.watch_cache_bytes,
-                shutdown_rx.clone(),
-            )
-            .await?;
-            store.read_through(cache.clone());
-            let state = Arc::new(http::ApiState {
-                store: store.clone(),
-                cache,
-                auth: authenticator,
-                shutdown: shutdown_rx.clone(),
+            let state = Serving {
+                backend: backend.clone(),
+                authenticator,
                 server_address: server_host.to_string(),
                 in_flight: in_flight.clone(),
                 backup: backup.clone(),
-            });
-            let tasks = vec![
-                tokio::spawn(registry::namespace::run(store, shutdown_rx.clone())),
-                tokio::spawn(compact_periodically(
-                    backend.clone(),
-                    compaction.clone(),
-                    config.compaction_interval,
-                    shutdown_rx.clone(),
-                )),
-            ];
-            (http::router(state), tasks)
+                compaction: compaction.clone(),
+                shutdown: shutdown_rx.clone(),
+            };
+            serve_api(&config, state).await?
         };
 
         let kubeconfig = config.data_dir.join(&config.kubeconfig_name);
@@ -445,6 +408,80 @@ impl Server {
             let _ = task.await;
         }
     }
+}
+
+/// The storage backend of a server: none yet while it waits for a restore (an empty memory
+/// store), the snapshot a restore installed for the memory backend, or the SQLite database.
+async fn open_backend(
+    config: &Config,
+    waiting: bool,
+    restored: Option<storage::memory::MemoryBackend>,
+) -> Result<Arc<dyn Backend>, Error> {
+    Ok(match (config.storage, restored) {
+        // Nothing to serve until a backup arrives: no database is opened.
+        _ if waiting => Arc::new(storage::memory::MemoryBackend::new()),
+        (StorageKind::Memory, Some(restored)) => Arc::new(restored),
+        (StorageKind::Memory, None) => Arc::new(storage::memory::MemoryBackend::new()),
+        (StorageKind::Sqlite, _) => {
+            let path = config.data_dir.join(DATABASE_FILE);
+            Arc::new(
+                tokio::task::spawn_blocking(move || storage::sqlite::SqliteBackend::open(&path))
+                    .await
+                    .map_err(|e| storage::Error::Backend(Box::new(e)))??,
+            )
+        }
+    })
+}
+
+/// What a serving server's API is built from.
+struct Serving {
+    backend: Arc<dyn Backend>,
+    authenticator: auth::Authenticator,
+    server_address: String,
+    in_flight: Option<Arc<tokio::sync::Semaphore>>,
+    backup: Arc<backup::Source>,
+    compaction: Arc<tokio::sync::RwLock<()>>,
+    shutdown: signal::Receiver<bool>,
+}
+
+/// The API of a serving server: its store (CRDs loaded, built-in namespaces seeded) behind the
+/// watch cache, the router, and the tasks beside it (namespace deletion, compaction).
+async fn serve_api(
+    config: &Config,
+    s: Serving,
+) -> Result<(axum::Router, Vec<JoinHandle<()>>), Error> {
+    let registry = Arc::new(registry::Registry::new());
+    let store =
+        Arc::new(Store::new(s.backend.clone(), registry).with_limits(config.limits.clone()));
+    store.reload_crds().await?;
+    store.seed().await?;
+    let cache = watch::WatchCache::start(
+        s.backend.clone(),
+        config.watch_cache_events,
+        config.watch_cache_bytes,
+        s.shutdown.clone(),
+    )
+    .await?;
+    store.read_through(cache.clone());
+    let state = Arc::new(http::ApiState {
+        store: store.clone(),
+        cache,
+        auth: s.authenticator,
+        shutdown: s.shutdown.clone(),
+        server_address: s.server_address,
+        in_flight: s.in_flight,
+        backup: s.backup,
+    });
+    let tasks = vec![
+        tokio::spawn(registry::namespace::run(store, s.shutdown.clone())),
+        tokio::spawn(compact_periodically(
+            s.backend,
+            s.compaction,
+            config.compaction_interval,
+            s.shutdown,
+        )),
+    ];
+    Ok((http::router(state), tasks))
 }
 
 /// Takes the data directory's lock file, so that a second server on the same directory fails

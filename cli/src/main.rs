@@ -313,50 +313,8 @@ fn main() -> anyhow::Result<()> {
     let kubeconfig = cli.kubeconfig;
     runtime.block_on(async move {
         match cli.command {
-            Command::Up(args) => {
-                let data_dir = args.server.data_dir.unwrap_or_else(|| ".atoll".into());
-                let mut config = args.hub.config();
-                up::hosted_defaults(
-                    &mut config.hosted,
-                    &args.hub,
-                    &data_dir,
-                    args.server.api_addr,
-                );
-                let mode = up::Mode::Hub {
-                    config,
-                    hosted_clusters: args.hosted_clusters,
-                };
-                up::run(
-                    mode,
-                    data_dir,
-                    args.server.api_addr,
-                    args.server.storage.into(),
-                )
-                .await
-            }
-            Command::Apiserver(args) => {
-                let data_dir = args
-                    .server
-                    .data_dir
-                    .unwrap_or_else(|| ".atoll-apiserver".into());
-                let mode = up::Mode::Member(up::Member {
-                    tls_sans: args.tls_sans,
-                    limits: atoll_apiserver::Limits {
-                        objects: args.max_objects,
-                        storage_bytes: args.max_storage_bytes,
-                        requests_in_flight: args.max_requests_inflight,
-                        source: args.limits_source,
-                    },
-                    exit_on_stdin_close: args.exit_on_stdin_close,
-                });
-                up::run(
-                    mode,
-                    data_dir,
-                    args.server.api_addr,
-                    args.server.storage.into(),
-                )
-                .await
-            }
+            Command::Up(args) => up(args).await,
+            Command::Apiserver(args) => apiserver(args).await,
             Command::Get { what } => {
                 let client = client::hub(kubeconfig.as_deref()).await?;
                 match what {
@@ -400,45 +358,7 @@ fn main() -> anyhow::Result<()> {
             }
             Command::Hosted { command } => {
                 let client = client::hub(kubeconfig.as_deref()).await?;
-                match command {
-                    HostedCommand::Create(args) => hosted::create(client, args).await,
-                    HostedCommand::List(args) => hosted::list(client, args).await,
-                    HostedCommand::Delete { target, wait } => {
-                        hosted::delete(
-                            client,
-                            &target.namespace,
-                            &target.name,
-                            wait,
-                            target.timeout,
-                        )
-                        .await
-                    }
-                    HostedCommand::Suspend { target } => {
-                        hosted::suspend(
-                            client,
-                            &target.namespace,
-                            &target.name,
-                            true,
-                            false,
-                            target.timeout,
-                        )
-                        .await
-                    }
-                    HostedCommand::Resume { target, wait } => {
-                        hosted::suspend(
-                            client,
-                            &target.namespace,
-                            &target.name,
-                            false,
-                            wait,
-                            target.timeout,
-                        )
-                        .await
-                    }
-                    HostedCommand::Backup { target, output } => {
-                        hosted::backup(client, &target.namespace, &target.name, &output).await
-                    }
-                }
+                hosted_command(client, command).await
             }
             Command::Kubeconfig {
                 name,
@@ -460,4 +380,81 @@ fn main() -> anyhow::Result<()> {
             }
         }
     })
+}
+
+/// `atoll up`: its defaults for hosted clusters, then the hub.
+async fn up(args: UpArgs) -> anyhow::Result<()> {
+    let data_dir = args.server.data_dir.unwrap_or_else(|| ".atoll".into());
+    let mut config = args.hub.config();
+    up::hosted_defaults(
+        &mut config.hosted,
+        &args.hub,
+        &data_dir,
+        args.server.api_addr,
+    );
+    let mode = up::Mode::Hub {
+        config,
+        hosted_clusters: args.hosted_clusters,
+    };
+    up::run(
+        mode,
+        data_dir,
+        args.server.api_addr,
+        args.server.storage.into(),
+    )
+    .await
+}
+
+/// `atoll apiserver`: a plain API server with its limits.
+async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
+    let data_dir = args
+        .server
+        .data_dir
+        .unwrap_or_else(|| ".atoll-apiserver".into());
+    let mode = up::Mode::Member(up::Member {
+        tls_sans: args.tls_sans,
+        limits: atoll_apiserver::Limits {
+            objects: args.max_objects,
+            storage_bytes: args.max_storage_bytes,
+            requests_in_flight: args.max_requests_inflight,
+            source: args.limits_source,
+        },
+        exit_on_stdin_close: args.exit_on_stdin_close,
+    });
+    up::run(
+        mode,
+        data_dir,
+        args.server.api_addr,
+        args.server.storage.into(),
+    )
+    .await
+}
+
+/// `atoll hosted ...`.
+async fn hosted_command(client: kube::Client, command: HostedCommand) -> anyhow::Result<()> {
+    match command {
+        HostedCommand::Create(args) => hosted::create(client, args).await,
+        HostedCommand::List(args) => hosted::list(client, args).await,
+        HostedCommand::Delete { target, wait } => {
+            hosted::delete(
+                client,
+                &target.namespace,
+                &target.name,
+                wait,
+                target.timeout,
+            )
+            .await
+        }
+        HostedCommand::Suspend { target } => {
+            let t = &target;
+            hosted::suspend(client, &t.namespace, &t.name, true, false, t.timeout).await
+        }
+        HostedCommand::Resume { target, wait } => {
+            let t = &target;
+            hosted::suspend(client, &t.namespace, &t.name, false, wait, t.timeout).await
+        }
+        HostedCommand::Backup { target, output } => {
+            hosted::backup(client, &target.namespace, &target.name, &output).await
+        }
+    }
 }

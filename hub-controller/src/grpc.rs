@@ -23,8 +23,9 @@ use tonic::{Request, Response, Status};
 
 use crate::bootstrap::{self, Token};
 use crate::clusterset::membership_event;
+use crate::digest::Digest;
 use crate::digest::sha256;
-use crate::fleet::{Changes, Fleet, Health};
+use crate::fleet::{Changes, Fleet, Health, Member};
 use crate::inventory::{ensure_namespace, ensure_profile, is_member_namespace};
 use crate::record::{self, Record};
 use crate::work::{self, WorkIndex};
@@ -132,6 +133,69 @@ impl HubService {
         Ok(())
     }
 
+    /// The join of a cluster the hub knows: the same agent again (its join secret matches), a
+    /// credential once accepted; another agent is refused.
+    async fn rejoin(
+        &self,
+        member: Member,
+        req: &JoinRequest,
+        join_secret: Digest,
+    ) -> Result<JoinResponse, Status> {
+        let name = req.cluster_name.as_str();
+        if member.join_secret != Some(join_secret) {
+            return Err(Status::already_exists(format!(
+                "cluster {name:?} has already joined this hub from another agent; to replace it, remove it first (atoll cluster remove {name}) and join again"
+            )));
+        }
+        let properties = to_properties(&req.properties);
+        let version = req.kubernetes_version.clone();
+        self.fleet.update(name, |m| {
+            let changed = m.version != version || m.properties != properties;
+            m.version = version;
+            m.properties = properties;
+            (
+                Changes {
+                    profile: changed,
+                    membership: false,
+                },
+                (),
+            )
+        });
+        let record = Record {
+            name: name.to_owned(),
+            accepted: member.accepted,
+            join_secret: Some(join_secret),
+            credential: member.credential,
+            // A hosted cluster's record is made before its agent knows the cluster's ID.
+            cluster_id: if member.cluster_id.is_empty() {
+                req.cluster_id.clone()
+            } else {
+                member.cluster_id.clone()
+            },
+            hosted_by: member.hosted_by.clone(),
+        };
+        if !member.accepted {
+            return Ok(self.pending(name));
+        }
+        // An earlier attempt may have stopped before the cluster's objects existed.
+        self.ensure_cluster_objects(name, None).await?;
+        self.issue_credential(name, record).await
+    }
+
+    /// Refuses a new cluster the name of a namespace the hub has for itself: a cluster's Works
+    /// live in the namespace of its name, which it would take over (and delete when removed).
+    async fn refuse_a_namespace_of_the_hub(&self, name: &str) -> Result<(), Status> {
+        let namespaces: Api<Namespace> = Api::all(self.client.clone());
+        match namespaces.get_opt(name).await.map_err(internal)? {
+            Some(namespace) if !is_member_namespace(&namespace, name) => {
+                Err(Status::already_exists(format!(
+                    "cluster name {name:?} is taken: the hub has a namespace {name:?} that is not a member cluster's (a member's Works live in the namespace of its name); choose another cluster name"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn pending(&self, name: &str) -> JoinResponse {
         JoinResponse {
             state: join_response::State::Pending as i32,
@@ -163,45 +227,10 @@ impl Hub for HubService {
         let join_secret = sha256(req.join_secret.as_bytes());
 
         if let Some(member) = self.fleet.get(name) {
-            if member.join_secret != Some(join_secret) {
-                return Err(Status::already_exists(format!(
-                    "cluster {name:?} has already joined this hub from another agent; to replace it, remove it first (atoll cluster remove {name}) and join again"
-                )));
-            }
-            let properties = to_properties(&req.properties);
-            let version = req.kubernetes_version.clone();
-            self.fleet.update(name, |m| {
-                let changed = m.version != version || m.properties != properties;
-                m.version = version;
-                m.properties = properties;
-                (
-                    Changes {
-                        profile: changed,
-                        membership: false,
-                    },
-                    (),
-                )
-            });
-            let record = Record {
-                name: name.to_owned(),
-                accepted: member.accepted,
-                join_secret: Some(join_secret),
-                credential: member.credential,
-                // A hosted cluster's record is made before its agent knows the cluster's ID.
-                cluster_id: if member.cluster_id.is_empty() {
-                    req.cluster_id.clone()
-                } else {
-                    member.cluster_id.clone()
-                },
-                hosted_by: member.hosted_by.clone(),
-            };
-            return if member.accepted {
-                // An earlier attempt may have stopped before the cluster's objects existed.
-                self.ensure_cluster_objects(name, None).await?;
-                self.issue_credential(name, record).await.map(Response::new)
-            } else {
-                Ok(Response::new(self.pending(name)))
-            };
+            return self
+                .rejoin(member, &req, join_secret)
+                .await
+                .map(Response::new);
         }
 
         let cluster_set = (!req.cluster_set.is_empty()).then_some(req.cluster_set.as_str());
@@ -224,16 +253,7 @@ impl Hub for HubService {
             }
         }
 
-        // A name the hub already uses for a namespace of its own is not a cluster's to take:
-        // refused before anything is stored.
-        let namespaces: Api<Namespace> = Api::all(self.client.clone());
-        if let Some(namespace) = namespaces.get_opt(name).await.map_err(internal)?
-            && !is_member_namespace(&namespace, name)
-        {
-            return Err(Status::already_exists(format!(
-                "cluster name {name:?} is taken: the hub has a namespace {name:?} that is not a member cluster's (a member's Works live in the namespace of its name); choose another cluster name"
-            )));
-        }
+        self.refuse_a_namespace_of_the_hub(name).await?;
 
         // Accepted at once: the credential's hash goes into the record as it is created.
         let credential = self.auto_accept.then(new_credential);

@@ -146,7 +146,50 @@ pub fn verdicts(member: &Member, leases: Leases) -> Vec<Verdict> {
             "the cluster's agent joined and holds its credential",
         )
     };
-    let healthy = if let Some(why) = &member.suspended {
+    let healthy = control_plane_health(member, leases);
+    let mut out = vec![joined, healthy];
+    match &member.membership {
+        Decision::None => {}
+        Decision::Member { set } => out.push(Verdict::new(
+            CONDITION_CLUSTER_SET_MEMBER,
+            "True",
+            "Member",
+            format!("member of ClusterSet {set:?}"),
+        )),
+        Decision::Rejected {
+            reason, message, ..
+        } => {
+            out.push(Verdict::new(
+                CONDITION_CLUSTER_SET_MEMBER,
+                "False",
+                reason,
+                message.clone(),
+            ));
+        }
+    }
+    let too_long: Vec<String> = member
+        .properties
+        .iter()
+        .filter(|p| p.value.chars().count() > PROFILE_PROPERTY_VALUE_MAX_CHARS)
+        .map(|p| format!("{} ({} characters)", p.name, p.value.chars().count()))
+        .collect();
+    if !too_long.is_empty() {
+        out.push(Verdict::new(
+            CONDITION_PROPERTIES_COPIED,
+            "False",
+            "PropertyTooLong",
+            format!(
+                "left out of this profile, longer than its limit of {PROFILE_PROPERTY_VALUE_MAX_CHARS} characters: {}",
+                too_long.join(", ")
+            ),
+        ));
+    }
+    out
+}
+
+/// `ControlPlaneHealthy`: suspended on purpose, not joined yet, or what the heartbeats say.
+fn control_plane_health(member: &Member, leases: Leases) -> Verdict {
+    if let Some(why) = &member.suspended {
         Verdict::new(
             CONDITION_CONTROL_PLANE_HEALTHY,
             "False",
@@ -198,45 +241,7 @@ pub fn verdicts(member: &Member, leases: Leases) -> Vec<Verdict> {
                 )
             }
         }
-    };
-    let mut out = vec![joined, healthy];
-    match &member.membership {
-        Decision::None => {}
-        Decision::Member { set } => out.push(Verdict::new(
-            CONDITION_CLUSTER_SET_MEMBER,
-            "True",
-            "Member",
-            format!("member of ClusterSet {set:?}"),
-        )),
-        Decision::Rejected {
-            reason, message, ..
-        } => {
-            out.push(Verdict::new(
-                CONDITION_CLUSTER_SET_MEMBER,
-                "False",
-                reason,
-                message.clone(),
-            ));
-        }
     }
-    let too_long: Vec<String> = member
-        .properties
-        .iter()
-        .filter(|p| p.value.chars().count() > PROFILE_PROPERTY_VALUE_MAX_CHARS)
-        .map(|p| format!("{} ({} characters)", p.name, p.value.chars().count()))
-        .collect();
-    if !too_long.is_empty() {
-        out.push(Verdict::new(
-            CONDITION_PROPERTIES_COPIED,
-            "False",
-            "PropertyTooLong",
-            format!(
-                "left out of this profile, longer than its limit of {PROFILE_PROPERTY_VALUE_MAX_CHARS} characters: {}",
-                too_long.join(", ")
-            ),
-        ));
-    }
-    out
 }
 
 /// The status a member's profile should show, keeping transition times from `previous`.

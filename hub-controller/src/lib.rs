@@ -161,60 +161,14 @@ impl Hub {
                 tracing::error!(%error, "the hub's gRPC server stopped");
             }
         })];
-        tasks.push(tokio::spawn(sources::records(
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
-        )));
-        tasks.push(tokio::spawn(sources::profiles(
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
-        )));
-        tasks.push(tokio::spawn(sources::cluster_sets(
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
-        )));
-        tasks.push(tokio::spawn(inventory::write_profiles(
-            fleet.clone(),
-            client.clone(),
-            written,
-            stop.clone(),
-        )));
-        tasks.push(tokio::spawn(inventory::watch_leases(
-            fleet.clone(),
-            stop.clone(),
-        )));
-        tasks.push(tokio::spawn(work::watch_works(
-            works.clone(),
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
-        )));
-        tasks.push(tokio::spawn(placement::run(
-            works.clone(),
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
-        )));
-        tasks.push(tokio::spawn(work::expire_finished(
-            works.clone(),
-            client.clone(),
-            stop.clone(),
-        )));
-        tasks.push(tokio::spawn(work::release_abandoned(
+        tasks.extend(spawn_controllers(
+            &fleet,
             works,
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
+            &client,
+            written,
+            &stop,
             config.lost_cluster_grace,
-        )));
-        tasks.push(tokio::spawn(clusterset::run(
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
-        )));
+        ));
         let agent_host = if grpc_addr.ip().is_unspecified() {
             std::net::SocketAddr::new([127, 0, 0, 1].into(), grpc_addr.port())
         } else {
@@ -279,6 +233,66 @@ impl Hub {
             }
         }
     }
+}
+
+/// The hub's controllers and watches, each a task that ends on `stop`.
+fn spawn_controllers(
+    fleet: &Arc<Fleet>,
+    works: Arc<work::WorkIndex>,
+    client: &kube::Client,
+    written: inventory::Written,
+    stop: &watch::Receiver<bool>,
+    lost_cluster_grace: std::time::Duration,
+) -> Vec<JoinHandle<()>> {
+    vec![
+        tokio::spawn(sources::records(
+            fleet.clone(),
+            client.clone(),
+            stop.clone(),
+        )),
+        tokio::spawn(sources::profiles(
+            fleet.clone(),
+            client.clone(),
+            stop.clone(),
+        )),
+        tokio::spawn(sources::cluster_sets(
+            fleet.clone(),
+            client.clone(),
+            stop.clone(),
+        )),
+        tokio::spawn(inventory::write_profiles(
+            fleet.clone(),
+            client.clone(),
+            written,
+            stop.clone(),
+        )),
+        tokio::spawn(inventory::watch_leases(fleet.clone(), stop.clone())),
+        tokio::spawn(work::watch_works(
+            works.clone(),
+            fleet.clone(),
+            client.clone(),
+            stop.clone(),
+        )),
+        tokio::spawn(placement::run(
+            works.clone(),
+            fleet.clone(),
+            client.clone(),
+            stop.clone(),
+        )),
+        tokio::spawn(work::expire_finished(
+            works.clone(),
+            client.clone(),
+            stop.clone(),
+        )),
+        tokio::spawn(work::release_abandoned(
+            works,
+            fleet.clone(),
+            client.clone(),
+            stop.clone(),
+            lost_cluster_grace,
+        )),
+        tokio::spawn(clusterset::run(fleet.clone(), client.clone(), stop.clone())),
+    ]
 }
 
 /// Builds the fleet view from the API server: member records, their profiles (labels, status

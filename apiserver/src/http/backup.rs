@@ -209,3 +209,22 @@ async fn restore(state: &RestoreState, request: Request) -> Result<Response> {
         }),
     ))
 }
+
+/// `GET /atoll/v1/backup` of a serving server (for `system:masters`); `PUT /atoll/v1/restore`
+/// is for a server that waits for a restore, which this one does not.
+pub(super) fn serve(
+    state: &super::ApiState,
+    path: &super::ApiPath,
+    method: &Method,
+    user: &User,
+) -> Result<Response> {
+    if matches!(path, super::ApiPath::Restore) {
+        require_masters(user, "update", super::path::RESTORE)?;
+        return Err(Error::NotWaitingForRestore);
+    }
+    require_masters(user, "get", super::path::BACKUP)?;
+    if method != Method::GET {
+        return Err(Error::MethodNotAllowed);
+    }
+    Ok(stream(state.backup.clone()))
+}

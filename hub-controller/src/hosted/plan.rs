@@ -210,83 +210,101 @@ pub struct Observed<'a> {
 
 /// The verdicts a HostedCluster's status should carry.
 pub fn verdicts(o: &Observed<'_>) -> Vec<Verdict> {
-    let blocking = o.problems.iter().find(|p| p.blocks);
-    let url = o
-        .endpoint
-        .as_ref()
-        .map(|e| format!("https://{}:{}", e.host, e.port))
-        .unwrap_or_default();
-    let storage = o
-        .spec
-        .storage
-        .as_ref()
-        .map(|s| s.backend)
-        .unwrap_or_default();
-    let datastore_where = match (storage, &o.data_dir) {
-        (StorageBackend::Memory, _) => "in memory".to_owned(),
-        (StorageBackend::Sqlite, Some(dir)) => format!("SQLite in {dir}"),
-        (StorageBackend::Sqlite, None) => "SQLite".to_owned(),
+    let (api, datastore) = components(o);
+    let available = available(o, &api, &datastore);
+    vec![
+        available,
+        progressing(o),
+        degraded(o),
+        api,
+        datastore,
+        agent_joined(o),
+    ]
+}
+
+impl Observed<'_> {
+    /// The first problem that keeps the control plane from starting.
+    fn blocking(&self) -> Option<&Problem> {
+        self.problems.iter().find(|p| p.blocks)
+    }
+
+    /// `https://host:port`, or empty when the endpoint is not known yet.
+    fn url(&self) -> String {
+        self.endpoint
+            .as_ref()
+            .map(|e| format!("https://{}:{}", e.host, e.port))
+            .unwrap_or_default()
+    }
+
+    /// Where the data is kept, for messages.
+    fn data_kept(&self) -> String {
+        match (storage(self.spec), &self.data_dir) {
+            (StorageBackend::Memory, _) => "in memory".to_owned(),
+            (StorageBackend::Sqlite, Some(dir)) => format!("SQLite in {dir}"),
+            (StorageBackend::Sqlite, None) => "SQLite".to_owned(),
+        }
+    }
+}
+
+/// `APIServerAvailable` and `DatastoreAvailable`, from the phase.
+fn components(o: &Observed<'_>) -> (Verdict, Verdict) {
+    let api = |status, reason, message: String| {
+        Verdict::new(CONDITION_API_SERVER_AVAILABLE, status, reason, message)
     };
-    let (api, datastore) = match &o.phase {
+    let datastore = |status, reason, message: String| {
+        Verdict::new(CONDITION_DATASTORE_AVAILABLE, status, reason, message)
+    };
+    match &o.phase {
         Phase::Running => (
-            Verdict::new(
-                CONDITION_API_SERVER_AVAILABLE,
+            api(
                 "True",
                 "AsExpected",
-                format!("the API server serves at {url}"),
+                format!("the API server serves at {}", o.url()),
             ),
-            Verdict::new(
-                CONDITION_DATASTORE_AVAILABLE,
+            datastore(
                 "True",
                 "AsExpected",
-                format!("the data is kept {datastore_where}"),
+                format!("the data is kept {}", o.data_kept()),
             ),
         ),
         Phase::AwaitingRestore => (
-            Verdict::new(
-                CONDITION_API_SERVER_AVAILABLE,
+            api(
                 "False",
                 "AwaitingRestore",
                 format!(
-                    "the API server at {url} waits for a backup to be uploaded (atoll hosted create {} --restore FILE)",
+                    "the API server at {} waits for a backup to be uploaded (atoll hosted create {} --restore FILE)",
+                    o.url(),
                     o.name
                 ),
             ),
-            Verdict::new(
-                CONDITION_DATASTORE_AVAILABLE,
+            datastore(
                 "False",
                 "AwaitingRestore",
-                "the datastore is empty until the backup is restored",
+                "the datastore is empty until the backup is restored".to_owned(),
             ),
         ),
         Phase::Suspended => {
-            let kept = if storage == StorageBackend::Memory {
+            let kept = if storage(o.spec) == StorageBackend::Memory {
                 "its data was in memory and is gone".to_owned()
             } else {
-                format!("its data is kept {datastore_where}")
+                format!("its data is kept {}", o.data_kept())
             };
             (
-                Verdict::new(
-                    CONDITION_API_SERVER_AVAILABLE,
+                api(
                     "False",
                     "Suspended",
-                    "the control plane is suspended (spec.suspended); set it to false to serve again",
+                    "the control plane is suspended (spec.suspended); set it to false to serve again"
+                        .to_owned(),
                 ),
-                Verdict::new(CONDITION_DATASTORE_AVAILABLE, "False", "Suspended", kept),
+                datastore("False", "Suspended", kept),
             )
         }
         Phase::Starting => (
-            Verdict::new(
-                CONDITION_API_SERVER_AVAILABLE,
-                "False",
-                "Starting",
-                "the API server is starting",
-            ),
-            Verdict::new(
-                CONDITION_DATASTORE_AVAILABLE,
+            api("False", "Starting", "the API server is starting".to_owned()),
+            datastore(
                 "Unknown",
                 "Starting",
-                "the datastore is being opened",
+                "the datastore is being opened".to_owned(),
             ),
         ),
         Phase::Failed {
@@ -294,31 +312,9 @@ pub fn verdicts(o: &Observed<'_>) -> Vec<Verdict> {
             reason,
             message,
             attempts,
-        } => {
-            let failed = format!("{message} (failed {attempts} time(s) in a row; retrying)");
-            match component {
-                Component::Datastore => (
-                    Verdict::new(
-                        CONDITION_API_SERVER_AVAILABLE,
-                        "False",
-                        "DatastoreUnavailable",
-                        "the API server cannot serve without its datastore",
-                    ),
-                    Verdict::new(CONDITION_DATASTORE_AVAILABLE, "False", reason, failed),
-                ),
-                Component::ApiServer => (
-                    Verdict::new(CONDITION_API_SERVER_AVAILABLE, "False", reason, failed),
-                    Verdict::new(
-                        CONDITION_DATASTORE_AVAILABLE,
-                        "Unknown",
-                        "APIServerUnavailable",
-                        "the datastore is opened by the API server, which is not running",
-                    ),
-                ),
-            }
-        }
+        } => failed(*component, reason, message, *attempts),
         Phase::Absent => {
-            let (reason, message) = match blocking {
+            let (reason, message) = match o.blocking() {
                 Some(p) => (p.reason, p.message.clone()),
                 None => (
                     "NotStarted",
@@ -326,37 +322,66 @@ pub fn verdicts(o: &Observed<'_>) -> Vec<Verdict> {
                 ),
             };
             (
-                Verdict::new(
-                    CONDITION_API_SERVER_AVAILABLE,
-                    "False",
-                    reason,
-                    message.clone(),
-                ),
-                Verdict::new(CONDITION_DATASTORE_AVAILABLE, "False", reason, message),
+                api("False", reason, message.clone()),
+                datastore("False", reason, message),
             )
         }
-    };
-    let available = if api.status == "True" && datastore.status == "True" {
-        Verdict::new(
+    }
+}
+
+/// The components of a control plane that failed: the one that failed says why, the other
+/// what that means for it.
+fn failed(
+    component: Component,
+    reason: &'static str,
+    message: &str,
+    attempts: u32,
+) -> (Verdict, Verdict) {
+    let failed = format!("{message} (failed {attempts} time(s) in a row; retrying)");
+    match component {
+        Component::Datastore => (
+            Verdict::new(
+                CONDITION_API_SERVER_AVAILABLE,
+                "False",
+                "DatastoreUnavailable",
+                "the API server cannot serve without its datastore",
+            ),
+            Verdict::new(CONDITION_DATASTORE_AVAILABLE, "False", reason, failed),
+        ),
+        Component::ApiServer => (
+            Verdict::new(CONDITION_API_SERVER_AVAILABLE, "False", reason, failed),
+            Verdict::new(
+                CONDITION_DATASTORE_AVAILABLE,
+                "Unknown",
+                "APIServerUnavailable",
+                "the datastore is opened by the API server, which is not running",
+            ),
+        ),
+    }
+}
+
+/// `Available`: both components serve; else the first one that does not says why.
+fn available(o: &Observed<'_>, api: &Verdict, datastore: &Verdict) -> Verdict {
+    if api.status == "True" && datastore.status == "True" {
+        return Verdict::new(
             CONDITION_AVAILABLE,
             "True",
             "AsExpected",
-            format!("the control plane serves at {url}"),
-        )
-    } else {
-        let cause = if api.status != "True" {
-            &api
-        } else {
-            &datastore
-        };
-        Verdict::new(
-            CONDITION_AVAILABLE,
-            "False",
-            cause.reason,
-            cause.message.clone(),
-        )
-    };
-    let joined = match (o.joined, &o.phase) {
+            format!("the control plane serves at {}", o.url()),
+        );
+    }
+    let cause = if api.status != "True" { api } else { datastore };
+    Verdict::new(
+        CONDITION_AVAILABLE,
+        "False",
+        cause.reason,
+        cause.message.clone(),
+    )
+}
+
+/// `AgentJoined`, from the fleet.
+fn agent_joined(o: &Observed<'_>) -> Verdict {
+    match (o.joined, &o.phase) {
         (Some(true), _) => Verdict::new(
             CONDITION_AGENT_JOINED,
             "True",
@@ -378,71 +403,61 @@ pub fn verdicts(o: &Observed<'_>) -> Vec<Verdict> {
             "ControlPlaneNotRunning",
             "the agent joins once the control plane serves",
         ),
-    };
-    let failure = match &o.phase {
+    }
+}
+
+/// `Degraded`: the first problem of the spec, else a failure of the control plane.
+fn degraded(o: &Observed<'_>) -> Verdict {
+    if let Some(p) = o.problems.first() {
+        return Verdict::new(CONDITION_DEGRADED, "True", p.reason, p.message.clone());
+    }
+    match &o.phase {
         Phase::Failed {
             reason, message, ..
-        } => Some((*reason, message.clone())),
-        _ => None,
+        } => Verdict::new(CONDITION_DEGRADED, "True", reason, message.clone()),
+        _ => Verdict::new(CONDITION_DEGRADED, "False", "AsExpected", "all is well"),
+    }
+}
+
+/// `Progressing`: whether the hub is still bringing the cluster to what its spec asks.
+fn progressing(o: &Observed<'_>) -> Verdict {
+    let verdict = |status, reason, message: &str| {
+        Verdict::new(CONDITION_PROGRESSING, status, reason, message)
     };
-    let degraded = match (o.problems.first(), failure) {
-        (Some(p), _) => Verdict::new(CONDITION_DEGRADED, "True", p.reason, p.message.clone()),
-        (None, Some((reason, message))) => {
-            Verdict::new(CONDITION_DEGRADED, "True", reason, message)
-        }
-        (None, None) => Verdict::new(CONDITION_DEGRADED, "False", "AsExpected", "all is well"),
-    };
-    let progressing = match (&o.phase, blocking) {
-        (Phase::Suspended, _) => Verdict::new(
-            CONDITION_PROGRESSING,
-            "False",
-            "Suspended",
-            "the control plane is suspended",
-        ),
-        (Phase::Absent, Some(p)) => Verdict::new(
-            CONDITION_PROGRESSING,
+    match (&o.phase, o.blocking()) {
+        (Phase::Suspended, _) => verdict("False", "Suspended", "the control plane is suspended"),
+        (Phase::Absent, Some(p)) => verdict(
             "False",
             p.reason,
             "the hub cannot go on until the spec is fixed",
         ),
-        (Phase::Starting | Phase::Absent, _) => Verdict::new(
-            CONDITION_PROGRESSING,
-            "True",
-            "Starting",
-            "the control plane is starting",
-        ),
-        (Phase::AwaitingRestore, _) => Verdict::new(
-            CONDITION_PROGRESSING,
+        (Phase::Starting | Phase::Absent, _) => {
+            verdict("True", "Starting", "the control plane is starting")
+        }
+        (Phase::AwaitingRestore, _) => verdict(
             "True",
             "AwaitingRestore",
             "waiting for a backup to be uploaded",
         ),
-        (Phase::Failed { reason, .. }, _) => Verdict::new(
-            CONDITION_PROGRESSING,
-            "True",
-            reason,
-            "retrying the control plane with backoff",
-        ),
-        (Phase::Running, _) if o.joined != Some(true) => Verdict::new(
-            CONDITION_PROGRESSING,
+        (Phase::Failed { reason, .. }, _) => {
+            verdict("True", reason, "retrying the control plane with backoff")
+        }
+        (Phase::Running, _) if o.joined != Some(true) => verdict(
             "True",
             "Joining",
             "the control plane serves; its agent is joining the hub",
         ),
-        (Phase::Running, _) if !o.kubeconfig => Verdict::new(
-            CONDITION_PROGRESSING,
+        (Phase::Running, _) if !o.kubeconfig => verdict(
             "True",
             "PublishingKubeconfig",
             "the control plane serves; its kubeconfig is being published",
         ),
-        (Phase::Running, _) => Verdict::new(
-            CONDITION_PROGRESSING,
+        (Phase::Running, _) => verdict(
             "False",
             "AsExpected",
             "the control plane serves and its agent joined the hub",
         ),
-    };
-    vec![available, progressing, degraded, api, datastore, joined]
+    }
 }
 
 /// The status a HostedCluster should show, keeping transition times from `previous`.

@@ -37,17 +37,61 @@ pub async fn serve(run: &mut Run<'_>) -> Outcome {
             "this hub cannot find the atoll binary to run Process-mode control planes",
         ));
     };
-    let port = match run.port() {
-        Some(port) => port,
-        None => match free_port(run) {
-            Ok(port) => port,
-            Err(failure) => return Outcome::Failed(failure),
-        },
+    let chosen = run.port().map_or_else(|| free_port(run), Ok);
+    let port = match chosen.and_then(|port| run.remember_port(port).map(|()| port)) {
+        Ok(port) => port,
+        Err(failure) => return Outcome::Failed(failure),
     };
-    if let Err(failure) = run.remember_port(port) {
-        return Outcome::Failed(failure);
+    let mut child = match command(run, &binary, port).spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return Outcome::Failed(Failure::new(
+                Component::ApiServer,
+                "StartFailed",
+                format!("cannot run {} apiserver: {e}", binary.display()),
+            ));
+        }
+    };
+    tracing::info!(pid = child.id(), port, "started atoll apiserver");
+    // Held until the child must stop: closing it is what stops the child.
+    let stdin = child.stdin.take();
+    let mut tail = Tail::follow(&mut child);
+
+    if let Err(outcome) = until_serving(run, &mut child, &mut tail).await {
+        if matches!(outcome, Outcome::Stopped) {
+            stop(child, stdin).await;
+        }
+        return outcome;
     }
-    let mut command = Command::new(&binary);
+    let credentials = match credentials(&run.dir.join(KUBECONFIG_FILE)) {
+        Ok(c) => c,
+        Err(message) => {
+            stop(child, stdin).await;
+            return Outcome::Failed(Failure::new(Component::ApiServer, "StartFailed", message));
+        }
+    };
+    run.serving(port, credentials).await;
+    let agent = run.start_agent();
+    let status = tokio::select! {
+        status = child.wait() => Some(status),
+        _ = run.stopped() => None,
+    };
+    if let Some(agent) = agent {
+        agent.stop().await;
+    }
+    match status {
+        Some(status) => exited(status, &mut tail, false).await,
+        None => {
+            stop(child, stdin).await;
+            Outcome::Stopped
+        }
+    }
+}
+
+/// `atoll apiserver` for the control plane of `run`, on `port`, with its limits; standard input
+/// piped (its end stops the child), standard error kept for the conditions.
+fn command(run: &Run<'_>, binary: &std::path::Path, port: u16) -> Command {
+    let mut command = Command::new(binary);
     command
         .arg("apiserver")
         .arg("--data-dir")
@@ -93,37 +137,26 @@ pub async fn serve(run: &mut Run<'_>) -> Outcome {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => {
-            return Outcome::Failed(Failure::new(
-                Component::ApiServer,
-                "StartFailed",
-                format!("cannot run {} apiserver: {e}", binary.display()),
-            ));
-        }
-    };
-    tracing::info!(pid = child.id(), port, "started atoll apiserver");
-    // Held until the child must stop: closing it is what stops the child.
-    let stdin = child.stdin.take();
-    let mut tail = Tail::follow(&mut child);
+    command
+}
 
+/// Waits until a started child serves. `Err` ends the run: the child exited or did not serve in
+/// time (it is killed), or the supervisor was asked to stop (`Outcome::Stopped`: the caller
+/// stops the child).
+async fn until_serving(run: &Run<'_>, child: &mut Child, tail: &mut Tail) -> Result<(), Outcome> {
     let started = Instant::now();
     loop {
         tokio::select! {
-            status = child.wait() => return exited(status, &mut tail, true).await,
-            _ = run.stopped() => {
-                stop(child, stdin).await;
-                return Outcome::Stopped;
-            }
+            status = child.wait() => return Err(exited(status, tail, true).await),
+            _ = run.stopped() => return Err(Outcome::Stopped),
             _ = tokio::time::sleep(Duration::from_millis(5)) => {}
         }
         if probe(run).await {
-            break;
+            return Ok(());
         }
         if started.elapsed() > START_TIMEOUT {
             let _ = child.kill().await;
-            return Outcome::Failed(Failure::new(
+            return Err(Outcome::Failed(Failure::new(
                 Component::ApiServer,
                 "StartTimedOut",
                 format!(
@@ -131,34 +164,7 @@ pub async fn serve(run: &mut Run<'_>) -> Outcome {
                     START_TIMEOUT.as_secs(),
                     tail.text()
                 ),
-            ));
-        }
-    }
-    let credentials = match credentials(&run.dir.join(KUBECONFIG_FILE)) {
-        Ok(c) => c,
-        Err(message) => {
-            stop(child, stdin).await;
-            return Outcome::Failed(Failure::new(Component::ApiServer, "StartFailed", message));
-        }
-    };
-    run.serving(port, credentials).await;
-    let agent = run.start_agent();
-    let status = tokio::select! {
-        status = child.wait() => Some(status),
-        _ = run.stopped() => None,
-    };
-    let outcome = match status {
-        Some(status) => Some(exited(status, &mut tail, false).await),
-        None => None,
-    };
-    if let Some(agent) = agent {
-        agent.stop().await;
-    }
-    match outcome {
-        Some(outcome) => outcome,
-        None => {
-            stop(child, stdin).await;
-            Outcome::Stopped
+            )));
         }
     }
 }
