@@ -1482,3 +1482,82 @@ async fn a_finished_work_goes_after_its_time_to_live() {
     assert_eq!(greeting(&east).await, None, "the Work's ConfigMap stayed");
     east.stop_agent().await;
 }
+
+/// Counts the Works of a cluster whose `Applied` condition is True for their current generation.
+async fn applied_count(works: &Api<Work>) -> usize {
+    works
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|w| {
+            w.status.as_ref().is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.type_ == "Applied"
+                        && c.status == "True"
+                        && c.observed_generation == w.metadata.generation
+                })
+            })
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn an_agent_with_hundreds_of_works_reconnects_and_converges() {
+    // More Works than the hub's stream buffer (256): the hub used to refuse every reconnect of
+    // such an agent with RESOURCE_EXHAUSTED, and the cluster never converged.
+    const COUNT: usize = 300;
+    let (hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    east.stop_agent().await;
+    for i in 0..COUNT {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("cm-{i}"), "namespace": "default"}, "data": {"v": "1"}});
+        works
+            .create(
+                &PostParams::default(),
+                &work(&format!("w-{i}"), "east", vec![cm]),
+            )
+            .await
+            .unwrap();
+    }
+    east.run_agent(&hub, None);
+    let long = WAIT * 4;
+    assert!(
+        eventually(long, || async { applied_count(&works).await == COUNT }).await,
+        "only {} of {COUNT} Works were applied after the agent connected",
+        applied_count(&works).await
+    );
+    // A restart with all of them applied: the agent lists 300 Works it has, and one changed
+    // while it was away.
+    east.stop_agent().await;
+    let patch = json!({"spec": {"workload": {"manifests": [
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "cm-7", "namespace": "default"}, "data": {"v": "2"}}]}}});
+    works
+        .patch("w-7", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    east.run_agent(&hub, None);
+    let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
+    let changed = || async {
+        configmaps
+            .get_opt("cm-7")
+            .await
+            .unwrap()
+            .and_then(|c| c.data)
+            .and_then(|d| d.get("v").cloned())
+            .as_deref()
+            == Some("2")
+    };
+    assert!(
+        eventually(long, || async {
+            changed().await && applied_count(&works).await == COUNT
+        })
+        .await,
+        "the restarted agent did not converge: {} of {COUNT} applied",
+        applied_count(&works).await
+    );
+    east.stop_agent().await;
+}

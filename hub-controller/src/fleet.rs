@@ -343,29 +343,19 @@ impl Fleet {
         .is_some()
     }
 
-    /// Sends an event to a member's agent if it is connected; drops a stream that has gone.
+    /// Sends an event to a member's agent if it is connected.
     pub fn send(&self, name: &str, event: SyncEvent) {
         let mut inner = self.lock();
-        let Some(member) = inner.members.get_mut(name) else {
-            return;
-        };
-        if let Some(stream) = &member.stream
-            && let Err(mpsc::error::TrySendError::Closed(_)) = stream.try_send(Ok(event))
-        {
-            member.stream = None;
+        if let Some(member) = inner.members.get_mut(name) {
+            offer(name, member, event);
         }
     }
 
     /// Sends an event to every connected agent.
     pub fn broadcast(&self, event: &SyncEvent) {
         let mut inner = self.lock();
-        for member in inner.members.values_mut() {
-            if let Some(stream) = &member.stream
-                && let Err(mpsc::error::TrySendError::Closed(_)) =
-                    stream.try_send(Ok(event.clone()))
-            {
-                member.stream = None;
-            }
+        for (name, member) in inner.members.iter_mut() {
+            offer(name, member, event.clone());
         }
     }
 
@@ -398,6 +388,24 @@ impl Fleet {
             self.membership_dirty.notify_one();
         }
         changed
+    }
+}
+
+/// Queues an event on a member's sync stream. A stream that has gone is forgotten; so is one
+/// whose agent fell `SYNC_BUFFER` events behind: dropping it ends the stream once the agent has
+/// read what it holds, and the agent reconnects and receives what it missed, where keeping the
+/// stream and skipping the event would leave the agent without it.
+fn offer(name: &str, member: &mut Member, event: SyncEvent) {
+    let Some(stream) = &member.stream else {
+        return;
+    };
+    match stream.try_send(Ok(event)) {
+        Ok(()) => {}
+        Err(mpsc::error::TrySendError::Closed(_)) => member.stream = None,
+        Err(mpsc::error::TrySendError::Full(_)) => {
+            tracing::warn!(cluster = %name, "the agent fell behind its sync stream; ending it so that it reconnects and catches up");
+            member.stream = None;
+        }
     }
 }
 
@@ -439,6 +447,33 @@ mod tests {
         assert_eq!(fleet.identify(&second).as_deref(), Some("a"));
         fleet.remove("a");
         assert_eq!(fleet.identify(&second), None);
+    }
+
+    #[test]
+    fn an_agent_that_falls_behind_loses_its_stream_not_an_event() {
+        let fleet = fleet();
+        fleet.upsert_record(&record("a", true, None), 1);
+        let (sender, mut receiver) = mpsc::channel(2);
+        assert!(fleet.attach_stream("a", sender));
+        let event = |n: &str| SyncEvent {
+            event: Some(atoll_proto::v1::sync_event::Event::WorkDelete(
+                atoll_proto::v1::WorkDelete {
+                    name: n.into(),
+                    uid: n.into(),
+                },
+            )),
+        };
+        for n in ["1", "2", "3", "4"] {
+            fleet.send("a", event(n));
+        }
+        // The agent reads what was queued, then its stream ends (it reconnects and resyncs)
+        // rather than carrying on without the third event.
+        assert_eq!(receiver.try_recv().unwrap().unwrap(), event("1"));
+        assert_eq!(receiver.try_recv().unwrap().unwrap(), event("2"));
+        assert!(matches!(
+            receiver.try_recv(),
+            Err(mpsc::error::TryRecvError::Disconnected)
+        ));
     }
 
     #[test]

@@ -32,8 +32,11 @@ use crate::work::{self, WorkIndex};
 
 /// The shortest join secret the hub accepts.
 const JOIN_SECRET_MIN_LEN: usize = 16;
-/// How many events may wait for a slow agent before the hub drops its stream.
+/// How many events may wait for a slow agent before the hub drops its stream (the agent then
+/// reconnects and receives what it missed).
 const SYNC_BUFFER: usize = 256;
+/// The most Works an agent may list as its own when it opens a sync stream.
+const SYNC_KNOWN_MAX: usize = 100_000;
 /// The largest Work status an agent may report, in bytes.
 const STATUS_MAX_BYTES: usize = 1024 * 1024;
 
@@ -365,23 +368,28 @@ impl Hub for HubService {
         request: Request<SyncRequest>,
     ) -> Result<Response<Self::SyncStream>, Status> {
         let name = self.identify(&request, &request.get_ref().cluster_name)?;
-        let (sender, receiver) = tokio::sync::mpsc::channel(SYNC_BUFFER);
+        let known = &request.get_ref().works;
+        if known.len() > SYNC_KNOWN_MAX {
+            return Err(Status::invalid_argument(format!(
+                "the sync request lists {} Works, more than the limit of {SYNC_KNOWN_MAX}",
+                known.len()
+            )));
+        }
         let set = self
             .fleet
             .get(&name)
             .and_then(|m| m.cluster_set().map(str::to_owned))
             .unwrap_or_default();
+        // What differs between the Works the agent has and the hub's. The stream holds all of
+        // it and `SYNC_BUFFER` events more: however many Works a cluster has, it converges.
+        let events = work::diff(known, &self.works.of_cluster(&name), request.get_ref().full);
+        let (sender, receiver) = tokio::sync::mpsc::channel(SYNC_BUFFER + events.len() + 1);
         // The first event is always the membership, so the agent converges at once.
-        let _ = sender.try_send(Ok(membership_event(&set)));
-        // Then what differs between the Works the agent has and the hub's.
-        let known = request.get_ref().works.clone();
-        let full = request.get_ref().full;
-        for event in work::diff(&known, &self.works.of_cluster(&name), full) {
-            if sender.try_send(Ok(event)).is_err() {
-                return Err(Status::resource_exhausted(format!(
-                    "cluster {name:?} has more changed Works than one sync can carry; reconnect"
-                )));
-            }
+        let initial = std::iter::once(membership_event(&set)).chain(events);
+        for event in initial {
+            sender
+                .try_send(Ok(event))
+                .map_err(|_| Status::internal("the sync stream cannot hold its first events"))?;
         }
         self.fleet.attach_stream(&name, sender);
         tracing::debug!(cluster = %name, "agent connected its sync stream");

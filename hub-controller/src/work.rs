@@ -286,25 +286,24 @@ fn force_delete(work: &Work) -> bool {
 }
 
 /// What an agent that has `known` must receive to match the hub: changed and new Works, and
-/// deletions of those the hub no longer holds or is deleting.
+/// deletions of those the hub no longer holds or is deleting. Linear in both lists.
 pub fn diff(known: &[WorkVersion], hub: &[(String, Entry)], full: bool) -> Vec<SyncEvent> {
+    let agent: HashMap<&str, &WorkVersion> = known.iter().map(|k| (k.name.as_str(), k)).collect();
+    let held: HashMap<&str, &Entry> = hub.iter().map(|(n, e)| (n.as_str(), e)).collect();
     let mut events = Vec::new();
     for (name, entry) in hub {
         if entry.refused.is_some() {
             continue;
         }
-        let current = known
-            .iter()
-            .any(|k| &k.name == name && k.uid == entry.uid && k.generation == entry.generation);
+        let current = agent
+            .get(name.as_str())
+            .is_some_and(|k| k.uid == entry.uid && k.generation == entry.generation);
         if full || entry.deleting || !current {
             events.push(entry.event(name));
         }
     }
     for k in known {
-        if !hub
-            .iter()
-            .any(|(name, e)| *name == k.name && e.uid == k.uid)
-        {
+        if held.get(k.name.as_str()).is_none_or(|e| e.uid != k.uid) {
             events.push(SyncEvent {
                 event: Some(sync_event::Event::WorkDelete(WorkDelete {
                     name: k.name.clone(),
@@ -568,5 +567,108 @@ pub async fn release_abandoned(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(uid: &str, generation: i64, deleting: bool) -> Entry {
+        Entry {
+            uid: uid.to_owned(),
+            generation,
+            deleting,
+            body: Arc::new(b"{}".to_vec()),
+            refused: None,
+            force_delete: false,
+            placement: None,
+            reported: Reported::default(),
+            ttl_after_finished: None,
+        }
+    }
+
+    fn version(name: &str, uid: &str, generation: i64) -> WorkVersion {
+        WorkVersion {
+            name: name.to_owned(),
+            uid: uid.to_owned(),
+            generation,
+        }
+    }
+
+    /// Each event as `upsert name` or `delete name uid`.
+    fn described(events: &[SyncEvent]) -> Vec<String> {
+        let mut out: Vec<String> = events
+            .iter()
+            .map(|e| match &e.event {
+                Some(sync_event::Event::WorkUpsert(u)) => format!("upsert {}", u.name),
+                Some(sync_event::Event::WorkDelete(d)) => format!("delete {} {}", d.name, d.uid),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_diff_sends_what_the_agent_lacks_and_deletes_what_the_hub_let_go() {
+        let hub = vec![
+            ("same".to_owned(), entry("u1", 1, false)),
+            ("changed".to_owned(), entry("u2", 2, false)),
+            ("new".to_owned(), entry("u3", 1, false)),
+            ("going".to_owned(), entry("u4", 1, true)),
+            ("recreated".to_owned(), entry("u6", 1, false)),
+            (
+                "too-big".to_owned(),
+                Entry {
+                    refused: Some("too big".to_owned()),
+                    ..entry("u7", 1, false)
+                },
+            ),
+        ];
+        let known = vec![
+            version("same", "u1", 1),
+            version("changed", "u2", 1),
+            version("going", "u4", 1),
+            version("gone", "u5", 3),
+            version("recreated", "u0", 1),
+        ];
+        assert_eq!(
+            described(&diff(&known, &hub, false)),
+            [
+                "delete going u4",
+                "delete gone u5",
+                "delete recreated u0",
+                "upsert changed",
+                "upsert new",
+                "upsert recreated",
+            ]
+        );
+        // A full sync sends every Work the hub can send, current or not.
+        assert_eq!(
+            described(&diff(&known, &hub, true)),
+            [
+                "delete going u4",
+                "delete gone u5",
+                "delete recreated u0",
+                "upsert changed",
+                "upsert new",
+                "upsert recreated",
+                "upsert same",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_diff_of_an_agent_with_many_works() {
+        // 50,000 Works on each side, all current: nothing to send but on a full sync.
+        let hub: Vec<(String, Entry)> = (0..50_000)
+            .map(|i| (format!("w-{i}"), entry(&format!("u-{i}"), 1, false)))
+            .collect();
+        let known: Vec<WorkVersion> = (0..50_000)
+            .map(|i| version(&format!("w-{i}"), &format!("u-{i}"), 1))
+            .collect();
+        assert!(diff(&known, &hub, false).is_empty());
+        assert_eq!(diff(&known, &hub, true).len(), 50_000);
     }
 }
