@@ -59,11 +59,12 @@ impl Fixture {
         }
     }
 
-    /// Nothing stored changed: `keep` is as it was and it is the only ConfigMap.
+    /// Nothing stored changed: `keep` is as it was and it is the only ConfigMap beside the
+    /// cluster's CA, which every namespace holds.
     async fn untouched(&self) {
         let list = self.cms.list(&ListParams::default()).await.unwrap();
         let names: Vec<String> = list.items.iter().map(|c| c.name_any()).collect();
-        assert_eq!(names, ["keep"]);
+        assert_eq!(names, ["keep", "kube-root-ca.crt"]);
         assert_eq!(list.items[0].resource_version().unwrap(), self.keep_rv);
         assert_eq!(list.items[0].data.as_ref().unwrap()["k"], "v");
     }

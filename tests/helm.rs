@@ -2,7 +2,10 @@
 //! status, rollback and uninstall of a chart with a ConfigMap, a Secret, a Deployment, a Service
 //! and a CRD with a custom resource (`testdata/charts/demo`), and an install of a chart whose
 //! manifest the server must reject (`testdata/charts/invalid`). Each step checks what helm printed
-//! and what the server then holds.
+//! and what the server then holds. Then cert-manager's own chart (`testdata/charts/cert-manager`,
+//! upstream's, Apache-2.0), installed and uninstalled with each helm: RBAC names with `:`, webhook
+//! configurations, CRDs in templates, NetworkPolicies, PodDisruptionBudgets and a post-install
+//! hook Job.
 
 use std::path::PathBuf;
 
@@ -327,4 +330,138 @@ fn helm_rejects_an_invalid_chart() {
     }
 
     s.finish();
+}
+
+/// Marks the hook Job `name` in `ns` Complete once it exists, as a Job controller would when its
+/// pod succeeded (atoll runs no workload controllers: without this, helm would wait for the hook
+/// until its timeout, as it would on a cluster with no nodes).
+fn complete_job_when_created(
+    k: Tool,
+    ns: &'static str,
+    name: &'static str,
+) -> std::thread::JoinHandle<bool> {
+    std::thread::spawn(move || {
+        for _ in 0..600 {
+            let found = k.run(&[
+                "get",
+                "job",
+                name,
+                "-n",
+                ns,
+                "--ignore-not-found",
+                "-o",
+                "name",
+            ]);
+            if found.stdout.trim() == format!("job.batch/{name}") {
+                k.run(&[
+                    "patch", "job", name, "-n", ns, "--subresource=status", "--type=merge", "-p",
+                    r#"{"status":{"succeeded":1,"conditions":[{"type":"SuccessCriteriaMet","status":"True"},{"type":"Complete","status":"True"}]}}"#,
+                ])
+                .success();
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        false
+    })
+}
+
+fn install_cert_manager(helm: Tool, c: &Cluster) {
+    let k = c.kubectl();
+    let chart = chart("cert-manager");
+    let mut s = Steps::default();
+    s.step("install, with the post-install hook Job completing", || {
+        let completer =
+            complete_job_when_created(k.clone(), "cert-manager", "cert-manager-startupapicheck");
+        helm.run(&[
+            "install",
+            "cert-manager",
+            &chart,
+            "-n",
+            "cert-manager",
+            "--create-namespace",
+            "--set",
+            "crds.enabled=true",
+            "--timeout",
+            "2m",
+        ])
+        .success()
+        .stdout_has("STATUS: deployed");
+        assert!(completer.join().unwrap(), "the hook Job was never created");
+    });
+    s.step("what the chart made is there as upstream names it", || {
+        let names = |args: &[&str]| -> Vec<String> {
+            let mut all = vec!["get"];
+            all.extend_from_slice(args);
+            all.extend_from_slice(&["-o", "name"]);
+            let mut out: Vec<String> = k.run(&all).success().stdout.lines().map(str::to_owned).collect();
+            out.sort();
+            out
+        };
+        let roles = names(&["clusterroles", "-l", "app.kubernetes.io/instance=cert-manager"]);
+        assert!(
+            roles.contains(&"clusterrole.rbac.authorization.k8s.io/cert-manager-controller-approve:cert-manager-io".to_owned()),
+            "{roles:?}"
+        );
+        assert!(
+            names(&["roles", "-n", "kube-system"])
+                .contains(&"role.rbac.authorization.k8s.io/cert-manager:leaderelection".to_owned())
+        );
+        assert_eq!(
+            names(&["validatingwebhookconfigurations,mutatingwebhookconfigurations"]),
+            [
+                "mutatingwebhookconfiguration.admissionregistration.k8s.io/cert-manager-webhook",
+                "validatingwebhookconfiguration.admissionregistration.k8s.io/cert-manager-webhook",
+            ]
+        );
+        let webhook = k
+            .run(&["get", "validatingwebhookconfiguration", "cert-manager-webhook", "-o", "json"])
+            .success()
+            .json();
+        // Upstream's defaults for what the chart leaves out, filled in by the server.
+        let hook = &webhook["webhooks"][0];
+        assert_eq!(hook["clientConfig"]["service"]["port"], 443, "{webhook}");
+        assert_eq!(hook["rules"][0]["scope"], "*", "{webhook}");
+        assert_eq!(hook["objectSelector"], json!({}), "{webhook}");
+        assert!(names(&["crds"]).contains(&"customresourcedefinition.apiextensions.k8s.io/certificates.cert-manager.io".to_owned()));
+        assert_eq!(
+            names(&["deployments", "-n", "cert-manager"]),
+            [
+                "deployment.apps/cert-manager",
+                "deployment.apps/cert-manager-cainjector",
+                "deployment.apps/cert-manager-webhook",
+            ]
+        );
+        // The hook Job was deleted once it succeeded (hook-delete-policy: hook-succeeded).
+        assert_eq!(names(&["jobs", "-n", "cert-manager"]), Vec::<String>::new());
+    });
+    s.step("uninstall removes it", || {
+        helm.run(&["uninstall", "cert-manager", "-n", "cert-manager"])
+            .success()
+            .stdout_has("release \"cert-manager\" uninstalled");
+        let left = k
+            .run(&[
+                "get",
+                "clusterroles,validatingwebhookconfigurations",
+                "-l",
+                "app.kubernetes.io/instance=cert-manager",
+                "-o",
+                "name",
+            ])
+            .success();
+        assert_eq!(left.stdout.trim(), "", "left behind");
+    });
+    s.finish();
+}
+
+#[test]
+fn helm3_installs_cert_manager() {
+    let c = Cluster::start().unwrap();
+    install_cert_manager(c.helm3(), &c);
+}
+
+#[test]
+fn helm4_installs_cert_manager() {
+    let c = Cluster::start().unwrap();
+    install_cert_manager(c.helm(), &c);
 }

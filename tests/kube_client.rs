@@ -262,7 +262,11 @@ async fn typed_crud_with_conflicts_generation_and_patches() {
                 _ => break,
             }
         }
-        assert_eq!(names.len(), 7, "demo, applied and 5 pages: {names:?}");
+        assert_eq!(
+            names.len(),
+            8,
+            "demo, applied, 5 pages and the cluster's CA: {names:?}"
+        );
 
         // generateName.
         let mut generated = cm("", &[]);
@@ -643,8 +647,8 @@ async fn metadata_watches_and_streaming_lists() {
             .await
             .unwrap();
         let list = cms.list_metadata(&ListParams::default()).await.unwrap();
-        assert_eq!(list.items.len(), 1);
-        assert_eq!(list.items[0].metadata.name.as_deref(), Some("m1"));
+        let names: Vec<_> = list.items.iter().map(|i| i.name_any()).collect();
+        assert_eq!(names, ["kube-root-ca.crt", "m1"]);
         // A write answered with the object's metadata only (the hub's writes ask for that).
         let patched = cms
             .patch_metadata(
@@ -666,9 +670,12 @@ async fn metadata_watches_and_streaming_lists() {
 
         let metadata: Api<PartialObjectMeta<ConfigMap>> =
             Api::namespaced(client.clone(), "default");
-        let mut meta = watcher(metadata, watcher::Config::default())
-            .applied_objects()
-            .boxed();
+        let mut meta = watcher(
+            metadata,
+            watcher::Config::default().fields("metadata.name=m1"),
+        )
+        .applied_objects()
+        .boxed();
         let first = meta.try_next().await.unwrap().unwrap();
         assert_eq!(first.metadata.name.as_deref(), Some("m1"));
 
@@ -991,7 +998,7 @@ async fn tables_for_kubectl_get() {
         let mut labelled = cm("tabled", &[("a", "1"), ("b", "2")]);
         labelled.metadata.labels = Some([("app".to_string(), "demo".to_string())].into());
         cms.create(&PostParams::default(), &labelled).await.unwrap();
-        let request = http::Request::get("/api/v1/configmaps?limit=500")
+        let request = http::Request::get("/api/v1/configmaps?limit=500&labelSelector=app%3Ddemo")
             .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
             .body(Vec::new())
             .unwrap();

@@ -394,7 +394,7 @@ fn discovery_explain_and_get() {
             ])
             .success();
         let names: Vec<String> = out.rows()[1..].iter().map(|r| r[1].clone()).collect();
-        assert_eq!(names, ["gamma"], "{out}");
+        assert_eq!(names, ["gamma", "kube-root-ca.crt"], "{out}");
         k.run(&[
             "get",
             "cm",

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::registry::{Catalog, ResourceType, VERBS, api_version};
+use crate::registry::{Catalog, ResourceType, api_version};
 
 /// The Kubernetes version the server presents (plain semver, so helm's `kubeVersion` checks pass).
 pub const KUBERNETES_VERSION: &str = "v1.35.0";
@@ -121,6 +121,22 @@ pub fn resource_list(catalog: &Catalog, group: &str, version: &str) -> Option<Va
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        if t.group.is_empty() && t.plural == "pods" {
+            for (name, kind, group, version, verbs) in crate::http::POD_SUBRESOURCES {
+                let mut sub = json!({
+                    "name": format!("pods/{name}"),
+                    "singularName": "",
+                    "namespaced": true,
+                    "kind": kind,
+                    "verbs": verbs,
+                });
+                if !group.is_empty() {
+                    sub["group"] = json!(group);
+                    sub["version"] = json!(version);
+                }
+                resources.push(sub);
+            }
+        }
         if t.group.is_empty() && t.plural == "serviceaccounts" {
             resources.push(json!({
                 "name": "serviceaccounts/token",
@@ -151,11 +167,7 @@ pub fn resource_list(catalog: &Catalog, group: &str, version: &str) -> Option<Va
 }
 
 fn verbs(t: &ResourceType) -> Vec<&'static str> {
-    if t.virtual_only {
-        vec!["create"]
-    } else {
-        VERBS.to_vec()
-    }
+    t.verbs.to_vec()
 }
 
 /// A short stable hash of what the resource is stored as, like upstream's (clients only compare it).

@@ -18,12 +18,15 @@ use crate::error::{Error, Result};
 use crate::registry::ResourceType;
 use crate::registry::selector::{FieldSelector, LabelSelector, supported_fields};
 use crate::registry::store::{
-    DeleteOptions, Deleted, FieldValidation, ListOptions, PatchType, Store, WriteOptions,
+    DeleteOptions, Deleted, FieldValidation, ListOptions, PatchType, Propagation, Store,
+    WriteOptions,
 };
 use crate::watch::WatchCache;
 
 mod backup;
+mod openapi;
 mod path;
+mod pods;
 mod representation;
 mod review;
 mod scale;
@@ -31,6 +34,7 @@ mod watch_stream;
 
 pub use backup::{RestoreState, restore_router};
 use path::{ApiPath, ResourcePath};
+pub use pods::SUBRESOURCES as POD_SUBRESOURCES;
 use representation::Representation;
 
 /// The largest request body the server reads, as kube-apiserver's limit.
@@ -164,6 +168,9 @@ async fn serve(state: &ApiState, request: Request) -> Result<Response> {
                 &crate::openapi::index(&catalog),
             ));
         }
+        ApiPath::OpenApiV2 => {
+            return openapi::serve_v2(catalog, &parts.method, &parts.headers).await;
+        }
         ApiPath::OpenApiDocument(gv) => {
             let doc = crate::openapi::document(&catalog, &gv).ok_or(Error::UnknownPath)?;
             return Ok(json_response(StatusCode::OK, &doc));
@@ -251,7 +258,7 @@ async fn serve_resource(
         method,
         headers,
         query,
-        user,
+        ..
     } = *request;
     let store = &state.store;
     let ns = at.namespace.as_deref();
@@ -262,18 +269,27 @@ async fn serve_resource(
             "scale" => rt.scale.is_some(),
             "finalize" => rt.group.is_empty() && rt.plural == "namespaces",
             "token" => rt.group.is_empty() && rt.plural == "serviceaccounts",
-            _ => false,
+            _ => pods::serves(rt, sub),
         };
         if !allowed {
             return Err(Error::UnknownPath);
         }
     }
+    if let (Some(sub), Some(name), Some(ns)) = (sub, at.name.as_deref(), ns)
+        && pods::serves(rt, sub)
+    {
+        let answer = match (sub, method) {
+            ("binding", &Method::POST) => {
+                pods::bind(store, rt, ns, Some(name), &decode_object(headers, &body)?).await?
+            }
+            ("eviction", &Method::POST) => pods::evict(store, rt, ns, name).await?,
+            ("binding" | "eviction", _) => return Err(Error::MethodNotAllowed),
+            _ => pods::kubelet(store, rt, ns, name, sub).await?,
+        };
+        return Ok(json_response(StatusCode::CREATED, &answer));
+    }
     if rt.virtual_only {
-        if *method != Method::POST || at.name.is_some() {
-            return Err(Error::MethodNotAllowed);
-        }
-        let review = review::answer(rt, user, decode_object(headers, &body)?)?;
-        return Ok(json_response(StatusCode::CREATED, &review));
+        return serve_virtual(state, request, body).await;
     }
     if sub == Some("token") {
         let (Some(ns), Some(name), &Method::POST) = (ns, at.name.as_deref(), method) else {
@@ -391,7 +407,7 @@ async fn serve_resource(
                 Deleted::Pending(object) => {
                     Ok(representation.response(StatusCode::OK, &representation.object(rt, object)))
                 }
-                Deleted::Gone(object) if !rt.builtin => {
+                Deleted::Gone(object) if rt.delete_returns_object => {
                     Ok(representation.response(StatusCode::OK, &representation.object(rt, object)))
                 }
                 Deleted::Gone(object) => {
@@ -412,6 +428,57 @@ async fn serve_resource(
             let options = delete_options(headers, query, &body)?;
             let page = store.delete_collection(rt, ns, &list, &options).await?;
             Ok(representation.response(StatusCode::OK, &representation.list(rt, page)))
+        }
+        _ => Err(Error::MethodNotAllowed),
+    }
+}
+
+/// A resource nothing is stored for: reviews and bindings (created and answered), component
+/// statuses (read, and there are none: atoll runs no separate scheduler, controller manager or
+/// etcd to report on).
+async fn serve_virtual(
+    state: &ApiState,
+    request: &ResourceRequest<'_>,
+    body: Bytes,
+) -> Result<Response> {
+    let ResourceRequest {
+        rt,
+        at,
+        method,
+        headers,
+        user,
+        ..
+    } = *request;
+    let ns = at.namespace.as_deref();
+    match (rt.plural.as_str(), method, at.name.as_deref()) {
+        ("componentstatuses", &Method::GET, None) => {
+            let mut response = json_response(
+                StatusCode::OK,
+                &json!({"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {}, "items": []}),
+            );
+            response.headers_mut().insert(
+                header::WARNING,
+                HeaderValue::from_static("299 - \"v1 ComponentStatus is deprecated in v1.19+\""),
+            );
+            Ok(response)
+        }
+        ("componentstatuses", &Method::GET, Some(name)) => Err(Error::NotFound(rt.target(name))),
+        ("bindings", &Method::POST, None) => {
+            let pods = state
+                .store
+                .registry()
+                .catalog()
+                .lookup("", "v1", "pods")
+                .ok_or(Error::UnknownPath)?;
+            let binding = decode_object(headers, &body)?;
+            let answer =
+                pods::bind(&state.store, &pods, ns.unwrap_or_default(), None, &binding).await?;
+            Ok(json_response(StatusCode::CREATED, &answer))
+        }
+        (_, &Method::POST, None) if rt.verbs == ["create"] => {
+            let object = decode_object(headers, &body)?;
+            let review = review::answer(rt, user, &state.auth, ns, object)?;
+            Ok(json_response(StatusCode::CREATED, &review))
         }
         _ => Err(Error::MethodNotAllowed),
     }
@@ -567,6 +634,8 @@ fn delete_options(headers: &HeaderMap, query: &Query, body: &[u8]) -> Result<Del
         dry_run: query.get("dryRun") == Some("All"),
         ..Default::default()
     };
+    let mut body_policy = None;
+    let mut orphan_dependents = None;
     let trimmed = body.iter().any(|b| !b.is_ascii_whitespace());
     if trimmed {
         let value = decode_object(headers, body)?;
@@ -580,8 +649,55 @@ fn delete_options(headers: &HeaderMap, query: &Query, body: &[u8]) -> Result<Del
         options.precondition_resource_version = value["preconditions"]["resourceVersion"]
             .as_str()
             .map(str::to_owned);
+        body_policy = value
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        orphan_dependents = value.get("orphanDependents").and_then(Value::as_bool);
     }
+    let policy = query
+        .get("propagationPolicy")
+        .map(str::to_owned)
+        .or(body_policy);
+    if let Some(orphan) = query.get("orphanDependents") {
+        orphan_dependents = Some(orphan == "true");
+    }
+    options.propagation = propagation(policy.as_deref(), orphan_dependents)?;
     Ok(options)
+}
+
+/// Upstream's `ValidateDeleteOptions` of `propagationPolicy` and the deprecated
+/// `orphanDependents`.
+fn propagation(policy: Option<&str>, orphan: Option<bool>) -> Result<Option<Propagation>> {
+    let invalid = |cause, message: String, value: &str| {
+        Error::invalid(
+            "DeleteOptions.meta.k8s.io",
+            Default::default(),
+            vec![crate::validation::FieldError {
+                cause,
+                field: "propagationPolicy".into(),
+                message,
+                value: Some(json!(value)),
+            }],
+        )
+    };
+    match (policy, orphan) {
+        (Some(policy), Some(_)) => Err(invalid(
+            crate::validation::CauseType::Invalid,
+            "orphanDependents and deletionPropagation cannot be both set".into(),
+            policy,
+        )),
+        (Some(policy), None) => Propagation::parse(policy).map(Some).ok_or_else(|| {
+            invalid(
+                crate::validation::CauseType::NotSupported,
+                "supported values: \"Foreground\", \"Background\", \"Orphan\"".into(),
+                policy,
+            )
+        }),
+        (None, Some(true)) => Ok(Some(Propagation::Orphan)),
+        (None, Some(false)) => Ok(Some(Propagation::Background)),
+        (None, None) => Ok(None),
+    }
 }
 
 /// Query parameters (last value wins, like Go's `url.Values.Get` with one value).

@@ -277,6 +277,7 @@ impl Server {
             restart_sender = Some(restart_tx);
             let state = Serving {
                 backend: backend.clone(),
+                ca_pem: ca.cert_pem().to_owned(),
                 authenticator,
                 server_address: server_host.to_string(),
                 in_flight: in_flight.clone(),
@@ -436,6 +437,8 @@ async fn open_backend(
 /// What a serving server's API is built from.
 struct Serving {
     backend: Arc<dyn Backend>,
+    /// The cluster CA every namespace's `kube-root-ca.crt` carries.
+    ca_pem: String,
     authenticator: auth::Authenticator,
     server_address: String,
     in_flight: Option<Arc<tokio::sync::Semaphore>>,
@@ -465,14 +468,27 @@ async fn serve_api(
     store.read_through(cache.clone());
     let state = Arc::new(http::ApiState {
         store: store.clone(),
-        cache,
+        cache: cache.clone(),
         auth: s.authenticator,
         shutdown: s.shutdown.clone(),
         server_address: s.server_address,
         in_flight: s.in_flight,
         backup: s.backup,
     });
+    let seen = registry::namespace_contents::settle(&store, &cache, &s.ca_pem).await;
     let tasks = vec![
+        tokio::spawn(registry::garbage::run(
+            store.clone(),
+            cache.clone(),
+            s.shutdown.clone(),
+        )),
+        tokio::spawn(registry::namespace_contents::run(
+            store.clone(),
+            cache,
+            s.ca_pem,
+            seen,
+            s.shutdown.clone(),
+        )),
         tokio::spawn(registry::namespace::run(store, s.shutdown.clone())),
         tokio::spawn(compact_periodically(
             s.backend,

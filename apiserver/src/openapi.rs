@@ -1,5 +1,6 @@
 //! OpenAPI v3, as kube-apiserver serves it: the index (`GET /openapi/v3`) and one document per
-//! group/version (`GET /openapi/v3/apis/<group>/<version>`).
+//! group/version (`GET /openapi/v3/apis/<group>/<version>`); and OpenAPI v2 (`GET /openapi/v2`,
+//! [`v2`]), one document derived from them.
 //!
 //! kubectl and helm read these before every apply: they look for the PATCH operation carrying
 //! the object's `x-kubernetes-group-version-kind` and its `fieldValidation` parameter, and the
@@ -20,6 +21,7 @@ use crate::registry::{Catalog, ResourceType};
 
 pub mod builtin;
 pub mod paths;
+pub mod v2;
 
 use builtin::{Definitions, REF_PREFIX};
 

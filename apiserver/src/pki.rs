@@ -147,7 +147,8 @@ fn ca_params(common_name: &str) -> Result<CertificateParams> {
     Ok(params)
 }
 
-/// A rustls server configuration for a serving certificate, offering HTTP/1.1.
+/// A rustls server configuration for a serving certificate, offering HTTP/2 and HTTP/1.1
+/// ([`crate::serve::ALPN_PROTOCOLS`]).
 pub fn server_config(serving: &CertifiedKey) -> Result<Arc<rustls::ServerConfig>> {
     let certs = rustls_pemfile::certs(&mut serving.cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
@@ -168,7 +169,10 @@ pub fn server_config(serving: &CertifiedKey) -> Result<Arc<rustls::ServerConfig>
         .with_safe_default_protocol_versions()?
         .with_no_client_auth()
         .with_single_cert(certs, key)?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = crate::serve::ALPN_PROTOCOLS
+        .iter()
+        .map(|p| p.to_vec())
+        .collect();
     Ok(Arc::new(config))
 }
 
@@ -239,6 +243,9 @@ mod tests {
             .issue_serving(&["127.0.0.1".into(), "localhost".into()])
             .unwrap();
         let config = server_config(&serving).unwrap();
-        assert_eq!(config.alpn_protocols, vec![b"http/1.1".to_vec()]);
+        assert_eq!(
+            config.alpn_protocols,
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
     }
 }

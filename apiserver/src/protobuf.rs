@@ -22,7 +22,7 @@
 
 mod catalog;
 mod message;
-mod wire;
+pub(crate) mod wire;
 
 use serde_json::Value;
 

@@ -11,9 +11,12 @@ use std::sync::{Arc, LazyLock, RwLock};
 use serde_json::Value;
 
 pub mod builtin;
+pub mod conversion;
 pub mod crd;
 pub mod defaults;
+pub mod garbage;
 pub mod namespace;
+pub mod namespace_contents;
 pub mod selector;
 pub mod store;
 
@@ -65,6 +68,12 @@ pub struct ResourceType {
     pub builtin: bool,
     /// Whether the resource is only created, never stored (such as access reviews).
     pub virtual_only: bool,
+    /// The verbs discovery lists.
+    pub verbs: &'static [&'static str],
+    /// The rule `metadata.name` follows.
+    pub name_rule: crate::validation::NameRule,
+    /// Whether an immediate DELETE answers the deleted object rather than a Success Status.
+    pub delete_returns_object: bool,
 }
 
 impl ResourceType {

@@ -344,6 +344,9 @@ mod tests {
             printer_columns,
             builtin,
             virtual_only: false,
+            verbs: crate::registry::VERBS,
+            name_rule: Default::default(),
+            delete_returns_object: false,
         }
     }
 

@@ -16,7 +16,9 @@ use tower::ServiceExt as _;
 use crate::{Config, Server, StorageKind};
 
 mod backup;
+mod http2;
 mod limits;
+mod openapi;
 
 /// How long any one test may take.
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);

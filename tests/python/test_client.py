@@ -377,3 +377,69 @@ def test_invalid_name_is_rejected(api, ns, untouched):
     assert message(bad_name.value).startswith(
         'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": '
         'a lowercase RFC 1123 subdomain must consist of')
+
+
+def test_typed_deletes_of_pods_services_and_service_accounts(api, ns):
+    # kube-apiserver answers these deletes with the object, and the typed client decodes it as
+    # one: a Status there makes client 37 raise.
+    core = client.CoreV1Api(api)
+    pod = core.create_namespaced_pod(ns, client.V1Pod(
+        metadata=client.V1ObjectMeta(name="web"),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="web", image="nginx:1.27")])),
+        _request_timeout=TIMEOUT)
+    assert pod.status.phase == "Pending"
+    assert pod.status.qos_class == "BestEffort"
+    assert pod.spec.service_account_name == "default"
+    svc = core.create_namespaced_service(ns, client.V1Service(
+        metadata=client.V1ObjectMeta(name="web"),
+        spec=client.V1ServiceSpec(selector={"app": "web"}, ports=[client.V1ServicePort(port=80)])),
+        _request_timeout=TIMEOUT)
+    assert svc.spec.cluster_ip and svc.spec.session_affinity == "None"
+    assert svc.status.load_balancer is not None
+    core.create_namespaced_service_account(
+        ns, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="robot")), _request_timeout=TIMEOUT)
+
+    deleted_pod = core.delete_namespaced_pod("web", ns, _request_timeout=TIMEOUT)
+    assert isinstance(deleted_pod, client.V1Pod)
+    assert (deleted_pod.kind, deleted_pod.metadata.name) == ("Pod", "web")
+    deleted_svc = core.delete_namespaced_service("web", ns, _request_timeout=TIMEOUT)
+    assert isinstance(deleted_svc, client.V1Service)
+    assert deleted_svc.spec.cluster_ip == svc.spec.cluster_ip
+    deleted_sa = core.delete_namespaced_service_account("robot", ns, _request_timeout=TIMEOUT)
+    assert isinstance(deleted_sa, client.V1ServiceAccount)
+    # A ConfigMap's delete answers a Status, as upstream (the client hands it over as a dict).
+    core.create_namespaced_config_map(
+        ns, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="plain")), _request_timeout=TIMEOUT)
+    status = core.delete_namespaced_config_map("plain", ns, _request_timeout=TIMEOUT)
+    assert (status["kind"], status["status"]) == ("Status", "Success")
+
+
+def test_jobs_and_every_namespace_has_its_service_account(api, ns):
+    batch = client.BatchV1Api(api)
+    job = batch.create_namespaced_job(ns, client.V1Job(
+        metadata=client.V1ObjectMeta(name="migrate"),
+        spec=client.V1JobSpec(template=client.V1PodTemplateSpec(spec=client.V1PodSpec(
+            restart_policy="Never", containers=[client.V1Container(name="m", image="busybox")])))),
+        _request_timeout=TIMEOUT)
+    assert (job.spec.backoff_limit, job.spec.completions, job.spec.parallelism) == (6, 1, 1)
+    assert job.spec.selector.match_labels == {"batch.kubernetes.io/controller-uid": job.metadata.uid}
+    assert job.spec.template.metadata.labels["job-name"] == "migrate"
+    listed = batch.list_namespaced_job(ns, _request_timeout=TIMEOUT)
+    assert [j.metadata.name for j in listed.items] == ["migrate"]
+    status = batch.delete_namespaced_job("migrate", ns, propagation_policy="Background",
+                                         _request_timeout=TIMEOUT)
+    assert (status["kind"], status["details"]["group"]) == ("Status", "batch")
+
+    core = client.CoreV1Api(api)
+    deadline = time.monotonic() + 20
+    while True:
+        accounts = [a.metadata.name for a in core.list_namespaced_service_account(
+            ns, _request_timeout=TIMEOUT).items]
+        maps = [c.metadata.name for c in core.list_namespaced_config_map(
+            ns, _request_timeout=TIMEOUT).items]
+        if "default" in accounts and "kube-root-ca.crt" in maps:
+            break
+        assert time.monotonic() < deadline, (accounts, maps)
+        time.sleep(0.1)
+    ca = core.read_namespaced_config_map("kube-root-ca.crt", ns, _request_timeout=TIMEOUT)
+    assert ca.data["ca.crt"].startswith("-----BEGIN CERTIFICATE-----")

@@ -5,6 +5,8 @@
 pub enum ApiPath {
     Version,
     Health,
+    /// `/openapi/v2`: the Swagger 2.0 document of every resource.
+    OpenApiV2,
     /// `/openapi/v3`
     OpenApiIndex,
     /// `/openapi/v3/<api/v1 | apis/group/version>`
@@ -45,6 +47,7 @@ pub fn parse(path: &str) -> Option<ApiPath> {
     match path {
         "/version" | "/version/" => return Some(ApiPath::Version),
         "/healthz" | "/livez" | "/readyz" => return Some(ApiPath::Health),
+        "/openapi/v2" => return Some(ApiPath::OpenApiV2),
         "/openapi/v3" | "/openapi/v3/" => return Some(ApiPath::OpenApiIndex),
         BACKUP => return Some(ApiPath::Backup),
         RESTORE => return Some(ApiPath::Restore),
@@ -147,6 +150,8 @@ mod tests {
         assert_eq!(parse("/nope"), None);
         assert_eq!(parse("/atoll/v1/backup"), Some(ApiPath::Backup));
         assert_eq!(parse("/atoll/v1/restore"), Some(ApiPath::Restore));
+        assert_eq!(parse("/openapi/v2"), Some(ApiPath::OpenApiV2));
+        assert_eq!(parse("/openapi/v2/"), None);
 
         let ns = resource("/api/v1/namespaces/default");
         assert_eq!(

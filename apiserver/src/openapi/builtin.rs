@@ -9,13 +9,12 @@ use std::collections::HashMap;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use k8s_openapi::api::{
-    apps, authentication, authorization, autoscaling, coordination, core, events, rbac,
-};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+use k8s_openapi::api::{authentication, autoscaling, policy};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
-use schemars::generate::{SchemaGenerator, SchemaSettings};
+use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
+
+use crate::registry::builtin::{BUILTINS, SchemaFn};
 
 /// Where `$ref`s point.
 pub const REF_PREFIX: &str = "#/components/schemas/";
@@ -40,108 +39,59 @@ struct Root {
     kind: &'static str,
     /// Whether the kind is stored and listed (and so has a list kind).
     served: bool,
-    schema: fn(&mut SchemaGenerator) -> schemars::Schema,
+    schema: SchemaFn,
 }
 
 macro_rules! root {
-    ($group:expr, $version:expr, $kind:expr, $served:expr, $ty:ty) => {
+    ($group:expr, $version:expr, $kind:expr, $ty:ty) => {
         Root {
             group: $group,
             version: $version,
             kind: $kind,
-            served: $served,
+            served: false,
             schema: |generator| generator.subschema_for::<$ty>(),
         }
     };
 }
 
-/// The served built-in kinds (as `registry::builtin` lists them), then the kinds every document
-/// refers to.
-static ROOTS: &[Root] = &[
-    root!("", "v1", "ConfigMap", true, core::v1::ConfigMap),
-    root!("", "v1", "Event", true, core::v1::Event),
-    root!("", "v1", "Namespace", true, core::v1::Namespace),
-    root!("", "v1", "Pod", true, core::v1::Pod),
-    root!("", "v1", "Secret", true, core::v1::Secret),
-    root!("", "v1", "ServiceAccount", true, core::v1::ServiceAccount),
-    root!("", "v1", "Service", true, core::v1::Service),
-    root!("apps", "v1", "DaemonSet", true, apps::v1::DaemonSet),
-    root!("apps", "v1", "Deployment", true, apps::v1::Deployment),
-    root!("apps", "v1", "ReplicaSet", true, apps::v1::ReplicaSet),
-    root!("apps", "v1", "StatefulSet", true, apps::v1::StatefulSet),
-    root!("events.k8s.io", "v1", "Event", true, events::v1::Event),
-    root!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "ClusterRoleBinding",
-        true,
-        rbac::v1::ClusterRoleBinding
-    ),
-    root!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "ClusterRole",
-        true,
-        rbac::v1::ClusterRole
-    ),
-    root!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "RoleBinding",
-        true,
-        rbac::v1::RoleBinding
-    ),
-    root!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "Role",
-        true,
-        rbac::v1::Role
-    ),
-    root!(
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        true,
-        apiextensions::CustomResourceDefinition
-    ),
-    root!(
-        "coordination.k8s.io",
-        "v1",
-        "Lease",
-        true,
-        coordination::v1::Lease
-    ),
+/// The kinds every document refers to beside the served ones.
+static REFERRED: &[Root] = &[
+    root!("autoscaling", "v1", "Scale", autoscaling::v1::Scale),
     root!(
         "authentication.k8s.io",
         "v1",
-        "SelfSubjectReview",
-        false,
-        authentication::v1::SelfSubjectReview
+        "TokenRequest",
+        authentication::v1::TokenRequest
     ),
-    root!(
-        "authorization.k8s.io",
-        "v1",
-        "SelfSubjectAccessReview",
-        false,
-        authorization::v1::SelfSubjectAccessReview
-    ),
-    root!(
-        "authorization.k8s.io",
-        "v1",
-        "SelfSubjectRulesReview",
-        false,
-        authorization::v1::SelfSubjectRulesReview
-    ),
-    root!("autoscaling", "v1", "Scale", false, autoscaling::v1::Scale),
-    root!("", "v1", "Status", false, meta::Status),
-    root!("", "v1", "DeleteOptions", false, meta::DeleteOptions),
-    root!("", "v1", "APIVersions", false, meta::APIVersions),
-    root!("", "v1", "APIGroupList", false, meta::APIGroupList),
-    root!("", "v1", "APIGroup", false, meta::APIGroup),
-    root!("", "v1", "APIResourceList", false, meta::APIResourceList),
-    root!("", "v1", "Patch", false, meta::Patch),
+    root!("policy", "v1", "Eviction", policy::v1::Eviction),
+    root!("", "v1", "Status", meta::Status),
+    root!("", "v1", "DeleteOptions", meta::DeleteOptions),
+    root!("", "v1", "APIVersions", meta::APIVersions),
+    root!("", "v1", "APIGroupList", meta::APIGroupList),
+    root!("", "v1", "APIGroup", meta::APIGroup),
+    root!("", "v1", "APIResourceList", meta::APIResourceList),
+    root!("", "v1", "Patch", meta::Patch),
 ];
+
+/// The served built-in kinds (as `registry::builtin` lists them), then the kinds every document
+/// refers to.
+fn all_roots() -> impl Iterator<Item = Root> {
+    let served = BUILTINS.iter().map(|b| Root {
+        group: b.group,
+        version: b.version,
+        kind: b.kind,
+        served: b.verbs.contains(&"list"),
+        schema: b.schema,
+    });
+    let referred = REFERRED.iter().map(|r| Root {
+        group: r.group,
+        version: r.version,
+        kind: r.kind,
+        served: r.served,
+        schema: r.schema,
+    });
+    served.chain(referred)
+}
 
 /// Patch and list extensions of one property, as upstream's Go struct tags declare them.
 struct ListRule {
@@ -356,7 +306,7 @@ impl Definitions {
         let mut generator = SchemaSettings::openapi3().into_generator();
         let mut kinds = Vec::new();
         let mut roots = Vec::new();
-        for root in ROOTS {
+        for root in all_roots() {
             let reference = (root.schema)(&mut generator);
             let Some(name) = reference
                 .get("$ref")

@@ -39,10 +39,21 @@ pub fn add(paths: &mut Map<String, Value>, resource: &ResourceType, schemas: &Sc
     let item = format!("{collection}/{{name}}");
 
     if resource.virtual_only {
-        paths.insert(
-            collection,
-            path_item(resource.namespaced, false, [("post", op.create())]),
-        );
+        if resource.verbs.contains(&"create") {
+            paths.insert(
+                collection,
+                path_item(resource.namespaced, false, [("post", op.create())]),
+            );
+        } else {
+            paths.insert(
+                collection,
+                path_item(resource.namespaced, false, [("get", op.list(false))]),
+            );
+            paths.insert(
+                item,
+                path_item(resource.namespaced, true, [("get", op.read(""))]),
+            );
+        }
         return;
     }
     if resource.namespaced {
@@ -539,7 +550,14 @@ impl<'a> Ops<'a> {
             description: format!("delete a {}", self.kind()),
             parameters: delete_parameters(),
             request: Some(json!({"content": {"*/*": {"schema": reference(DELETE_OPTIONS)}}})),
-            responses: self.responses(STATUS, &[("200", "OK"), ("202", "Accepted")]),
+            responses: self.responses(
+                if self.resource.delete_returns_object {
+                    self.body_schema("")
+                } else {
+                    STATUS
+                },
+                &[("200", "OK"), ("202", "Accepted")],
+            ),
             subresource: "",
         })
     }

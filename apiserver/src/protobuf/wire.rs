@@ -1,8 +1,10 @@
-//! The protobuf wire format: a reader over the fields of one encoded message.
+//! The protobuf wire format: a reader over the fields of one encoded message, and a writer that
+//! builds one.
 //!
-//! Only what proto2 messages of the Kubernetes API use: varints, length-delimited fields and the
-//! two fixed widths (skipped by the decoder, but read so that unknown fields can be passed over).
-//! Groups (wire types 3 and 4) are rejected.
+//! Only what the messages served or read here use: varints, length-delimited fields and the
+//! two fixed widths (skipped by the decoder, but read so that unknown fields can be passed over;
+//! written for `double` fields of the OpenAPI v2 document). Groups (wire types 3 and 4) are
+//! rejected.
 
 /// Why the bytes of a message are not valid protobuf.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -127,14 +129,12 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Builds encoded messages for tests, field by field.
-#[cfg(test)]
+/// Builds an encoded message field by field, in the order the fields are appended.
 #[derive(Debug, Clone, Default)]
 pub struct Writer {
     buf: Vec<u8>,
 }
 
-#[cfg(test)]
 impl Writer {
     /// An empty message.
     pub fn new() -> Self {
@@ -174,17 +174,32 @@ impl Writer {
         self.bytes(number, &value.buf)
     }
 
+    /// Appends a fixed64 field (`double` as its IEEE 754 bits, `fixed64`, `sfixed64`).
+    pub fn fixed64(mut self, number: u32, value: u64) -> Self {
+        self.raw_varint((u64::from(number) << 3) | 1);
+        self.buf.extend_from_slice(&value.to_le_bytes());
+        self
+    }
+
+    /// Appends a `double` field.
+    pub fn double(self, number: u32, value: f64) -> Self {
+        self.fixed64(number, value.to_bits())
+    }
+
     /// Appends one entry of a `map<string, string>` field.
+    #[cfg(test)]
     pub fn string_entry(self, number: u32, key: &str, value: &str) -> Self {
         self.message(number, Writer::new().string(1, key).string(2, value))
     }
 
     /// Appends one entry of a `map<string, bytes>` field.
+    #[cfg(test)]
     pub fn bytes_entry(self, number: u32, key: &str, value: &[u8]) -> Self {
         self.message(number, Writer::new().string(1, key).bytes(2, value))
     }
 
     /// Appends a fixed32 field (never used by Kubernetes; tests that unknown fields are skipped).
+    #[cfg(test)]
     pub fn fixed32(mut self, number: u32, value: u32) -> Self {
         self.raw_varint((u64::from(number) << 3) | 5);
         self.buf.extend_from_slice(&value.to_le_bytes());

@@ -1,40 +1,102 @@
-//! The built-in kinds the hub and its users need, stored without their controllers (as kcp does).
+//! Every resource a kube-apiserver 1.35 serves by default, stored without the controllers that
+//! would act on them (as kcp does). Group, version, kind, plural and scope come from
+//! `k8s-openapi`'s types (generated from upstream's OpenAPI); what its types do not carry (short
+//! names, categories, subresources, name rules, what DELETE answers) is written beside each,
+//! from upstream's REST storage (`pkg/registry/*/rest`, `*/storage/storage.go`).
 
-use super::{ResourceType, ScalePaths};
+use k8s_openapi::api::{
+    admissionregistration::v1 as admissionregistration, apps::v1 as apps,
+    authentication::v1 as authentication, authorization::v1 as authorization,
+    autoscaling::v1 as autoscaling_v1, autoscaling::v2 as autoscaling_v2, batch::v1 as batch,
+    certificates::v1 as certificates, coordination::v1 as coordination, core::v1 as core,
+    discovery::v1 as discovery, events::v1 as events, flowcontrol::v1 as flowcontrol,
+    networking::v1 as networking, node::v1 as node, policy::v1 as policy, rbac::v1 as rbac,
+    resource::v1 as resource, scheduling::v1 as scheduling, storage::v1 as storage,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
+use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
+use schemars::JsonSchema;
+use schemars::generate::SchemaGenerator;
 
-struct Builtin {
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    namespaced: bool,
-    short_names: &'static [&'static str],
-    categories: &'static [&'static str],
-    status: bool,
-    scale: bool,
-    virtual_only: bool,
+use super::{ResourceType, ScalePaths, VERBS};
+use crate::validation::NameRule;
+
+/// Whether a `k8s-openapi` scope is a namespace's.
+pub trait Scope {
+    const NAMESPACED: bool;
 }
 
-const fn kind(
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    namespaced: bool,
-) -> Builtin {
+impl Scope for NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl Scope for ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+/// Generates a kind's schema (its `$ref` among the generator's definitions).
+pub type SchemaFn = fn(&mut SchemaGenerator) -> schemars::Schema;
+
+fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) -> schemars::Schema {
+    generator.subschema_for::<T>()
+}
+
+/// One built-in resource at one version.
+pub struct Builtin {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+    pub namespaced: bool,
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    pub status: bool,
+    pub scale: bool,
+    pub verbs: &'static [&'static str],
+    /// Created and answered, never stored (reviews, bindings), or answered from nothing
+    /// stored (component statuses).
+    pub virtual_only: bool,
+    pub name_rule: NameRule,
+    /// Whether an immediate DELETE answers the deleted object (upstream's `ReturnDeletedObject`)
+    /// rather than a Success Status.
+    pub delete_returns_object: bool,
+    pub schema: SchemaFn,
+}
+
+/// A resource as `k8s-openapi` describes `T`, with every verb, no subresource, subdomain names,
+/// and a Status answer to DELETE: upstream's generic store defaults.
+const fn of<T>() -> Builtin
+where
+    T: k8s_openapi::Resource + JsonSchema,
+    T::Scope: Scope,
+{
     Builtin {
-        group,
-        version,
-        kind,
-        plural,
-        namespaced,
+        group: T::GROUP,
+        version: T::VERSION,
+        kind: T::KIND,
+        plural: T::URL_PATH_SEGMENT,
+        namespaced: <T::Scope as Scope>::NAMESPACED,
         short_names: &[],
         categories: &[],
         status: false,
         scale: false,
+        verbs: VERBS,
         virtual_only: false,
+        name_rule: NameRule::Dns1123Subdomain,
+        delete_returns_object: false,
+        schema: schema_of::<T>,
     }
 }
+
+/// The verbs of a review or binding: create only.
+const CREATE: &[&str] = &["create"];
+/// The verbs of component statuses: read only.
+const READ: &[&str] = &["get", "list"];
+/// Namespaces: every verb but deletecollection.
+const NAMESPACE_VERBS: &[&str] = &[
+    "create", "delete", "get", "list", "patch", "update", "watch",
+];
 
 impl Builtin {
     const fn short(mut self, names: &'static [&'static str]) -> Self {
@@ -45,6 +107,10 @@ impl Builtin {
         self.categories = &["all"];
         self
     }
+    const fn api_extensions(mut self) -> Self {
+        self.categories = &["api-extensions"];
+        self
+    }
     const fn status(mut self) -> Self {
         self.status = true;
         self
@@ -53,99 +119,180 @@ impl Builtin {
         self.scale = true;
         self
     }
-    /// Created and answered, never stored (reviews).
+    /// Created and answered, never stored (reviews, bindings).
     const fn review(mut self) -> Self {
         self.virtual_only = true;
+        self.verbs = CREATE;
+        self
+    }
+    const fn names(mut self, rule: NameRule) -> Self {
+        self.name_rule = rule;
+        self
+    }
+    /// DELETE answers the deleted object.
+    const fn returns_object(mut self) -> Self {
+        self.delete_returns_object = true;
         self
     }
 }
 
-const CORE: &str = "";
-const APPS: &str = "apps";
-const RBAC: &str = "rbac.authorization.k8s.io";
+const PATH: NameRule = NameRule::PathSegmentName;
 
-/// In discovery order: core first, then groups as kube-apiserver orders them.
-const BUILTINS: &[Builtin] = &[
-    kind(CORE, "v1", "ConfigMap", "configmaps", true).short(&["cm"]),
-    kind(CORE, "v1", "Event", "events", true).short(&["ev"]),
-    kind(CORE, "v1", "Namespace", "namespaces", false)
-        .short(&["ns"])
-        .status(),
-    kind(CORE, "v1", "Pod", "pods", true)
+/// In discovery order: core first, then the groups in kube-apiserver's priority order
+/// (`pkg/controlplane/apiserver/aggregator.go`), the preferred version first, resources by name.
+pub static BUILTINS: &[Builtin] = &[
+    of::<core::Binding>().review(),
+    Builtin {
+        virtual_only: true,
+        verbs: READ,
+        ..of::<core::ComponentStatus>().short(&["cs"])
+    },
+    of::<core::ConfigMap>().short(&["cm"]),
+    of::<core::Endpoints>().short(&["ep"]),
+    of::<core::Event>().short(&["ev"]),
+    of::<core::LimitRange>().short(&["limits"]),
+    Builtin {
+        verbs: NAMESPACE_VERBS,
+        ..of::<core::Namespace>()
+            .short(&["ns"])
+            .status()
+            .names(NameRule::Dns1123Label)
+            .returns_object()
+    },
+    of::<core::Node>().short(&["no"]).status(),
+    of::<core::PersistentVolumeClaim>()
+        .short(&["pvc"])
+        .status()
+        .returns_object(),
+    of::<core::PersistentVolume>()
+        .short(&["pv"])
+        .status()
+        .returns_object(),
+    of::<core::Pod>()
         .short(&["po"])
         .all()
-        .status(),
-    kind(CORE, "v1", "Secret", "secrets", true),
-    kind(CORE, "v1", "ServiceAccount", "serviceaccounts", true).short(&["sa"]),
-    kind(CORE, "v1", "Service", "services", true)
+        .status()
+        .returns_object(),
+    of::<core::PodTemplate>().returns_object(),
+    of::<core::ReplicationController>()
+        .short(&["rc"])
+        .all()
+        .status()
+        .scale(),
+    of::<core::ResourceQuota>()
+        .short(&["quota"])
+        .status()
+        .returns_object(),
+    of::<core::Secret>(),
+    of::<core::ServiceAccount>().short(&["sa"]).returns_object(),
+    of::<core::Service>()
         .short(&["svc"])
         .all()
-        .status(),
-    kind(APPS, "v1", "DaemonSet", "daemonsets", true)
-        .short(&["ds"])
-        .all()
-        .status(),
-    kind(APPS, "v1", "Deployment", "deployments", true)
+        .status()
+        .names(NameRule::Dns1035Label)
+        .returns_object(),
+    of::<apiregistration::APIService>()
+        .api_extensions()
+        .status()
+        .names(PATH),
+    of::<apps::ControllerRevision>(),
+    of::<apps::DaemonSet>().short(&["ds"]).all().status(),
+    of::<apps::Deployment>()
         .short(&["deploy"])
         .all()
         .status()
         .scale(),
-    kind(APPS, "v1", "ReplicaSet", "replicasets", true)
+    of::<apps::ReplicaSet>()
         .short(&["rs"])
         .all()
         .status()
         .scale(),
-    kind(APPS, "v1", "StatefulSet", "statefulsets", true)
+    of::<apps::StatefulSet>()
         .short(&["sts"])
         .all()
         .status()
-        .scale(),
-    kind("events.k8s.io", "v1", "Event", "events", true).short(&["ev"]),
-    kind(
-        RBAC,
-        "v1",
-        "ClusterRoleBinding",
-        "clusterrolebindings",
-        false,
-    ),
-    kind(RBAC, "v1", "ClusterRole", "clusterroles", false),
-    kind(RBAC, "v1", "RoleBinding", "rolebindings", true),
-    kind(RBAC, "v1", "Role", "roles", true),
-    kind(
-        "apiextensions.k8s.io",
-        "v1",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-    )
-    .short(&["crd", "crds"])
-    .status(),
-    kind("coordination.k8s.io", "v1", "Lease", "leases", true),
-    kind(
-        "authentication.k8s.io",
-        "v1",
-        "SelfSubjectReview",
-        "selfsubjectreviews",
-        false,
-    )
-    .review(),
-    kind(
-        "authorization.k8s.io",
-        "v1",
-        "SelfSubjectAccessReview",
-        "selfsubjectaccessreviews",
-        false,
-    )
-    .review(),
-    kind(
-        "authorization.k8s.io",
-        "v1",
-        "SelfSubjectRulesReview",
-        "selfsubjectrulesreviews",
-        false,
-    )
-    .review(),
+        .scale()
+        .names(NameRule::Dns1123Label),
+    of::<events::Event>().short(&["ev"]),
+    of::<authentication::SelfSubjectReview>().review(),
+    of::<authentication::TokenReview>().review(),
+    of::<authorization::LocalSubjectAccessReview>().review(),
+    of::<authorization::SelfSubjectAccessReview>().review(),
+    of::<authorization::SelfSubjectRulesReview>().review(),
+    of::<authorization::SubjectAccessReview>().review(),
+    of::<autoscaling_v2::HorizontalPodAutoscaler>()
+        .short(&["hpa"])
+        .all()
+        .status(),
+    of::<autoscaling_v1::HorizontalPodAutoscaler>()
+        .short(&["hpa"])
+        .all()
+        .status(),
+    of::<batch::CronJob>()
+        .short(&["cj"])
+        .all()
+        .status()
+        .names(NameRule::Dns1123SubdomainMax(52)),
+    of::<batch::Job>().all().status(),
+    of::<certificates::CertificateSigningRequest>()
+        .short(&["csr"])
+        .status()
+        .names(PATH),
+    of::<networking::IngressClass>(),
+    of::<networking::Ingress>().short(&["ing"]).status(),
+    of::<networking::IPAddress>()
+        .short(&["ip"])
+        .names(NameRule::IpAddress),
+    of::<networking::NetworkPolicy>().short(&["netpol"]),
+    of::<networking::ServiceCIDR>().status(),
+    of::<policy::PodDisruptionBudget>().short(&["pdb"]).status(),
+    of::<rbac::ClusterRoleBinding>().names(PATH),
+    of::<rbac::ClusterRole>().names(PATH),
+    of::<rbac::RoleBinding>().names(PATH),
+    of::<rbac::Role>().names(PATH),
+    of::<storage::CSIDriver>()
+        .names(NameRule::Dns1123SubdomainMax(63))
+        .returns_object(),
+    of::<storage::CSINode>().returns_object(),
+    of::<storage::CSIStorageCapacity>(),
+    of::<storage::StorageClass>()
+        .short(&["sc"])
+        .returns_object(),
+    of::<storage::VolumeAttachment>().status().returns_object(),
+    of::<storage::VolumeAttributesClass>()
+        .short(&["vac"])
+        .returns_object(),
+    of::<admissionregistration::MutatingWebhookConfiguration>().api_extensions(),
+    of::<admissionregistration::ValidatingAdmissionPolicy>()
+        .api_extensions()
+        .status(),
+    of::<admissionregistration::ValidatingAdmissionPolicyBinding>().api_extensions(),
+    of::<admissionregistration::ValidatingWebhookConfiguration>().api_extensions(),
+    // A CRD's name is `<plural>.<group>`, checked by its own validation.
+    of::<apiextensions::CustomResourceDefinition>()
+        .short(&["crd", "crds"])
+        .api_extensions()
+        .status(),
+    of::<scheduling::PriorityClass>().short(&["pc"]),
+    of::<coordination::Lease>(),
+    of::<node::RuntimeClass>(),
+    of::<discovery::EndpointSlice>(),
+    of::<resource::DeviceClass>().returns_object(),
+    of::<resource::ResourceClaim>().status().returns_object(),
+    of::<resource::ResourceClaimTemplate>().returns_object(),
+    of::<resource::ResourceSlice>().returns_object(),
+    of::<flowcontrol::FlowSchema>().status(),
+    of::<flowcontrol::PriorityLevelConfiguration>().status(),
 ];
+
+/// Where a built-in kind with a `scale` subresource keeps its numbers.
+fn scale_paths() -> ScalePaths {
+    ScalePaths {
+        spec_replicas: ".spec.replicas".into(),
+        status_replicas: ".status.replicas".into(),
+        label_selector: Some(".spec.selector".into()),
+    }
+}
 
 /// Every built-in resource type, in discovery order.
 pub fn types() -> Vec<ResourceType> {
@@ -162,18 +309,26 @@ pub fn types() -> Vec<ResourceType> {
             categories: b.categories.iter().map(|s| s.to_string()).collect(),
             namespaced: b.namespaced,
             status: b.status,
-            scale: b.scale.then(|| ScalePaths {
-                spec_replicas: ".spec.replicas".into(),
-                status_replicas: ".status.replicas".into(),
-                label_selector: Some(".spec.selector".into()),
-            }),
-            storage_version: b.version.to_owned(),
+            scale: b.scale.then(scale_paths),
+            storage_version: storage_version(b).to_owned(),
             schema: None,
             printer_columns: Vec::new(),
             builtin: true,
             virtual_only: b.virtual_only,
+            verbs: b.verbs,
+            name_rule: b.name_rule,
+            delete_returns_object: b.delete_returns_object,
         })
         .collect()
+}
+
+/// The version a built-in resource's objects are stored at: the first (preferred) version the
+/// table lists for it.
+fn storage_version(b: &Builtin) -> &'static str {
+    BUILTINS
+        .iter()
+        .find(|o| o.group == b.group && o.plural == b.plural)
+        .map_or(b.version, |o| o.version)
 }
 
 #[cfg(test)]
@@ -196,5 +351,40 @@ mod tests {
             deploy.key("default".into(), "web"),
             "/registry/apps/deployments/default/web"
         );
+    }
+
+    #[test]
+    fn the_catalog_is_kube_apiserver_1_35s() {
+        // 65 resources in 21 groups, HorizontalPodAutoscaler at two versions.
+        let types = types();
+        assert_eq!(types.len(), 66);
+        let mut groups: Vec<&str> = types.iter().map(|t| t.group.as_str()).collect();
+        groups.dedup();
+        assert_eq!(groups.len(), 21, "{groups:?}");
+        let hpa: Vec<_> = types
+            .iter()
+            .filter(|t| t.plural == "horizontalpodautoscalers")
+            .collect();
+        assert_eq!(
+            hpa.iter().map(|t| t.version.as_str()).collect::<Vec<_>>(),
+            ["v2", "v1"]
+        );
+        assert!(hpa.iter().all(|t| t.storage_version == "v2"));
+        let find = |group: &str, plural: &str| {
+            types
+                .iter()
+                .find(|t| t.group == group && t.plural == plural)
+                .unwrap()
+        };
+        assert!(!find("", "nodes").namespaced);
+        assert!(find("", "bindings").namespaced);
+        assert!(find("authorization.k8s.io", "localsubjectaccessreviews").namespaced);
+        assert_eq!(find("batch", "cronjobs").short_names, ["cj"]);
+        assert_eq!(
+            find("rbac.authorization.k8s.io", "clusterroles").name_rule,
+            NameRule::PathSegmentName
+        );
+        assert!(find("", "pods").delete_returns_object);
+        assert!(!find("", "configmaps").delete_returns_object);
     }
 }

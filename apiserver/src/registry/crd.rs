@@ -83,6 +83,9 @@ pub fn resource_types(crd: &Value) -> Vec<ResourceType> {
                     .unwrap_or_default(),
                 builtin: false,
                 virtual_only: false,
+                verbs: super::VERBS,
+                name_rule: Default::default(),
+                delete_returns_object: false,
                 kind,
             }
         })

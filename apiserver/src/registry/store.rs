@@ -104,6 +104,55 @@ pub struct DeleteOptions {
     pub dry_run: bool,
     pub precondition_uid: Option<String>,
     pub precondition_resource_version: Option<String>,
+    /// What happens to the object's dependents; `None`: the resource's default.
+    pub propagation: Option<Propagation>,
+}
+
+/// `DeleteOptions.propagationPolicy`: what the garbage collector does with an object's
+/// dependents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Propagation {
+    /// The object goes at once; the collector deletes its dependents afterwards.
+    Background,
+    /// The object waits (finalizer `foregroundDeletion`) until its blocking dependents are gone.
+    Foreground,
+    /// The object waits (finalizer `orphan`) until its dependents no longer name it.
+    Orphan,
+}
+
+/// The finalizer of a foreground deletion.
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+/// The finalizer of a deletion that orphans the dependents.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+
+impl Propagation {
+    /// Upstream's `propagationPolicy` values.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "Background" => Some(Propagation::Background),
+            "Foreground" => Some(Propagation::Foreground),
+            "Orphan" => Some(Propagation::Orphan),
+            _ => None,
+        }
+    }
+
+    /// The finalizer that holds the object while the collector works, if any.
+    fn finalizer(self) -> Option<&'static str> {
+        match self {
+            Propagation::Background => None,
+            Propagation::Foreground => Some(FOREGROUND_FINALIZER),
+            Propagation::Orphan => Some(ORPHAN_FINALIZER),
+        }
+    }
+
+    /// A resource's default: orphaning for ReplicationControllers and `batch/v1` Jobs (kept for
+    /// old clients, as upstream keeps it), background for everything else.
+    fn default_for(rt: &ResourceType) -> Self {
+        match (rt.group.as_str(), rt.plural.as_str()) {
+            ("", "replicationcontrollers") | ("batch", "jobs") => Propagation::Orphan,
+            _ => Propagation::Background,
+        }
+    }
 }
 
 /// What a delete did.
@@ -954,13 +1003,23 @@ impl Store {
                     ),
                 });
             }
+            let propagation = options
+                .propagation
+                .unwrap_or_else(|| Propagation::default_for(rt));
+            let collector = propagation
+                .finalizer()
+                .filter(|_| !(rt.group.is_empty() && rt.plural == "namespaces"));
             let graceful = finalizers(&current).next().is_some()
+                || collector.is_some()
                 || (rt.group.is_empty() && rt.plural == "namespaces");
             if graceful {
                 if current["metadata"].get("deletionTimestamp").is_some() {
                     return Ok(Deleted::Pending(Arc::unwrap_or_clone(current)));
                 }
                 let mut marked = Value::clone(&current);
+                if let Some(finalizer) = collector {
+                    add_finalizer(&mut marked, finalizer);
+                }
                 marked["metadata"]["deletionTimestamp"] = json!(now());
                 marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
                 if let Some(g) = marked["metadata"]["generation"].as_i64()
@@ -1200,11 +1259,7 @@ impl Store {
             .unwrap_or_default()
             .to_owned();
         let mut errors = Vec::new();
-        let schema = match &rt.schema {
-            Some(schema) => Some(schema.clone()),
-            None if rt.builtin => crate::openapi::builtin_schema(&rt.group, &rt.version, &rt.kind),
-            None => None,
-        };
+        let schema = schema_of(rt);
         if let Some(schema) = &schema {
             let unchanged = validation::unchanged_fields(object, old);
             let unknown = validation::prune(object, schema, &unchanged);
@@ -1221,6 +1276,9 @@ impl Store {
                 }
             }
             if rt.builtin {
+                // Defaults first, as kube-apiserver fills them when it decodes (a binding's
+                // `roleRef.apiGroup` is required, and defaulted).
+                super::defaults::apply(&rt.group, &rt.kind, object, old);
                 // Built-in kinds are typed: a value of the wrong type fails decoding (400), as
                 // kube-apiserver's JSON decoder does; the rest is validation (422).
                 let found = validation::validate(object, None, schema);
@@ -1238,11 +1296,7 @@ impl Store {
                 errors.extend(validation::validate(object, old, schema));
             }
         }
-        let name_rule = if rt.group.is_empty() && rt.plural == "namespaces" {
-            validation::NameRule::Dns1123Label
-        } else {
-            validation::NameRule::Dns1123Subdomain
-        };
+        let name_rule = rt.name_rule;
         if let Some(meta) = object.get("metadata") {
             let mut meta_errors = validation::validate_object_meta(meta, rt.namespaced, name_rule);
             if old.is_some() {
@@ -1281,11 +1335,11 @@ impl Store {
         old: Option<&Value>,
         now: &str,
     ) -> Result<()> {
-        if rt.builtin {
+        if !rt.builtin || schema_of(rt).is_none() {
+            // Built-ins with a schema were defaulted before validation.
             super::defaults::apply(&rt.group, &rt.kind, object, old);
-        } else {
-            super::defaults::strip_empty_metadata(object);
         }
+        super::defaults::strip_empty_metadata(object);
         match (rt.group.as_str(), rt.plural.as_str()) {
             ("", "namespaces") => {
                 let name = object["metadata"]["name"]
@@ -1539,6 +1593,22 @@ fn keep_as(object: &mut Value, current: &Value, except: &str) {
 /// The bytes stored for an object: without `resourceVersion` (storage assigns it), at the storage
 /// version. Serializes in place rather than cloning the object.
 fn to_storage(object: &mut Value, rt: &ResourceType) -> Result<Bytes> {
+    if rt.builtin && rt.version != rt.storage_version {
+        // Versions of a built-in differ in shape: store a converted copy.
+        let mut stored = object.clone();
+        super::conversion::convert_body(
+            &mut stored,
+            &rt.group,
+            &rt.plural,
+            &rt.version,
+            &rt.storage_version,
+        );
+        let storage_rt = ResourceType {
+            version: rt.storage_version.clone(),
+            ..rt.clone()
+        };
+        return to_storage(&mut stored, &storage_rt);
+    }
     let resource_version = object["metadata"]
         .as_object_mut()
         .and_then(|m| m.remove("resourceVersion"));
@@ -1563,6 +1633,20 @@ fn to_storage(object: &mut Value, rt: &ResourceType) -> Result<Bytes> {
 
 /// Presents a stored object at the version of `rt` (CRD versions share one schema shape here:
 /// conversion strategy `None` rewrites only `apiVersion`, as upstream does).
+/// The schema objects of `rt` are validated against: a CRD version's, or a built-in kind's.
+fn schema_of(rt: &ResourceType) -> Option<std::sync::Arc<Value>> {
+    match &rt.schema {
+        Some(schema) => Some(schema.clone()),
+        None if rt.builtin => crate::openapi::builtin_schema(&rt.group, &rt.version, &rt.kind),
+        None => None,
+    }
+}
+
+/// `v1` of `apps/v1` or `v1`.
+fn version_of(api_version: &str) -> &str {
+    api_version.rsplit('/').next().unwrap_or(api_version)
+}
+
 /// Whether `object` is at the version of `rt` already.
 fn is_converted(object: &Value, rt: &ResourceType) -> bool {
     object["kind"].as_str() == Some(rt.kind.as_str())
@@ -1570,6 +1654,13 @@ fn is_converted(object: &Value, rt: &ResourceType) -> bool {
 }
 
 pub fn convert(object: &mut Value, rt: &ResourceType) {
+    if rt.builtin
+        && let Some(from) = object["apiVersion"]
+            .as_str()
+            .map(|v| version_of(v).to_owned())
+    {
+        super::conversion::convert_body(object, &rt.group, &rt.plural, &from, &rt.version);
+    }
     if let Some(o) = object.as_object_mut() {
         o.insert("apiVersion".into(), json!(rt.api_version()));
         o.insert("kind".into(), json!(rt.kind));
@@ -1589,6 +1680,17 @@ fn meta_mut(object: &mut Value) -> &mut Map<String, Value> {
     object["metadata"]
         .as_object_mut()
         .expect("metadata was just made an object")
+}
+
+/// Adds `finalizer` to the object's finalizers unless it is there.
+fn add_finalizer(object: &mut Value, finalizer: &str) {
+    let meta = meta_mut(object);
+    let list = meta.entry("finalizers").or_insert_with(|| json!([]));
+    if let Some(list) = list.as_array_mut()
+        && !list.iter().any(|f| f == finalizer)
+    {
+        list.push(json!(finalizer));
+    }
 }
 
 fn finalizers(object: &Value) -> impl Iterator<Item = &Value> {

@@ -77,7 +77,13 @@ async fn at_the_object_limit_creates_are_refused_and_reads_and_deletes_work() {
         assert_eq!(got.status, StatusCode::OK);
         let list = server.send(Method::GET, CONFIG_MAPS, None).await;
         assert_eq!(list.status, StatusCode::OK);
-        assert_eq!(list.json()["items"].as_array().unwrap().len(), 2);
+        let names: Vec<String> = list.json()["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(names, ["a", "b", "kube-root-ca.crt"]);
         let patched = server
             .send(
                 Method::PATCH,

@@ -20,16 +20,23 @@ const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist 
 /// Total size of all annotation keys and values (upstream's `TotalAnnotationSizeLimitB`).
 pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 
-/// Which rule an object's `metadata.name` must follow.
+/// Which rule an object's `metadata.name` must follow (each resource has its own, as upstream's
+/// `ValidateNameFunc`s).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum NameRule {
     /// A lowercase RFC 1123 subdomain (most kinds, custom resources).
     #[default]
     Dns1123Subdomain,
-    /// A lowercase RFC 1123 label (namespaces).
+    /// A subdomain of at most this many characters (CronJobs: 52, CSIDrivers: 63).
+    Dns1123SubdomainMax(usize),
+    /// A lowercase RFC 1123 label (Namespaces, StatefulSets).
     Dns1123Label,
+    /// A DNS-1035 label: a label that starts with a letter (Services).
+    Dns1035Label,
     /// Anything usable as one URL path segment (RBAC roles and bindings, among others).
     PathSegmentName,
+    /// An IP address in canonical form (IPAddresses).
+    IpAddress,
 }
 
 impl NameRule {
@@ -40,9 +47,29 @@ impl NameRule {
             NameRule::Dns1123Subdomain => {
                 dns1123_subdomain_errors(&mask_trailing_dash(name, prefix))
             }
+            NameRule::Dns1123SubdomainMax(max) => {
+                let mut errs = dns1123_subdomain_errors(&mask_trailing_dash(name, prefix));
+                if !prefix && name.len() > max {
+                    errs.push(max_len_error(max));
+                }
+                errs
+            }
             NameRule::Dns1123Label => dns1123_label_errors(&mask_trailing_dash(name, prefix)),
+            NameRule::Dns1035Label => dns1035_label_errors(&mask_trailing_dash(name, prefix)),
             NameRule::PathSegmentName => path_segment_errors(name, prefix),
+            NameRule::IpAddress => ip_address_errors(name),
         }
+    }
+}
+
+/// Upstream's `ValidateIPAddressName`: an IPv4 or IPv6 address, written as Go prints it.
+fn ip_address_errors(name: &str) -> Vec<String> {
+    match name.parse::<std::net::IpAddr>() {
+        Err(_) => vec!["must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)".into()],
+        Ok(ip) if ip.to_string() != name => {
+            vec![format!("must be in canonical form ({:?})", ip.to_string())]
+        }
+        Ok(_) => Vec::new(),
     }
 }
 

@@ -1,0 +1,249 @@
+//! What every active namespace holds on a real cluster before anyone writes to it: the
+//! ServiceAccount `default` (kube-controller-manager's serviceaccount controller) and the
+//! ConfigMap `kube-root-ca.crt` with the cluster's CA (its root-ca-certificate-publisher), both
+//! put back when deleted, and the ConfigMap when edited.
+//!
+//! The controller follows the watch cache: a namespace created or changed, a `default`
+//! ServiceAccount deleted, a `kube-root-ca.crt` ConfigMap changed or deleted wake it for that
+//! namespace only. It looks at every namespace once at start, and again when it fell behind
+//! the cache.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::ResourceType;
+use super::store::{ListOptions, Store, WriteOptions};
+use crate::error::{Error, Result};
+use crate::storage::EventKind;
+use crate::storage::Revision;
+use crate::watch::{CachedEvent, WatchCache};
+
+/// The ConfigMap with the cluster's CA.
+pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
+/// The ServiceAccount every namespace has.
+pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
+const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
+const FIELD_MANAGER: &str = "atoll-namespace-contents";
+
+/// The controller's context.
+struct Context {
+    store: Arc<Store>,
+    ca_pem: String,
+}
+
+/// Gives every namespace there is its contents, before the server serves (so a new server
+/// holds them from its first request); the revision to follow the cache from.
+pub async fn settle(store: &Arc<Store>, cache: &WatchCache, ca_pem: &str) -> Option<Revision> {
+    let ctx = Context {
+        store: store.clone(),
+        ca_pem: ca_pem.to_owned(),
+    };
+    ctx.settle(cache).await
+}
+
+/// Runs until `shutdown` turns true, following the cache from `seen` (`None`: from a look at
+/// every namespace).
+pub async fn run(
+    store: Arc<Store>,
+    cache: Arc<WatchCache>,
+    ca_pem: String,
+    mut seen: Option<Revision>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let ctx = Context { store, ca_pem };
+    let mut changes = cache.subscribe();
+    loop {
+        changes.borrow_and_update();
+        match seen {
+            None => seen = ctx.settle(&cache).await,
+            Some(after) => match woken(&cache, after) {
+                Some((namespaces, now)) => {
+                    seen = Some(now);
+                    ctx.reconcile_each(namespaces).await;
+                }
+                // Fell behind the cache: look at everything again.
+                None => seen = ctx.settle(&cache).await,
+            },
+        }
+        // Waits for the cache; when namespaces could not be listed, a second at most.
+        let retry = async {
+            match seen {
+                Some(_) => std::future::pending().await,
+                None => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
+            }
+        };
+        tokio::select! {
+            _ = changes.changed() => {}
+            _ = retry => {}
+            _ = shutdown.changed() => return,
+        }
+        if *shutdown.borrow() {
+            return;
+        }
+    }
+}
+
+/// The namespaces whose contents the events after `after` may have disturbed, and the revision
+/// seen; `None` when the cache no longer holds them all.
+fn woken(cache: &WatchCache, after: Revision) -> Option<(BTreeSet<String>, Revision)> {
+    let mut out = BTreeSet::new();
+    let (events, seen) = cache.events_after("/registry/core/", after).ok()?;
+    for event in events {
+        if let Some(ns) = disturbed(&event) {
+            out.insert(ns.to_owned());
+        }
+    }
+    Some((out, seen))
+}
+
+/// The namespace an event concerns, when it is a namespace's creation or change, the deletion
+/// of a `default` ServiceAccount, or a change to a root CA ConfigMap.
+fn disturbed(event: &CachedEvent) -> Option<&str> {
+    let rest = event.key.strip_prefix("/registry/core/")?;
+    let mut parts = rest.split('/');
+    match (parts.next()?, parts.next()?, parts.next()) {
+        ("namespaces", name, None) if event.kind != EventKind::Delete => Some(name),
+        ("serviceaccounts", ns, Some(DEFAULT_SERVICE_ACCOUNT))
+            if event.kind == EventKind::Delete =>
+        {
+            Some(ns)
+        }
+        ("configmaps", ns, Some(ROOT_CA_CONFIGMAP)) => Some(ns),
+        _ => None,
+    }
+}
+
+impl Context {
+    /// Looks at every namespace; the cache revision the look started at, or `None` when it
+    /// could not list them.
+    async fn settle(&self, cache: &WatchCache) -> Option<Revision> {
+        let start = cache.latest();
+        match self.all_namespaces().await {
+            Ok(all) => {
+                self.reconcile_each(all).await;
+                Some(start)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot list namespaces; retrying");
+                None
+            }
+        }
+    }
+
+    async fn reconcile_each(&self, namespaces: BTreeSet<String>) {
+        for ns in namespaces {
+            if let Err(error) = self.reconcile(&ns).await {
+                tracing::warn!(namespace = %ns, %error, "cannot give the namespace its service account and CA");
+            }
+        }
+    }
+
+    fn resource(&self, plural: &str) -> Result<Arc<ResourceType>> {
+        self.store
+            .registry()
+            .catalog()
+            .lookup("", "v1", plural)
+            .ok_or(Error::UnknownPath)
+    }
+
+    async fn all_namespaces(&self) -> Result<BTreeSet<String>> {
+        let namespaces = self.resource("namespaces")?;
+        let list = self
+            .store
+            .list(&namespaces, None, &ListOptions::default())
+            .await?;
+        Ok(list
+            .items
+            .iter()
+            .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_owned))
+            .collect())
+    }
+
+    /// Gives an active namespace its service account and CA ConfigMap, as they should be.
+    async fn reconcile(&self, ns: &str) -> Result<()> {
+        let namespaces = self.resource("namespaces")?;
+        let namespace = match self.store.get(&namespaces, None, ns).await {
+            Ok(namespace) => namespace,
+            Err(Error::NotFound(_)) => return Ok(()),
+            Err(error) => return Err(error),
+        };
+        if namespace["metadata"].get("deletionTimestamp").is_some() {
+            return Ok(());
+        }
+        let options = WriteOptions {
+            field_manager: FIELD_MANAGER.into(),
+            ..Default::default()
+        };
+        let accounts = self.resource("serviceaccounts")?;
+        let account = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": DEFAULT_SERVICE_ACCOUNT, "namespace": ns}});
+        self.ensure(
+            &accounts,
+            ns,
+            DEFAULT_SERVICE_ACCOUNT,
+            account,
+            None,
+            &options,
+        )
+        .await?;
+        let configmaps = self.resource("configmaps")?;
+        let data = json!({"ca.crt": self.ca_pem});
+        let configmap = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": ROOT_CA_CONFIGMAP, "namespace": ns,
+                "annotations": {"kubernetes.io/description": DESCRIPTION}},
+            "data": data});
+        self.ensure(
+            &configmaps,
+            ns,
+            ROOT_CA_CONFIGMAP,
+            configmap,
+            Some(&data),
+            &options,
+        )
+        .await
+    }
+
+    /// Creates `object` when missing; with `data`, puts the stored object's data back to it.
+    async fn ensure(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        object: Value,
+        data: Option<&Value>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        match self.store.get(rt, Some(ns), name).await {
+            Ok(mut stored) => {
+                let Some(data) = data.filter(|d| stored["data"] != **d) else {
+                    return Ok(());
+                };
+                stored["data"] = data.clone();
+                match self
+                    .store
+                    .update(rt, Some(ns), name, None, stored, options)
+                    .await
+                {
+                    // A concurrent write wakes the controller again.
+                    Ok(_) | Err(Error::Conflict { .. } | Error::NotFound(_)) => Ok(()),
+                    Err(error) => Err(error),
+                }
+            }
+            Err(Error::NotFound(_)) => {
+                match self.store.create(rt, Some(ns), object, options).await {
+                    Ok(_) => {
+                        tracing::debug!(namespace = %ns, name, kind = %rt.kind, "created");
+                        Ok(())
+                    }
+                    // Raced with another writer, or the namespace began terminating.
+                    Err(Error::AlreadyExists(_) | Error::Forbidden(_)) => Ok(()),
+                    Err(error) => Err(error),
+                }
+            }
+            Err(error) => Err(error),
+        }
+    }
+}
