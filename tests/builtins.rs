@@ -689,3 +689,144 @@ fn owners_take_their_dependents_with_each_propagation_policy() {
     });
     s.finish();
 }
+
+#[test]
+fn services_take_addresses_from_the_range_and_bad_specs_name_the_field() {
+    let c = Cluster::start().unwrap();
+    let k = c.kubectl();
+    let mut s = Steps::default();
+    let addresses = || names(&k, &["ipaddresses"]);
+    s.step("the kubernetes Service reaches this server", || {
+        let svc = k
+            .run(&["get", "svc", "kubernetes", "-o", "json"])
+            .success()
+            .json();
+        assert_eq!(svc["spec"]["clusterIP"], "10.96.0.1");
+        let server = k
+            .run(&[
+                "config",
+                "view",
+                "-o",
+                "jsonpath={.clusters[0].cluster.server}",
+            ])
+            .success()
+            .stdout;
+        let port: u64 = server
+            .trim()
+            .trim_end_matches('/')
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {server:?}"));
+        assert_eq!(svc["spec"]["ports"][0]["targetPort"], port);
+        let slice = k
+            .run(&["get", "endpointslice", "kubernetes", "-o", "json"])
+            .success()
+            .json();
+        assert_eq!(slice["endpoints"][0]["addresses"], json!(["127.0.0.1"]));
+        assert_eq!(addresses(), ["ipaddress.networking.k8s.io/10.96.0.1"]);
+    });
+    s.step("a Service gets a free address, held by an IPAddress until it goes", || {
+        k.run(&["create", "service", "clusterip", "web", "--tcp=80"]).success();
+        let svc = k.run(&["get", "svc", "web", "-o", "json"]).success().json();
+        let ip = svc["spec"]["clusterIP"].as_str().unwrap().to_owned();
+        let octets: Vec<u8> = ip.split('.').map(|o| o.parse().unwrap()).collect();
+        assert!(octets[0] == 10 && (96..112).contains(&octets[1]), "{ip}");
+        let held = k.run(&["get", "ipaddress", &ip, "-o", "json"]).success().json();
+        assert_eq!(
+            held["spec"]["parentRef"],
+            json!({"group": "", "resource": "services", "namespace": "default", "name": "web"})
+        );
+        let before = (addresses(), names(&k, &["services"]));
+        k.run(&["create", "service", "clusterip", "taken", "--tcp=80", &format!("--clusterip={ip}")])
+            .failure()
+            .stderr_has(&format!(
+                r#"Service "taken" is invalid: spec.clusterIPs: Invalid value: ["{ip}"]: failed to allocate IP {ip}: provided IP is already allocated"#
+            ));
+        k.run(&["create", "service", "clusterip", "outside", "--tcp=80", "--clusterip=192.168.1.1"])
+            .failure()
+            .stderr_has("failed to allocate IP 192.168.1.1: the provided IP (192.168.1.1) is not in the valid range. The range of valid IPs is 10.96.0.0/12");
+        assert_eq!((addresses(), names(&k, &["services"])), before);
+        k.run(&["delete", "svc", "web"]).success();
+        assert_eq!(addresses(), ["ipaddress.networking.k8s.io/10.96.0.1"]);
+    });
+    s.step(
+        "endpoints follow the selected Pods and go with their Service",
+        || {
+            k.run(&["create", "service", "clusterip", "shop", "--tcp=80:8080"])
+                .success();
+            let slices = || {
+                names(
+                    &k,
+                    &["endpointslices", "-l", "kubernetes.io/service-name=shop"],
+                )
+            };
+            eventually("an EndpointSlice for the Service", || slices().len() == 1);
+            k.run(&["run", "shop-1", "--image=nginx", "--labels=app=shop"])
+                .success();
+            k.run(&[
+            "patch", "pod", "shop-1", "--subresource=status", "--type=merge", "-p",
+            r#"{"status":{"podIP":"10.244.0.5","conditions":[{"type":"Ready","status":"True"}]}}"#,
+        ])
+        .success();
+            eventually("the Pod's address in the slice and the Endpoints", || {
+                let slice = k
+                    .run(&[
+                        "get",
+                        "endpointslices",
+                        "-l",
+                        "kubernetes.io/service-name=shop",
+                        "-o",
+                        "json",
+                    ])
+                    .success()
+                    .json();
+                let endpoints = k
+                    .run(&["get", "endpoints", "shop", "-o", "json"])
+                    .success()
+                    .json();
+                slice["items"][0]["endpoints"][0]["addresses"] == json!(["10.244.0.5"])
+                    && slice["items"][0]["ports"][0]["port"] == 8080
+                    && endpoints["subsets"][0]["addresses"][0]["ip"] == "10.244.0.5"
+            });
+            k.run(&["delete", "svc", "shop"]).success();
+            eventually("the garbage collector takes them with the Service", || {
+                slices().is_empty() && names(&k, &["endpoints"]) == ["endpoints/kubernetes"]
+            });
+        },
+    );
+    s.step("bad Service, Pod and Deployment specs are refused naming the field", || {
+        let refusals = [
+            (
+                json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "bad"},
+                    "spec": {"ports": [{"port": 0}]}}),
+                "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bad"},
+                    "spec": {"containers": [{"name": "web", "image": "nginx", "imagePullPolicy": "Sometimes"}]}}),
+                r#"spec.containers[0].imagePullPolicy: Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never""#,
+            ),
+            (
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bad"},
+                    "spec": {"containers": [{"name": "Web_1", "image": "nginx"}]}}),
+                r#"spec.containers[0].name: Invalid value: "Web_1": a lowercase RFC 1123 label must consist of"#,
+            ),
+            (
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bad"},
+                    "spec": {"selector": {"matchLabels": {"app": "api"}},
+                        "template": {"metadata": {"labels": {"app": "web"}},
+                            "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}}),
+                "spec.template.metadata.labels: Invalid value: {\"app\":\"web\"}: `selector` does not match template `labels`",
+            ),
+        ];
+        for (object, message) in refusals {
+            k.run_with_stdin(&["create", "-f", "-"], &object.to_string())
+                .failure()
+                .stderr_has(message);
+        }
+        assert_eq!(names(&k, &["deployments"]), Vec::<String>::new());
+        assert_eq!(names(&k, &["pods"]), ["pod/shop-1"]);
+    });
+    s.finish();
+}

@@ -475,9 +475,17 @@ async fn serve_api(
         in_flight: s.in_flight,
         backup: s.backup,
     });
+    if let Err(error) = registry::kubernetes_service::ensure(&store, &state.server_address).await {
+        tracing::warn!(%error, "cannot write the kubernetes Service");
+    }
     let seen = registry::namespace_contents::settle(&store, &cache, &s.ca_pem).await;
     let tasks = vec![
         tokio::spawn(registry::garbage::run(
+            store.clone(),
+            cache.clone(),
+            s.shutdown.clone(),
+        )),
+        tokio::spawn(registry::endpoints::run(
             store.clone(),
             cache.clone(),
             s.shutdown.clone(),

@@ -14,10 +14,13 @@ pub mod builtin;
 pub mod conversion;
 pub mod crd;
 pub mod defaults;
+pub mod endpoints;
 pub mod garbage;
+pub mod kubernetes_service;
 pub mod namespace;
 pub mod namespace_contents;
 pub mod selector;
+pub mod service_ip;
 pub mod store;
 
 /// The verbs every stored resource supports.

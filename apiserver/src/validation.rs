@@ -9,7 +9,8 @@
 //! * [`schema`]: validation of custom resources against a CRD's `openAPIV3Schema`, including the
 //!   uniqueness of `x-kubernetes-list-type: set|map` lists;
 //! * [`structural`]: pruning of unknown fields, defaulting, and list types for server-side apply;
-//! * [`crd`]: validation and defaulting of `CustomResourceDefinition` objects.
+//! * [`crd`]: validation and defaulting of `CustomResourceDefinition` objects;
+//! * [`builtin`]: the rules of built-in kinds users hit most (Services, pod specs, selectors).
 //!
 //! Field paths are written the way upstream prints them: `spec.versions[0].name`,
 //! `spec.validation.openAPIV3Schema.properties[spec].type`, `metadata.labels`.
@@ -18,6 +19,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+pub mod builtin;
 pub mod crd;
 pub mod meta;
 mod render;

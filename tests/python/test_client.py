@@ -69,10 +69,17 @@ def api():
 
 @pytest.fixture
 def ns(api):
-    """A fresh namespace for one test."""
+    """A fresh namespace for one test, once it holds what every namespace holds (the cluster's
+    CA in `kube-root-ca.crt`, which the server writes just after the namespace is created)."""
     name = "py-" + uuid.uuid4().hex[:8]
-    client.CoreV1Api(api).create_namespace(
+    core = client.CoreV1Api(api)
+    core.create_namespace(
         client.V1Namespace(metadata=client.V1ObjectMeta(name=name)), _request_timeout=TIMEOUT)
+    deadline = time.monotonic() + TIMEOUT
+    while not any(c.metadata.name == "kube-root-ca.crt" for c in core.list_namespaced_config_map(
+            name, _request_timeout=TIMEOUT).items):
+        assert time.monotonic() < deadline, f"namespace {name} never got its kube-root-ca.crt"
+        time.sleep(0.05)
     return name
 
 

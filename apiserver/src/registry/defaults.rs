@@ -3,7 +3,6 @@
 //! three-way patches see differences that a real cluster would not have.
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 /// Fills the defaults of a built-in object of `group`/`kind`. `old` is the stored object on an
 /// update, so that allocated values (a Service's cluster IP) stay.
@@ -575,19 +574,19 @@ fn service(object: &mut Value, old: Option<&Value>) {
     }
     if kind != "ExternalName" {
         set_default(object, &["spec", "internalTrafficPolicy"], json!("Cluster"));
-        // A cluster IP, stable for the Service's life; no traffic is routed to it here.
-        let kept = old
-            .and_then(|o| o["spec"]["clusterIP"].as_str())
-            .map(str::to_owned);
-        let ip = object["spec"]["clusterIP"]
+        // The cluster IP is allocated when the Service is created (`service_ip`) and kept
+        // for its life: an update that leaves it out keeps it.
+        if object["spec"]["clusterIP"]
             .as_str()
-            .filter(|ip| !ip.is_empty())
-            .map(str::to_owned)
-            .or(kept)
-            .unwrap_or_else(|| cluster_ip(object));
-        object["spec"]["clusterIP"] = json!(ip);
-        if ip != "None" {
-            set_default(object, &["spec", "clusterIPs"], json!([ip]));
+            .is_none_or(str::is_empty)
+            && let Some(kept) = old.and_then(|o| o["spec"]["clusterIP"].as_str())
+        {
+            object["spec"]["clusterIP"] = json!(kept);
+        }
+        if object["spec"]["clusterIP"] != "None" {
+            if let Some(ip) = object["spec"]["clusterIP"].as_str().map(str::to_owned) {
+                set_default(object, &["spec", "clusterIPs"], json!([ip]));
+            }
             set_default(object, &["spec", "ipFamilies"], json!(["IPv4"]));
             set_default(object, &["spec", "ipFamilyPolicy"], json!("SingleStack"));
         }
@@ -605,19 +604,6 @@ fn service(object: &mut Value, old: Option<&Value>) {
             }
         }
     }
-}
-
-/// An address in 10.96.0.0/12 derived from the Service's namespace and name.
-fn cluster_ip(object: &Value) -> String {
-    let key = format!(
-        "{}/{}",
-        object["metadata"]["namespace"].as_str().unwrap_or_default(),
-        object["metadata"]["name"].as_str().unwrap_or_default()
-    );
-    let digest = Sha256::digest(key.as_bytes());
-    let n = u32::from_be_bytes([digest[0], digest[1], digest[2], digest[3]]) & 0x000f_ffff;
-    let n = n.max(2);
-    format!("10.{}.{}.{}", 96 + (n >> 16), (n >> 8) & 0xff, n & 0xff)
 }
 
 #[cfg(test)]
@@ -646,16 +632,16 @@ mod tests {
     }
 
     #[test]
-    fn services_get_a_stable_cluster_ip() {
-        let mut svc = json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"ports": [{"port": 80}]}});
+    fn services_keep_their_cluster_ip() {
+        let mut svc = json!({"metadata": {"name": "web", "namespace": "default"},
+            "spec": {"clusterIP": "10.96.0.7", "ports": [{"port": 80}]}});
         apply("", "Service", &mut svc, None);
-        let ip = svc["spec"]["clusterIP"].as_str().unwrap().to_owned();
-        assert!(ip.starts_with("10."));
+        assert_eq!(svc["spec"]["clusterIPs"], json!(["10.96.0.7"]));
         assert_eq!(svc["spec"]["ports"][0]["targetPort"], 80);
         assert_eq!(svc["spec"]["type"], "ClusterIP");
         let mut update = json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"ports": [{"port": 81}]}});
         apply("", "Service", &mut update, Some(&svc));
-        assert_eq!(update["spec"]["clusterIP"], ip.as_str());
+        assert_eq!(update["spec"]["clusterIP"], "10.96.0.7");
         let mut external = json!({"metadata": {"name": "x"}, "spec": {"type": "ExternalName", "externalName": "example.com"}});
         apply("", "Service", &mut external, None);
         assert!(external["spec"].get("clusterIP").is_none());

@@ -498,6 +498,12 @@ impl Store {
         if let Some(ns) = ns.filter(|_| rt.namespaced) {
             self.check_namespace_accepts(ns).await?;
         }
+        let taken_ip = if is_service(rt) {
+            let ns = ns.unwrap_or_default();
+            super::service_ip::allocate(self, rt, ns, name, &mut object, options.dry_run).await?
+        } else {
+            None
+        };
         if applied.is_none() {
             let api_version = rt.api_version();
             apply::record_update(
@@ -519,18 +525,12 @@ impl Store {
                 warnings,
             });
         }
-        let stored = to_storage(&mut object, rt)?;
-        let _room = match admit {
-            Admit::WithinLimits => self.admit(rt, name, None, stored.len())?,
-            Admit::Always => None,
-        };
-        let revision = match self.backend.create(&rt.key(ns, name), stored).await {
-            Ok(rev) => rev,
-            Err(storage::Error::AlreadyExists(_)) => {
-                return Err(Error::AlreadyExists(rt.target(name)));
-            }
-            Err(err) => return Err(err.into()),
-        };
+        let created = self.write_created(rt, ns, name, &mut object, admit).await;
+        if created.is_err() && taken_ip.is_some() {
+            // The Service was not stored: its address goes back to the range.
+            super::service_ip::release(self, &object).await?;
+        }
+        let revision = created?;
         set_resource_version(&mut object, revision);
         convert(&mut object, rt);
         self.after_write(rt).await?;
@@ -1215,9 +1215,33 @@ impl Store {
         Ok(())
     }
 
+    /// Stores a new object; its revision.
+    async fn write_created(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        object: &mut Value,
+        admit: Admit,
+    ) -> Result<Revision> {
+        let stored = to_storage(object, rt)?;
+        let _room = match admit {
+            Admit::WithinLimits => self.admit(rt, name, None, stored.len())?,
+            Admit::Always => None,
+        };
+        match self.backend.create(&rt.key(ns, name), stored).await {
+            Ok(revision) => Ok(revision),
+            Err(storage::Error::AlreadyExists(_)) => Err(Error::AlreadyExists(rt.target(name))),
+            Err(err) => Err(err.into()),
+        }
+    }
+
     async fn after_delete(&self, rt: &ResourceType, object: &Value) -> Result<()> {
         if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
             self.delete_custom_objects(object).await?;
+        }
+        if is_service(rt) {
+            super::service_ip::release(self, object).await?;
         }
         self.after_write(rt).await
     }
@@ -1290,6 +1314,7 @@ impl Store {
                     )));
                 }
                 errors.extend(found);
+                errors.extend(validation::builtin::validate(&rt.group, &rt.kind, object));
             } else {
                 validation::apply_defaults(object, schema, &unchanged);
                 // Custom resources ratchet: unchanged fields are not validated again.
@@ -1633,6 +1658,10 @@ fn to_storage(object: &mut Value, rt: &ResourceType) -> Result<Bytes> {
 
 /// Presents a stored object at the version of `rt` (CRD versions share one schema shape here:
 /// conversion strategy `None` rewrites only `apiVersion`, as upstream does).
+fn is_service(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.plural == "services"
+}
+
 /// The schema objects of `rt` are validated against: a CRD version's, or a built-in kind's.
 fn schema_of(rt: &ResourceType) -> Option<std::sync::Arc<Value>> {
     match &rt.schema {
