@@ -283,6 +283,32 @@ pub fn decode_event(event: &crate::storage::Event) -> Option<Arc<CachedEvent>> {
     CachedEvent::from_storage(event).map(Arc::new)
 }
 
+/// How long a controller that follows the cache waits before it tries again what failed.
+pub const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What a controller following the cache does between passes: waits until the cache takes a
+/// new event (`changes`), or [`RETRY`] passes when `retry` (something failed), or the server
+/// stops. False when it stops.
+pub async fn next_pass(
+    changes: &mut watch::Receiver<Revision>,
+    retry: bool,
+    shutdown: &mut watch::Receiver<bool>,
+) -> bool {
+    let retry = async {
+        if retry {
+            tokio::time::sleep(RETRY).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        _ = changes.changed() => {}
+        _ = retry => {}
+        _ = shutdown.changed() => return false,
+    }
+    !*shutdown.borrow()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,15 +72,27 @@ fn unstash(object: &mut Value, key: &str) -> Option<Value> {
     parsed
 }
 
+/// The fields both versions share.
+const SPEC_FIELDS: &[&str] = &["scaleTargetRef", "minReplicas", "maxReplicas"];
+const STATUS_FIELDS: &[&str] = &[
+    "observedGeneration",
+    "lastScaleTime",
+    "currentReplicas",
+    "desiredReplicas",
+];
+
+/// The `fields` of `from` that it has.
+fn copied(from: &Value, fields: &[&str]) -> Map<String, Value> {
+    fields
+        .iter()
+        .filter_map(|f| from.get(*f).map(|v| ((*f).to_owned(), v.clone())))
+        .collect()
+}
+
 fn hpa_v2_to_v1(object: &mut Value) {
     let spec = object["spec"].take();
     let status = object["status"].take();
-    let mut v1_spec = Map::new();
-    for field in ["scaleTargetRef", "minReplicas", "maxReplicas"] {
-        if let Some(v) = spec.get(field) {
-            v1_spec.insert(field.into(), v.clone());
-        }
-    }
+    let mut v1_spec = copied(&spec, SPEC_FIELDS);
     let mut others = Vec::new();
     for metric in spec["metrics"].as_array().into_iter().flatten() {
         match cpu_utilization(metric, "target") {
@@ -94,17 +106,7 @@ fn hpa_v2_to_v1(object: &mut Value) {
     stash(object, BEHAVIOR, spec.get("behavior").cloned());
     object["spec"] = Value::Object(v1_spec);
     if status.is_object() {
-        let mut v1_status = Map::new();
-        for field in [
-            "observedGeneration",
-            "lastScaleTime",
-            "currentReplicas",
-            "desiredReplicas",
-        ] {
-            if let Some(v) = status.get(field) {
-                v1_status.insert(field.into(), v.clone());
-            }
-        }
+        let mut v1_status = copied(&status, STATUS_FIELDS);
         let mut current = Vec::new();
         for metric in status["currentMetrics"].as_array().into_iter().flatten() {
             match cpu_utilization(metric, "current") {
@@ -125,12 +127,7 @@ fn hpa_v2_to_v1(object: &mut Value) {
 fn hpa_v1_to_v2(object: &mut Value) {
     let spec = object["spec"].take();
     let status = object["status"].take();
-    let mut v2_spec = Map::new();
-    for field in ["scaleTargetRef", "minReplicas", "maxReplicas"] {
-        if let Some(v) = spec.get(field) {
-            v2_spec.insert(field.into(), v.clone());
-        }
-    }
+    let mut v2_spec = copied(&spec, SPEC_FIELDS);
     let mut metrics = Vec::new();
     if let Some(target) = spec.get("targetCPUUtilizationPercentage") {
         metrics.push(json!({"type": "Resource", "resource": {"name": "cpu",
@@ -149,17 +146,7 @@ fn hpa_v1_to_v2(object: &mut Value) {
     let current_others = unstash(object, CURRENT_METRICS);
     let conditions = unstash(object, CONDITIONS);
     if status.is_object() {
-        let mut v2_status = Map::new();
-        for field in [
-            "observedGeneration",
-            "lastScaleTime",
-            "currentReplicas",
-            "desiredReplicas",
-        ] {
-            if let Some(v) = status.get(field) {
-                v2_status.insert(field.into(), v.clone());
-            }
-        }
+        let mut v2_status = copied(&status, STATUS_FIELDS);
         let mut current = Vec::new();
         if let Some(value) = status.get("currentCPUUtilizationPercentage") {
             current.push(json!({"type": "Resource", "resource": {"name": "cpu",

@@ -20,7 +20,7 @@ use super::selector::LabelSelector;
 use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
 use crate::storage::Revision;
-use crate::watch::WatchCache;
+use crate::watch::{WatchCache, next_pass};
 
 const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
 const CONTROLLER: &str = "endpointslice-controller.k8s.io";
@@ -56,18 +56,7 @@ pub async fn run(store: Arc<Store>, cache: Arc<WatchCache>, mut shutdown: watch:
                 tracing::warn!(namespace = %ns, %error, "cannot update the endpoints of its Services");
             }
         }
-        let retry = async {
-            match seen {
-                Some(_) => std::future::pending().await,
-                None => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
-            }
-        };
-        tokio::select! {
-            _ = changes.changed() => {}
-            _ = retry => {}
-            _ = shutdown.changed() => return,
-        }
-        if *shutdown.borrow() {
+        if !next_pass(&mut changes, seen.is_none(), &mut shutdown).await {
             return;
         }
     }

@@ -12,7 +12,6 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::Deserialize;
 use tokio::sync::watch;
@@ -23,11 +22,9 @@ use super::store::{
 };
 use crate::error::{Error, Result};
 use crate::storage::{self, EventKind, Revision};
-use crate::watch::{CachedEvent, WatchCache};
+use crate::watch::{CachedEvent, WatchCache, next_pass};
 
 const FIELD_MANAGER: &str = "atoll-garbage-collector";
-/// How long a task that failed waits before it is tried again.
-const RETRY: Duration = Duration::from_secs(1);
 /// How many rounds of tasks queued by tasks run before the collector waits.
 const ROUNDS: usize = 4;
 /// Objects read from storage per page while the graph is built.
@@ -234,19 +231,7 @@ pub async fn run(store: Arc<Store>, cache: Arc<WatchCache>, mut shutdown: watch:
             },
         };
         let pending = collector.work().await;
-        let retry = async {
-            if pending || seen.is_none() {
-                tokio::time::sleep(RETRY).await;
-            } else {
-                std::future::pending::<()>().await;
-            }
-        };
-        tokio::select! {
-            _ = changes.changed() => {}
-            _ = retry => {}
-            _ = shutdown.changed() => return,
-        }
-        if *shutdown.borrow() {
+        if !next_pass(&mut changes, pending || seen.is_none(), &mut shutdown).await {
             return;
         }
     }

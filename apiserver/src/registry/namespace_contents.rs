@@ -19,7 +19,7 @@ use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
 use crate::storage::EventKind;
 use crate::storage::Revision;
-use crate::watch::{CachedEvent, WatchCache};
+use crate::watch::{CachedEvent, WatchCache, next_pass};
 
 /// The ConfigMap with the cluster's CA.
 pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
@@ -68,19 +68,7 @@ pub async fn run(
                 None => seen = ctx.settle(&cache).await,
             },
         }
-        // Waits for the cache; when namespaces could not be listed, a second at most.
-        let retry = async {
-            match seen {
-                Some(_) => std::future::pending().await,
-                None => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
-            }
-        };
-        tokio::select! {
-            _ = changes.changed() => {}
-            _ = retry => {}
-            _ = shutdown.changed() => return,
-        }
-        if *shutdown.borrow() {
+        if !next_pass(&mut changes, seen.is_none(), &mut shutdown).await {
             return;
         }
     }
