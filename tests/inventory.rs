@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use atoll_api::inventory::ClusterProperty;
+use atoll_api::inventory::{ClusterProfile, ClusterProperty};
 use atoll_api::names::{LABEL_CLUSTER_SET, SYSTEM_NAMESPACE};
 use atoll_api::work::Work;
 use atoll_hub::Leases;
@@ -237,7 +237,6 @@ async fn bad_joins_are_refused_with_the_field_at_fault_and_nothing_is_stored() {
         "a joined prod"
     );
 
-    let long = "x".repeat(128_001);
     let mut cases: Vec<(JoinRequest, Code, &str)> = Vec::new();
     cases.push((
         join_request("Not_A_Label", "id"),
@@ -254,12 +253,8 @@ async fn bad_joins_are_refused_with_the_field_at_fault_and_nothing_is_stored() {
         Code::InvalidArgument,
         "cluster ID is missing",
     ));
-    let mut r = join_request("b", "id-b");
-    r.properties.push(Property {
-        name: "big.example.com".into(),
-        value: long,
-    });
-    cases.push((r, Code::InvalidArgument, "more than the limit of 128000"));
+    // (A ClusterProperty the hub cannot copy does not fail a join: it is left out of the
+    // profile with a reason; see properties_the_hub_cannot_copy_are_left_out_with_a_reason.)
     let mut r = join_request("b", "id-b");
     r.cluster_set = "nope".into();
     cases.push((r, Code::NotFound, "ClusterSet \"nope\" does not exist"));
@@ -636,7 +631,7 @@ async fn a_restarted_hub_keeps_its_ca_members_and_credentials() {
 }
 
 #[tokio::test]
-async fn property_values_over_the_limits_are_refused_or_left_out_with_a_reason() {
+async fn properties_the_hub_cannot_copy_are_left_out_with_a_reason() {
     let hub = TestHub::start(true, Leases::default()).await;
     let a = raw_join(&hub, "a", "id-a").await;
     let mut client = hub.raw(&a);
@@ -654,32 +649,41 @@ async fn property_values_over_the_limits_are_refused_or_left_out_with_a_reason()
     client.heartbeat(good.clone()).await.unwrap();
     hub.wait_condition("a", "ControlPlaneHealthy", "True", None)
         .await;
+    let copied = |p: ClusterProfile| -> Vec<String> {
+        p.status
+            .unwrap()
+            .properties
+            .into_iter()
+            .map(|p| p.name)
+            .collect()
+    };
 
-    // Over ClusterProperty's own limit (128k code points): refused, nothing changes.
-    let mut huge = good.clone();
-    huge.properties.push(Property {
+    // Over ClusterProperty's own limit (128k code points), or a reserved suffix: the heartbeat
+    // still counts (one property must not make a healthy cluster look lost), the property is
+    // left out and the profile says why.
+    let mut refused = good.clone();
+    refused.properties.push(Property {
         name: "notes.example.com".into(),
         value: "x".repeat(128_001),
     });
-    let err = client.heartbeat(huge).await.unwrap_err();
-    assert_eq!(err.code(), Code::InvalidArgument);
-    assert!(
-        err.message()
-            .contains("property \"notes.example.com\": value has 128001 characters"),
-        "{}",
-        err.message()
-    );
-    // A reserved suffix outside the well-known names.
-    let mut reserved = good.clone();
-    reserved.properties.push(Property {
+    refused.properties.push(Property {
         name: "mine.k8s.io".into(),
         value: "1".into(),
     });
-    let err = client.heartbeat(reserved).await.unwrap_err();
+    client.heartbeat(refused).await.unwrap();
+    let p = hub
+        .wait_condition("a", "PropertiesCopied", "False", Some("PropertyRefused"))
+        .await;
+    let message = condition(&p, "PropertiesCopied").unwrap().message.clone();
     assert!(
-        err.message().contains("reserved suffix"),
-        "{}",
-        err.message()
+        message.contains("property \"notes.example.com\": value has 128001 characters")
+            && message.contains("property name \"mine.k8s.io\" uses a reserved suffix"),
+        "{message}"
+    );
+    assert_eq!(condition(&p, "ControlPlaneHealthy").unwrap().status, "True");
+    assert_eq!(
+        copied(p),
+        ["cluster.clusterset.k8s.io", "region.example.com"]
     );
 
     // Within ClusterProperty's limit but over the ClusterProfile's (1024): left out, with a reason.
@@ -698,14 +702,10 @@ async fn property_values_over_the_limits_are_refused_or_left_out_with_a_reason()
             .message
             .contains("notes.example.com (2000 characters)")
     );
-    let names: Vec<String> = p
-        .status
-        .unwrap()
-        .properties
-        .into_iter()
-        .map(|p| p.name)
-        .collect();
-    assert_eq!(names, ["cluster.clusterset.k8s.io", "region.example.com"]);
+    assert_eq!(
+        copied(p),
+        ["cluster.clusterset.k8s.io", "region.example.com"]
+    );
 }
 
 #[tokio::test]
@@ -799,4 +799,81 @@ async fn a_cluster_cannot_take_over_a_namespace_of_the_hub() {
         config_maps.get("dashboards").await.unwrap().data,
         dashboards.data
     );
+}
+
+#[tokio::test]
+async fn an_agent_works_on_a_member_whose_cluster_property_crd_serves_only_v1alpha1() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let mut east = Member::start(&hub, "east").await;
+    hub.wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+    east.stop_agent().await;
+    // The member had an older about-api installed: its CRD serves v1alpha1 only.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(east.client.clone());
+    crds.delete("clusterproperties.about.k8s.io", &Default::default())
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            crds.get_opt("clusterproperties.about.k8s.io")
+                .await
+                .unwrap()
+                .is_none()
+        })
+        .await
+    );
+    let old: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition =
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "clusterproperties.about.k8s.io", "annotations": {
+                "api-approved.kubernetes.io": "https://github.com/kubernetes/enhancements/pull/1645"}},
+            "spec": {"group": "about.k8s.io", "scope": "Cluster",
+                "names": {"plural": "clusterproperties", "singular": "clusterproperty", "kind": "ClusterProperty", "listKind": "ClusterPropertyList"},
+                "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {"value": {"type": "string"}}}}}}}]}
+        }))
+        .unwrap();
+    crds.create(&PostParams::default(), &old).await.unwrap();
+    let v1alpha1 = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("about.k8s.io", "v1alpha1", "ClusterProperty"),
+        "clusterproperties",
+    );
+    let properties: Api<kube::api::DynamicObject> = Api::all_with(east.client.clone(), &v1alpha1);
+    assert!(
+        eventually(WAIT, || async {
+            let mut region = kube::api::DynamicObject::new("region.example.com", &v1alpha1);
+            region.data = serde_json::json!({"spec": {"value": "eu-west"}});
+            properties
+                .create(&PostParams::default(), &region)
+                .await
+                .is_ok()
+        })
+        .await,
+        "the v1alpha1 CRD was never served"
+    );
+
+    east.run_agent(&hub, None);
+    let uid = east.kube_system_uid().await;
+    assert!(
+        eventually(WAIT, || async {
+            let p = hub.profile("east").await;
+            let names: Vec<(String, String)> = p
+                .and_then(|p| p.status)
+                .map(|s| {
+                    s.properties
+                        .into_iter()
+                        .map(|p| (p.name, p.value))
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.contains(&("cluster.clusterset.k8s.io".into(), uid.clone()))
+                && names.contains(&("region.example.com".into(), "eu-west".into()))
+        })
+        .await,
+        "the profile never showed the v1alpha1 properties"
+    );
+    let id = properties.get("cluster.clusterset.k8s.io").await.unwrap();
+    assert_eq!(id.data["spec"]["value"], uid.as_str());
+    east.stop_agent().await;
 }

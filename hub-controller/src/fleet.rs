@@ -78,6 +78,9 @@ pub struct Member {
     pub version: String,
     /// ClusterProperties from the last heartbeat or the join.
     pub properties: Vec<Property>,
+    /// Why the ClusterProperties the hub refused (a name or value it cannot copy) were left
+    /// out of `properties`.
+    pub refused_properties: Vec<String>,
     /// The control plane's health.
     pub health: Health,
     /// When the last heartbeat arrived (or the hub started watching).
@@ -133,6 +136,7 @@ impl Member {
             hosted_by: None,
             suspended: None,
             access: None,
+            refused_properties: Vec::new(),
         }
     }
 

@@ -30,6 +30,8 @@ use crate::inventory::{ensure_namespace, ensure_profile, is_member_namespace};
 use crate::record::{self, Record};
 use crate::work::{self, WorkIndex};
 
+/// The most ClusterProperties a profile carries.
+const PROPERTIES_MAX: usize = 256;
 /// The shortest join secret the hub accepts.
 const JOIN_SECRET_MIN_LEN: usize = 16;
 /// How many events may wait for a slow agent before the hub drops its stream (the agent then
@@ -150,12 +152,15 @@ impl HubService {
                 "cluster {name:?} has already joined this hub from another agent; to replace it, remove it first (atoll cluster remove {name}) and join again"
             )));
         }
-        let properties = to_properties(&req.properties);
+        let (properties, refused) = to_properties(&req.properties);
         let version = req.kubernetes_version.clone();
         self.fleet.update(name, |m| {
-            let changed = m.version != version || m.properties != properties;
+            let changed = m.version != version
+                || m.properties != properties
+                || m.refused_properties != refused;
             m.version = version;
             m.properties = properties;
+            m.refused_properties = refused;
             (
                 Changes {
                     profile: changed,
@@ -282,11 +287,12 @@ impl Hub for HubService {
         };
         self.fleet
             .upsert_record(&record, record::version(&stored.metadata));
-        let properties = to_properties(&req.properties);
+        let (properties, refused) = to_properties(&req.properties);
         let version = req.kubernetes_version.clone();
         self.fleet.update(name, |m| {
             m.version = version;
             m.properties = properties;
+            m.refused_properties = refused;
             (
                 Changes {
                     profile: true,
@@ -309,10 +315,6 @@ impl Hub for HubService {
     ) -> Result<Response<HeartbeatResponse>, Status> {
         let name = self.identify(&request, &request.get_ref().cluster_name)?;
         let req = request.into_inner();
-        for p in &req.properties {
-            validate_property(&p.name, &p.value)
-                .map_err(|e| Status::invalid_argument(format!("cluster {name:?}: {e}")))?;
-        }
         let health = match req.health {
             Some(h) if h.ready => Health::Ready,
             Some(h) => Health::NotReady(if h.message.is_empty() {
@@ -322,7 +324,7 @@ impl Hub for HubService {
             }),
             None => Health::NotReady("the agent sent no health".to_owned()),
         };
-        let properties = to_properties(&req.properties);
+        let (properties, refused) = to_properties(&req.properties);
         let reported_id = properties
             .iter()
             .find(|p| p.name == PROPERTY_CLUSTER_ID)
@@ -341,8 +343,9 @@ impl Hub for HubService {
                 m.version = req.kubernetes_version;
                 changes.profile = true;
             }
-            if m.properties != properties {
+            if m.properties != properties || m.refused_properties != refused {
                 m.properties = properties;
+                m.refused_properties = refused;
                 changes.profile = true;
             }
             if let Some(id) = reported_id
@@ -480,10 +483,6 @@ fn validate_join(req: &JoinRequest) -> Result<(), Status> {
     }
     validate_property(PROPERTY_CLUSTER_ID, &req.cluster_id)
         .map_err(|e| Status::invalid_argument(format!("cluster {name:?}: {e}")))?;
-    for p in &req.properties {
-        validate_property(&p.name, &p.value)
-            .map_err(|e| Status::invalid_argument(format!("cluster {name:?}: {e}")))?;
-    }
     if req.join_secret.len() < JOIN_SECRET_MIN_LEN {
         return Err(Status::invalid_argument(format!(
             "cluster {name:?}: the join secret must be at least {JOIN_SECRET_MIN_LEN} characters"
@@ -492,17 +491,29 @@ fn validate_join(req: &JoinRequest) -> Result<(), Status> {
     Ok(())
 }
 
-fn to_properties(properties: &[atoll_proto::v1::Property]) -> Vec<Property> {
-    let mut out: Vec<Property> = properties
-        .iter()
-        .map(|p| Property {
-            name: p.name.clone(),
-            value: p.value.clone(),
-            last_observed_time: None,
-        })
-        .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    out
+/// The ClusterProperties an agent reported that the hub copies into the profile (at most
+/// [`PROPERTIES_MAX`], sorted by name), and why the others were left out: one property the hub
+/// cannot copy does not fail the cluster's join or heartbeat.
+fn to_properties(properties: &[atoll_proto::v1::Property]) -> (Vec<Property>, Vec<String>) {
+    let mut kept = Vec::new();
+    let mut refused = Vec::new();
+    for p in properties {
+        match validate_property(&p.name, &p.value) {
+            Ok(()) if kept.len() < PROPERTIES_MAX => kept.push(Property {
+                name: p.name.clone(),
+                value: p.value.clone(),
+                last_observed_time: None,
+            }),
+            Ok(()) => refused.push(format!(
+                "property {:?}: more than {PROPERTIES_MAX} properties",
+                p.name
+            )),
+            Err(e) => refused.push(e.to_string()),
+        }
+    }
+    kept.sort_by(|a, b| a.name.cmp(&b.name));
+    kept.dedup_by(|a, b| a.name == b.name);
+    (kept, refused)
 }
 
 fn new_credential() -> String {

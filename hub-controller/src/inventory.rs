@@ -173,7 +173,24 @@ pub fn verdicts(member: &Member, leases: Leases) -> Vec<Verdict> {
         .filter(|p| p.value.chars().count() > PROFILE_PROPERTY_VALUE_MAX_CHARS)
         .map(|p| format!("{} ({} characters)", p.name, p.value.chars().count()))
         .collect();
-    if !too_long.is_empty() {
+    if !member.refused_properties.is_empty() {
+        let mut message = format!(
+            "left out of this profile, refused by the hub: {}",
+            member.refused_properties.join("; ")
+        );
+        if !too_long.is_empty() {
+            message.push_str(&format!(
+                "; longer than its limit of {PROFILE_PROPERTY_VALUE_MAX_CHARS} characters: {}",
+                too_long.join(", ")
+            ));
+        }
+        out.push(Verdict::new(
+            CONDITION_PROPERTIES_COPIED,
+            "False",
+            "PropertyRefused",
+            message,
+        ));
+    } else if !too_long.is_empty() {
         out.push(Verdict::new(
             CONDITION_PROPERTIES_COPIED,
             "False",

@@ -101,8 +101,8 @@ pub async fn run(
     member: kube::Client,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<(), Error> {
-    properties::install_crds(&member).await?;
-    let cluster_id = properties::ensure_cluster_id(&member).await?;
+    let properties = properties::install_crds(&member).await?;
+    let cluster_id = properties.ensure_cluster_id(&member).await?;
     let channel = hub::channel(&config.hub, &config.hub_ca_pem)?;
     let works = works::Works::new(member.clone(), &config.cluster_name);
     loop {
@@ -115,7 +115,7 @@ pub async fn run(
             None => {
                 let stored = stored.unwrap_or_else(|| config.fresh());
                 tokio::select! {
-                    joined = join(&config, &member, &channel, &cluster_id, stored) => joined?,
+                    joined = join(&config, &member, &properties, &channel, &cluster_id, stored) => joined?,
                     _ = shutdown.changed() => return Ok(()),
                 }
             }
@@ -123,6 +123,7 @@ pub async fn run(
         let session = Session {
             config: &config,
             member: &member,
+            properties: &properties,
             client: hub::client(channel.clone(), &credential)?,
             beat_now: Arc::new(Notify::new()),
             membership: std::sync::Mutex::new(None),
@@ -155,6 +156,7 @@ fn backoff() -> impl Iterator<Item = Duration> {
 async fn join(
     config: &Config,
     member: &kube::Client,
+    properties: &properties::Properties,
     channel: &tonic::transport::Channel,
     cluster_id: &str,
     mut stored: Stored,
@@ -166,7 +168,7 @@ async fn join(
     let mut delays = backoff();
     let mut announced = false;
     loop {
-        let (version, props) = observe(member).await;
+        let (version, props) = observe(member, properties).await;
         let request = JoinRequest {
             cluster_name: config.cluster_name.clone(),
             cluster_id: cluster_id.to_owned(),
@@ -223,13 +225,16 @@ fn retryable(code: Code) -> bool {
 }
 
 /// The member's Kubernetes version and ClusterProperties, as far as they can be read.
-async fn observe(member: &kube::Client) -> (String, Vec<Property>) {
+async fn observe(
+    member: &kube::Client,
+    properties: &properties::Properties,
+) -> (String, Vec<Property>) {
     let version = member
         .apiserver_version()
         .await
         .map(|v| v.git_version)
         .unwrap_or_default();
-    let props = match properties::list(member).await {
+    let props = match properties.list().await {
         Ok(list) => list
             .into_iter()
             .map(|(name, value)| Property { name, value })
@@ -273,6 +278,7 @@ enum Ended {
 
 struct Session<'a> {
     config: &'a Config,
+    properties: &'a properties::Properties,
     member: &'a kube::Client,
     client: hub::Client,
     beat_now: Arc<Notify>,
@@ -321,7 +327,7 @@ impl Session<'_> {
                 .lock()
                 .map(|m| m.clone())
                 .unwrap_or_default();
-            let (version, mut props) = observe(self.member).await;
+            let (version, mut props) = observe(self.member, self.properties).await;
             if let Some(set) = desired {
                 let listed = props
                     .iter()
@@ -329,7 +335,7 @@ impl Session<'_> {
                     .map_or("", |p| p.value.as_str());
                 // Only a difference costs a request: the list above has the property.
                 if listed != set {
-                    match properties::set_cluster_set(self.member, &set).await {
+                    match self.properties.set_cluster_set(&set).await {
                         Ok(_) => {
                             props.retain(|p| p.name != PROPERTY_CLUSTER_SET);
                             if !set.is_empty() {
@@ -449,7 +455,7 @@ impl Session<'_> {
                 if let Ok(mut known) = self.membership.lock() {
                     *known = Some(m.cluster_set.clone());
                 }
-                if properties::set_cluster_set(self.member, &m.cluster_set).await? {
+                if self.properties.set_cluster_set(&m.cluster_set).await? {
                     self.beat_now.notify_one();
                 }
             }

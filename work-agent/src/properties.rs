@@ -5,11 +5,12 @@
 
 use std::time::Duration;
 
-use atoll_api::inventory::{ClusterProperty, ClusterPropertySpec};
 use atoll_api::names::{PROPERTY_CLUSTER_ID, PROPERTY_CLUSTER_SET};
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+};
 
 use crate::{Error, FIELD_MANAGER};
 
@@ -19,11 +20,35 @@ const MEMBER_CRDS: &[&str] = &[
     "appliedworks.multicluster.x-k8s.io",
 ];
 
+/// The member's ClusterProperties, at the version its CRD serves: `v1beta1` (what atoll
+/// installs and upstream's about-api ships now) or, on a cluster whose older CRD serves only
+/// `v1alpha1`, that one (the two differ only in version).
+#[derive(Clone)]
+pub struct Properties {
+    api: Api<DynamicObject>,
+    resource: ApiResource,
+}
+
+/// The ClusterProperty version to use, of those the CRD serves.
+pub fn version_to_use(crd: &CustomResourceDefinition) -> Option<&'static str> {
+    let served: Vec<&str> = crd
+        .spec
+        .versions
+        .iter()
+        .filter(|v| v.served)
+        .map(|v| v.name.as_str())
+        .collect();
+    ["v1beta1", "v1alpha1"]
+        .into_iter()
+        .find(|v| served.contains(v))
+}
+
 /// Installs the member-side CRDs (ClusterProperty, AppliedWork) unless the cluster serves them,
-/// and waits until they are Established.
-pub async fn install_crds(client: &kube::Client) -> Result<(), Error> {
+/// and waits until they are Established; the cluster's ClusterProperties.
+pub async fn install_crds(client: &kube::Client) -> Result<Properties, Error> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     let all = atoll_api::crd::all().map_err(|e| Error::Crd(e.to_string()))?;
+    let mut version = None;
     for crd in all
         .iter()
         .filter(|c| MEMBER_CRDS.contains(&c.metadata.name.as_deref().unwrap_or_default()))
@@ -47,95 +72,115 @@ pub async fn install_crds(client: &kube::Client) -> Result<(), Error> {
             let current = api.get(&name).await.map_err(Error::member(&name))?;
             let established = atoll_api::crd::is_established(&current);
             if established {
+                if name == MEMBER_CRDS[0] {
+                    version = version_to_use(&current);
+                }
                 break;
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
-    Ok(())
+    let version = version.ok_or_else(|| {
+        Error::Crd(format!(
+            "CustomResourceDefinition {} serves neither v1beta1 nor v1alpha1",
+            MEMBER_CRDS[0]
+        ))
+    })?;
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("about.k8s.io", version, "ClusterProperty"),
+        "clusterproperties",
+    );
+    Ok(Properties {
+        api: Api::all_with(client.clone(), &resource),
+        resource,
+    })
 }
 
-/// The cluster's ID, creating `cluster.clusterset.k8s.io` from the `kube-system` UID when absent.
-pub async fn ensure_cluster_id(client: &kube::Client) -> Result<String, Error> {
-    let api: Api<ClusterProperty> = Api::all(client.clone());
-    if let Some(existing) = api
-        .get_opt(PROPERTY_CLUSTER_ID)
-        .await
-        .map_err(Error::member(PROPERTY_CLUSTER_ID))?
-    {
-        return Ok(existing.spec.value);
+impl Properties {
+    async fn value(&self, name: &str) -> Result<Option<String>, Error> {
+        Ok(self
+            .api
+            .get_opt(name)
+            .await
+            .map_err(Error::member(name))?
+            .map(|p| value_of(&p)))
     }
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let uid = namespaces
-        .get("kube-system")
-        .await
-        .map_err(Error::member("namespace kube-system"))?
-        .metadata
-        .uid
-        .ok_or_else(|| Error::Crd("namespace kube-system has no UID".to_owned()))?;
-    write(client, PROPERTY_CLUSTER_ID, &uid).await?;
-    tracing::info!(cluster_id = %uid, "wrote ClusterProperty {PROPERTY_CLUSTER_ID} from the kube-system namespace UID");
-    Ok(uid)
-}
 
-/// Every ClusterProperty of the cluster, by name.
-pub async fn list(client: &kube::Client) -> Result<Vec<(String, String)>, Error> {
-    let api: Api<ClusterProperty> = Api::all(client.clone());
-    let list = api
-        .list(&ListParams::default())
-        .await
-        .map_err(Error::member("ClusterProperties"))?;
-    let mut out: Vec<(String, String)> = list
-        .into_iter()
-        .map(|p| (p.metadata.name.unwrap_or_default(), p.spec.value))
-        .collect();
-    out.sort();
-    Ok(out)
-}
+    /// The cluster's ID, creating `cluster.clusterset.k8s.io` from the `kube-system` UID when
+    /// absent.
+    pub async fn ensure_cluster_id(&self, client: &kube::Client) -> Result<String, Error> {
+        if let Some(existing) = self.value(PROPERTY_CLUSTER_ID).await? {
+            return Ok(existing);
+        }
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let uid = namespaces
+            .get("kube-system")
+            .await
+            .map_err(Error::member("namespace kube-system"))?
+            .metadata
+            .uid
+            .ok_or_else(|| Error::Crd("namespace kube-system has no UID".to_owned()))?;
+        self.write(PROPERTY_CLUSTER_ID, &uid).await?;
+        tracing::info!(cluster_id = %uid, "wrote ClusterProperty {PROPERTY_CLUSTER_ID} from the kube-system namespace UID");
+        Ok(uid)
+    }
 
-/// Writes `clusterset.k8s.io` (or removes it when `set` is empty), as the hub decided.
-pub async fn set_cluster_set(client: &kube::Client, set: &str) -> Result<bool, Error> {
-    let api: Api<ClusterProperty> = Api::all(client.clone());
-    let current = api
-        .get_opt(PROPERTY_CLUSTER_SET)
-        .await
-        .map_err(Error::member(PROPERTY_CLUSTER_SET))?;
-    match (current, set.is_empty()) {
-        (None, true) => Ok(false),
-        (Some(p), false) if p.spec.value == set => Ok(false),
-        (Some(_), true) => {
-            api.delete(PROPERTY_CLUSTER_SET, &DeleteParams::default())
-                .await
-                .map_err(Error::member(PROPERTY_CLUSTER_SET))?;
-            tracing::info!("left the ClusterSet: removed ClusterProperty {PROPERTY_CLUSTER_SET}");
-            Ok(true)
+    /// Every ClusterProperty of the cluster, by name.
+    pub async fn list(&self) -> Result<Vec<(String, String)>, Error> {
+        let list = self
+            .api
+            .list(&ListParams::default())
+            .await
+            .map_err(Error::member("ClusterProperties"))?;
+        let mut out: Vec<(String, String)> = list
+            .into_iter()
+            .map(|p| (p.metadata.name.clone().unwrap_or_default(), value_of(&p)))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    /// Writes `clusterset.k8s.io` (or removes it when `set` is empty), as the hub decided.
+    pub async fn set_cluster_set(&self, set: &str) -> Result<bool, Error> {
+        match (self.value(PROPERTY_CLUSTER_SET).await?, set.is_empty()) {
+            (None, true) => Ok(false),
+            (Some(value), false) if value == set => Ok(false),
+            (Some(_), true) => {
+                self.api
+                    .delete(PROPERTY_CLUSTER_SET, &DeleteParams::default())
+                    .await
+                    .map_err(Error::member(PROPERTY_CLUSTER_SET))?;
+                tracing::info!(
+                    "left the ClusterSet: removed ClusterProperty {PROPERTY_CLUSTER_SET}"
+                );
+                Ok(true)
+            }
+            (_, false) => {
+                self.write(PROPERTY_CLUSTER_SET, set).await?;
+                tracing::info!(cluster_set = %set, "joined a ClusterSet: wrote ClusterProperty {PROPERTY_CLUSTER_SET}");
+                Ok(true)
+            }
         }
-        (_, false) => {
-            write(client, PROPERTY_CLUSTER_SET, set).await?;
-            tracing::info!(cluster_set = %set, "joined a ClusterSet: wrote ClusterProperty {PROPERTY_CLUSTER_SET}");
-            Ok(true)
-        }
+    }
+
+    async fn write(&self, name: &str, value: &str) -> Result<(), Error> {
+        let mut property = DynamicObject::new(name, &self.resource);
+        property.data = serde_json::json!({"spec": {"value": value}});
+        self.api
+            .patch(
+                name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&property),
+            )
+            .await
+            .map_err(Error::member(name))?;
+        Ok(())
     }
 }
 
-async fn write(client: &kube::Client, name: &str, value: &str) -> Result<(), Error> {
-    let api: Api<ClusterProperty> = Api::all(client.clone());
-    let property = ClusterProperty {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            ..ObjectMeta::default()
-        },
-        spec: ClusterPropertySpec {
-            value: value.to_owned(),
-        },
-        status: None,
-    };
-    api.patch(
-        name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&property),
-    )
-    .await
-    .map_err(Error::member(name))?;
-    Ok(())
+fn value_of(property: &DynamicObject) -> String {
+    property.data["spec"]["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
