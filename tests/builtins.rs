@@ -830,3 +830,68 @@ fn services_take_addresses_from_the_range_and_bad_specs_name_the_field() {
     });
     s.finish();
 }
+
+#[test]
+fn a_real_operators_kustomize_overlay_applies_and_describes() {
+    let c = Cluster::start().unwrap();
+    let k = c.kubectl();
+    let overlay = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/metrics-server/manifests/overlays/release-ha-1.21+");
+    let overlay = overlay.to_str().unwrap();
+    let mut s = Steps::default();
+    s.step("kubectl apply -k of metrics-server's release overlay", || {
+        let applied = k.run(&["apply", "-k", overlay]).success();
+        for line in [
+            "serviceaccount/metrics-server created",
+            "clusterrole.rbac.authorization.k8s.io/system:aggregated-metrics-reader created",
+            "clusterrolebinding.rbac.authorization.k8s.io/metrics-server:system:auth-delegator created",
+            "rolebinding.rbac.authorization.k8s.io/metrics-server-auth-reader created",
+            "service/metrics-server created",
+            "deployment.apps/metrics-server created",
+            "poddisruptionbudget.policy/metrics-server created",
+            "apiservice.apiregistration.k8s.io/v1beta1.metrics.k8s.io created",
+        ] {
+            assert!(applied.stdout.lines().any(|l| l == line), "{line}: {applied}");
+        }
+        k.run(&["apply", "-k", overlay])
+            .success()
+            .stdout_has("apiservice.apiregistration.k8s.io/v1beta1.metrics.k8s.io unchanged");
+    });
+    s.step("the new kinds read as on a real cluster", || {
+        let apiservice = k
+            .run(&["get", "apiservice", "v1beta1.metrics.k8s.io"])
+            .success()
+            .rows();
+        assert_eq!(
+            apiservice[0][..3],
+            ["NAME", "SERVICE", "AVAILABLE"],
+            "{apiservice:?}"
+        );
+        assert_eq!(
+            apiservice[1][..2],
+            ["v1beta1.metrics.k8s.io", "kube-system/metrics-server"]
+        );
+        let pdb = k.run(&["get", "pdb", "-n", "kube-system"]).success().rows();
+        assert_eq!(pdb[0][..4], ["NAME", "MIN", "AVAILABLE", "MAX"], "{pdb:?}");
+        assert_eq!(pdb[1][0], "metrics-server");
+        k.run(&["describe", "apiservice", "v1beta1.metrics.k8s.io"])
+            .success()
+            .stdout_has("Group Priority Minimum:    100")
+            // The Service port defaults to 443, as upstream's defaulting sets it.
+            .stdout_has("Port:            443");
+        k.run(&["describe", "pdb", "metrics-server", "-n", "kube-system"])
+            .success()
+            .stdout_has("Min available:");
+        k.run(&["explain", "apiservice.spec.groupPriorityMinimum"])
+            .success()
+            .stdout_has("FIELD: groupPriorityMinimum <integer>");
+    });
+    s.step("kubectl delete -k takes it all away", || {
+        k.run(&["delete", "-k", overlay]).success();
+        assert_eq!(
+            names(&k, &["apiservices,poddisruptionbudgets", "-A"]),
+            Vec::<String>::new()
+        );
+    });
+    s.finish();
+}
