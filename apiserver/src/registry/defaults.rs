@@ -115,10 +115,8 @@ pub fn apply(group: &str, kind: &str, object: &mut Value, old: Option<&Value>) {
             );
         }
         ("networking.k8s.io", "NetworkPolicy") => network_policy(object),
-        ("apiregistration.k8s.io", "APIService") => {
-            if object["spec"]["service"].is_object() {
-                set_default(object, &["spec", "service", "port"], json!(443));
-            }
+        ("apiregistration.k8s.io", "APIService") if object["spec"]["service"].is_object() => {
+            set_default(object, &["spec", "service", "port"], json!(443));
         }
         ("scheduling.k8s.io", "PriorityClass") => {
             set_default(object, &["preemptionPolicy"], json!("PreemptLowerPriority"));
