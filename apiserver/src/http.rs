@@ -119,8 +119,45 @@ fn admit(state: &ApiState, request: &Request) -> Result<Option<OwnedSemaphorePer
         .map_err(|_| Error::TooManyRequests)
 }
 
+/// A `Status` serialized with its fields in the order kube-apiserver writes them (`kind` and
+/// `apiVersion` first), which clients that sniff the start of a body rely on.
+fn status_json(status: &Value) -> Vec<u8> {
+    const ORDER: [&str; 8] = [
+        "kind",
+        "apiVersion",
+        "metadata",
+        "status",
+        "message",
+        "reason",
+        "details",
+        "code",
+    ];
+    let Some(map) = status.as_object() else {
+        return serde_json::to_vec(status).unwrap_or_default();
+    };
+    let mut out = b"{".to_vec();
+    let rest = map.keys().filter(|k| !ORDER.contains(&k.as_str()));
+    for key in ORDER.iter().copied().chain(rest.map(String::as_str)) {
+        let Some(value) = map.get(key) else {
+            continue;
+        };
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        out.extend(serde_json::to_vec(key).unwrap_or_default());
+        out.push(b':');
+        out.extend(serde_json::to_vec(value).unwrap_or_default());
+    }
+    out.push(b'}');
+    out
+}
+
 fn json_response(code: StatusCode, body: &Value) -> Response {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    let bytes = if body["kind"] == "Status" {
+        status_json(body)
+    } else {
+        serde_json::to_vec(body).unwrap_or_default()
+    };
     (
         code,
         [(
@@ -721,5 +758,25 @@ impl Query {
 
     pub(crate) fn flag(&self, key: &str) -> bool {
         matches!(self.get(key), Some("true" | "1" | "True"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_starts_with_its_kind_and_api_version_as_upstreams_does() {
+        let err = Error::NotFound(crate::error::Target::new("", "configmaps", "nope"));
+        let bytes = status_json(&err.to_status());
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(
+            text.starts_with(r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"configmaps \"nope\" not found","reason":"NotFound","details":"#),
+            "{text}"
+        );
+        assert!(text.ends_with(r#","code":404}"#), "{text}");
+        // Nothing is lost or repeated.
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, err.to_status());
     }
 }
