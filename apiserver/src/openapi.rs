@@ -56,9 +56,7 @@ pub fn document(catalog: &Catalog, gv_path: &str) -> Option<Arc<Value>> {
 /// this server has no schema for. Descriptions are left out (`kubectl explain` reads the
 /// documents). A CRD's `openAPIV3Schema` is free-form (`x-kubernetes-preserve-unknown-fields`).
 pub fn builtin_schema(group: &str, version: &str, kind: &str) -> Option<Arc<Value>> {
-    let definitions = Definitions::get();
-    let name = definitions.kind_definition(group, version, kind)?;
-    definitions.structural(name)
+    Definitions::structural_of_kind(group, version, kind)
 }
 
 /// Every document path served, in index order: `api`, `api/v1`, `apis`, then each group and

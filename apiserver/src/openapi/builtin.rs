@@ -296,17 +296,46 @@ pub struct Definitions {
 
 static DEFINITIONS: OnceLock<Definitions> = OnceLock::new();
 
+/// Group, version and kind.
+type KindKey = (String, String, String);
+
 impl Definitions {
     /// The definitions, generated on first use.
     pub fn get() -> &'static Definitions {
-        DEFINITIONS.get_or_init(Definitions::generate)
+        DEFINITIONS.get_or_init(|| Definitions::generate(all_roots()))
     }
 
-    fn generate() -> Definitions {
+    /// The structural schema of one built-in kind (see [`Definitions::structural`]). Until the
+    /// whole set is generated (for an OpenAPI document), only the kind's own definitions are,
+    /// and only its structural schema is kept: a server that has served no document holds the
+    /// schemas of the kinds it stored, not of all 66.
+    pub fn structural_of_kind(group: &str, version: &str, kind: &str) -> Option<Arc<Value>> {
+        if let Some(all) = DEFINITIONS.get() {
+            let name = all.kind_definition(group, version, kind)?;
+            return all.structural(name);
+        }
+        static KINDS: OnceLock<Mutex<HashMap<KindKey, Arc<Value>>>> = OnceLock::new();
+        let cache = KINDS.get_or_init(Default::default);
+        let key = (group.to_owned(), version.to_owned(), kind.to_owned());
+        if let Some(found) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return Some(found);
+        }
+        let own = Definitions::generate(
+            all_roots().filter(|r| r.group == group && r.version == version && r.kind == kind),
+        );
+        let name = own.kind_definition(group, version, kind)?.to_owned();
+        let structural = own.structural(&name)?;
+        if let Ok(mut cache) = cache.lock() {
+            cache.insert(key, structural.clone());
+        }
+        Some(structural)
+    }
+
+    fn generate(roots_to_generate: impl Iterator<Item = Root>) -> Definitions {
         let mut generator = SchemaSettings::openapi3().into_generator();
         let mut kinds = Vec::new();
         let mut roots = Vec::new();
-        for root in all_roots() {
+        for root in roots_to_generate {
             let reference = (root.schema)(&mut generator);
             let Some(name) = reference
                 .get("$ref")
@@ -687,6 +716,43 @@ mod tests {
             .unwrap();
         assert_eq!(time["format"], "date-time");
         assert_eq!(time["type"], "string");
+    }
+
+    #[test]
+    fn a_kind_generated_alone_has_the_structural_schema_of_the_whole_set() {
+        let all = Definitions::generate(all_roots());
+        for root in all_roots().filter(|r| r.served) {
+            let (group, version, kind) = (root.group, root.version, root.kind);
+            let alone = Definitions::generate(
+                all_roots().filter(|r| r.group == group && r.version == version && r.kind == kind),
+            );
+            let full = all
+                .structural(all.kind_definition(group, version, kind).unwrap())
+                .unwrap();
+            let own = alone
+                .structural(alone.kind_definition(group, version, kind).unwrap())
+                .unwrap();
+            // Embedded kinds carry their group-version-kind only where they are roots too;
+            // validation and pruning do not read it.
+            assert_eq!(
+                without_gvk(&own),
+                without_gvk(&full),
+                "{group}/{version} {kind}"
+            );
+        }
+    }
+
+    fn without_gvk(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .filter(|(k, _)| *k != "x-kubernetes-group-version-kind")
+                    .map(|(k, v)| (k.clone(), without_gvk(v)))
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(without_gvk).collect()),
+            other => other.clone(),
+        }
     }
 
     #[test]
