@@ -51,9 +51,20 @@ pub fn free_addr() -> anyhow::Result<SocketAddr> {
     Ok(listener.local_addr()?)
 }
 
-/// The `atoll` binary built beside this test (the test command builds the binaries first).
+/// The `atoll` binary built beside this test (the test command builds the binaries first), or
+/// the one `ATOLL_BIN` names: a benchmark can measure another build (an older commit's) with
+/// the same load.
 pub fn atoll_binary() -> anyhow::Result<PathBuf> {
-    binary("atoll")
+    match std::env::var_os("ATOLL_BIN") {
+        Some(path) if !path.is_empty() => {
+            let path = PathBuf::from(path);
+            if !path.is_file() {
+                bail!("ATOLL_BIN names {}, which is not a file", path.display());
+            }
+            Ok(path)
+        }
+        _ => binary("atoll"),
+    }
 }
 
 /// The `hub-controller` binary (the hub for a Kubernetes cluster) built beside this test.

@@ -478,23 +478,28 @@ async fn serve_api(
     if let Err(error) = registry::kubernetes_service::ensure(&store, &state.server_address).await {
         tracing::warn!(%error, "cannot write the kubernetes Service");
     }
-    let seen = registry::namespace_contents::settle(&store, &cache, &s.ca_pem).await;
+    // Each controller's feed is made before it first looks at storage, so that nothing written
+    // meanwhile escapes it.
+    let garbage = cache.feed(registry::garbage::wants);
+    let endpoints = cache.feed(registry::endpoints::wants);
+    let contents = cache.feed(registry::namespace_contents::wants);
+    let settled = registry::namespace_contents::settle(&store, &s.ca_pem).await;
     let tasks = vec![
         tokio::spawn(registry::garbage::run(
             store.clone(),
-            cache.clone(),
+            garbage,
             s.shutdown.clone(),
         )),
         tokio::spawn(registry::endpoints::run(
             store.clone(),
-            cache.clone(),
+            endpoints,
             s.shutdown.clone(),
         )),
         tokio::spawn(registry::namespace_contents::run(
             store.clone(),
-            cache,
+            contents,
             s.ca_pem,
-            seen,
+            settled,
             s.shutdown.clone(),
         )),
         tokio::spawn(registry::namespace::run(store, s.shutdown.clone())),

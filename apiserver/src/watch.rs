@@ -7,13 +7,13 @@
 //! storage (or told its revision expired).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use crate::registry::store::decode;
 use crate::storage::{Backend, EventKind, KeyValue, Revision};
@@ -55,6 +55,11 @@ impl CachedEvent {
     pub fn object(&self) -> &Arc<Value> {
         self.object
             .get_or_init(|| Arc::new(decode(&self.stored).unwrap_or(Value::Null)))
+    }
+
+    /// The stored JSON of the object before the change, when the backend gave it.
+    pub fn prev_json(&self) -> Option<&[u8]> {
+        self.prev_stored.as_ref().map(|kv| &kv.value[..])
     }
 
     /// The object before the change (for updates and deletes).
@@ -136,6 +141,8 @@ pub struct WatchCache {
     capacity: usize,
     budget: usize,
     latest: watch::Sender<Revision>,
+    /// The controllers' feeds, each fed the events it wants.
+    feeds: RwLock<Vec<Arc<Feed>>>,
     backend: Arc<dyn Backend>,
 }
 
@@ -162,6 +169,7 @@ impl WatchCache {
             capacity: capacity.max(MIN_EVENTS),
             budget,
             latest,
+            feeds: RwLock::new(Vec::new()),
             backend,
         });
         let feeder = cache.clone();
@@ -196,12 +204,15 @@ impl WatchCache {
             return;
         };
         let revision = cached.revision;
+        let cached = Arc::new(cached);
+        for feed in read(&self.feeds).iter() {
+            feed.offer(&cached);
+        }
         {
             let mut ring = match self.ring.write() {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            let cached = Arc::new(cached);
             ring.bytes += cached.stored_bytes;
             ring.newest.insert(cached.key.clone(), cached.clone());
             ring.events.push_back(cached);
@@ -224,6 +235,21 @@ impl WatchCache {
         self.latest.send_replace(revision);
     }
 
+    /// A feed of the events `wants` picks, from now on: what a controller follows.
+    pub fn feed(&self, wants: fn(&CachedEvent) -> bool) -> Arc<Feed> {
+        let feed = Arc::new(Feed {
+            wants,
+            queue: Mutex::new(Queue::default()),
+            wake: Notify::new(),
+        });
+        let mut feeds = match self.feeds.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        feeds.push(feed.clone());
+        feed
+    }
+
     /// A receiver that changes whenever an event enters the cache.
     pub fn subscribe(&self) -> watch::Receiver<Revision> {
         self.latest.subscribe()
@@ -237,10 +263,7 @@ impl WatchCache {
     /// The object stored under `key` at `revision`, as the cache decoded it (at the storage
     /// version, with its `resourceVersion`), when the cache still holds that write.
     pub fn object(&self, key: &str, revision: Revision) -> Option<Arc<Value>> {
-        let ring = match self.ring.read() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let ring = read(&self.ring);
         ring.newest
             .get(key)
             .filter(|e| e.revision == revision && e.kind != EventKind::Delete)
@@ -254,10 +277,7 @@ impl WatchCache {
         prefix: &str,
         after: Revision,
     ) -> Result<(Vec<Arc<CachedEvent>>, Revision), TooOld> {
-        let ring = match self.ring.read() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let ring = read(&self.ring);
         if after < ring.complete_after {
             return Err(TooOld);
         }
@@ -283,17 +303,92 @@ pub fn decode_event(event: &crate::storage::Event) -> Option<Arc<CachedEvent>> {
     CachedEvent::from_storage(event).map(Arc::new)
 }
 
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    match lock.read() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// Events a feed holds at most before its controller is told it fell behind.
+const FEED_EVENTS: usize = 4096;
+/// Stored bytes a feed's events hold at most (they stay alive while queued, ring or not).
+const FEED_BYTES: usize = 16 << 20;
+
+/// The events one controller follows, as an informer hands them: only those its filter picks
+/// are queued for it as the cache takes them, so a write that concerns no controller (the
+/// creation of a ConfigMap, say) wakes none. A controller that does not keep up, with more than
+/// [`FEED_EVENTS`] events or [`FEED_BYTES`] waiting, loses them and is told to look at
+/// everything again.
+pub struct Feed {
+    wants: fn(&CachedEvent) -> bool,
+    queue: Mutex<Queue>,
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct Queue {
+    events: Vec<Arc<CachedEvent>>,
+    bytes: usize,
+    lagged: bool,
+}
+
+/// What a controller takes from its feed.
+#[derive(Debug)]
+pub enum Taken {
+    /// The events since the last take, oldest first (maybe none).
+    Events(Vec<Arc<CachedEvent>>),
+    /// Events were dropped: the controller must look at everything again.
+    Lagged,
+}
+
+impl Feed {
+    fn offer(&self, event: &Arc<CachedEvent>) {
+        if !(self.wants)(event) {
+            return;
+        }
+        {
+            let mut queue = self.lock();
+            if queue.lagged {
+                return;
+            }
+            queue.events.push(event.clone());
+            queue.bytes += event.stored_bytes;
+            if queue.events.len() > FEED_EVENTS || queue.bytes > FEED_BYTES {
+                *queue = Queue {
+                    lagged: true,
+                    ..Queue::default()
+                };
+            }
+        }
+        self.wake.notify_one();
+    }
+
+    /// Takes what is queued.
+    pub fn take(&self) -> Taken {
+        let queue = std::mem::take(&mut *self.lock());
+        if queue.lagged {
+            Taken::Lagged
+        } else {
+            Taken::Events(queue.events)
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        match self.queue.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}
+
 /// How long a controller that follows the cache waits before it tries again what failed.
 pub const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// What a controller following the cache does between passes: waits until the cache takes a
-/// new event (`changes`), or [`RETRY`] passes when `retry` (something failed), or the server
-/// stops. False when it stops.
-pub async fn next_pass(
-    changes: &mut watch::Receiver<Revision>,
-    retry: bool,
-    shutdown: &mut watch::Receiver<bool>,
-) -> bool {
+/// What a controller following a feed does between passes: waits until the feed has something
+/// (an event it wants, or news that it lagged), or [`RETRY`] passes when `retry` (something
+/// failed), or the server stops. False when it stops.
+pub async fn next_pass(feed: &Feed, retry: bool, shutdown: &mut watch::Receiver<bool>) -> bool {
     let retry = async {
         if retry {
             tokio::time::sleep(RETRY).await;
@@ -302,7 +397,7 @@ pub async fn next_pass(
         }
     };
     tokio::select! {
-        _ = changes.changed() => {}
+        _ = feed.wake.notified() => {}
         _ = retry => {}
         _ = shutdown.changed() => return false,
     }
@@ -399,6 +494,81 @@ mod tests {
         ));
         let (events, _) = cache.events_after("/registry/", last - 16).unwrap();
         assert_eq!(events.len(), 16);
+    }
+
+    fn is_service(event: &CachedEvent) -> bool {
+        event.key.starts_with("/registry/core/services/")
+    }
+
+    #[tokio::test]
+    async fn a_feed_holds_the_events_it_wants_and_wakes_only_for_them() {
+        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+        let (_tx, mut rx) = watch::channel(false);
+        let cache = WatchCache::start(backend.clone(), 1000, 1 << 20, rx.clone())
+            .await
+            .unwrap();
+        let feed = cache.feed(is_service);
+        let mut last = 0;
+        for i in 0..5 {
+            last = backend
+                .create(&format!("/registry/core/configmaps/ns/c{i}"), json_bytes())
+                .await
+                .unwrap();
+        }
+        until_cached(&cache, last).await;
+        // Nothing it wants: no wake, nothing taken.
+        let woken = tokio::time::timeout(
+            std::time::Duration::from_millis(100),
+            next_pass(&feed, false, &mut rx),
+        )
+        .await;
+        assert!(woken.is_err(), "a ConfigMap woke a Service feed");
+        assert!(matches!(feed.take(), Taken::Events(e) if e.is_empty()));
+        let a = backend
+            .create("/registry/core/services/ns/a", json_bytes())
+            .await
+            .unwrap();
+        let b = backend
+            .create("/registry/core/services/ns/b", json_bytes())
+            .await
+            .unwrap();
+        until_cached(&cache, b).await;
+        assert!(next_pass(&feed, false, &mut rx).await);
+        let Taken::Events(events) = feed.take() else {
+            panic!("the feed lagged");
+        };
+        let revisions: Vec<Revision> = events.iter().map(|e| e.revision).collect();
+        assert_eq!(revisions, [a, b]);
+    }
+
+    #[tokio::test]
+    async fn a_feed_that_is_not_read_lags_instead_of_growing() {
+        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+        let (_tx, rx) = watch::channel(false);
+        let cache = WatchCache::start(backend.clone(), 100, 1 << 20, rx)
+            .await
+            .unwrap();
+        let feed = cache.feed(is_service);
+        let mut last = 0;
+        for i in 0..=FEED_EVENTS {
+            last = backend
+                .create(&format!("/registry/core/services/ns/s{i}"), json_bytes())
+                .await
+                .unwrap();
+        }
+        until_cached(&cache, last).await;
+        assert!(matches!(feed.take(), Taken::Lagged));
+        // Afterwards it follows again.
+        let next = backend
+            .create("/registry/core/services/ns/after", json_bytes())
+            .await
+            .unwrap();
+        until_cached(&cache, next).await;
+        assert!(matches!(feed.take(), Taken::Events(e) if e.len() == 1 && e[0].revision == next));
+    }
+
+    fn json_bytes() -> Bytes {
+        Bytes::from_static(br#"{"metadata":{"name":"x"}}"#)
     }
 
     #[tokio::test]

@@ -6,8 +6,9 @@
 //! them with it. In a cluster without nodes no Pod reports an address, so they list none until
 //! something (a test, a virtual kubelet) writes Pod status.
 //!
-//! The controller follows the watch cache: a Service or Pod change wakes it for the Services of
-//! that namespace. Decisions are pure ([`desired`]); writes happen only when something differs.
+//! The controller follows a feed of the watch cache: a Service or Pod change wakes it for the
+//! Services of that namespace, and nothing else wakes it. Decisions are pure ([`desired`]);
+//! writes happen only when something differs.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -19,62 +20,57 @@ use super::ResourceType;
 use super::selector::LabelSelector;
 use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
-use crate::storage::Revision;
-use crate::watch::{WatchCache, next_pass};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass};
 
 const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
 const CONTROLLER: &str = "endpointslice-controller.k8s.io";
 const SERVICE_NAME: &str = "kubernetes.io/service-name";
 const FIELD_MANAGER: &str = "atoll-endpoints-controller";
 
-/// Runs until `shutdown` turns true.
-pub async fn run(store: Arc<Store>, cache: Arc<WatchCache>, mut shutdown: watch::Receiver<bool>) {
-    let mut changes = cache.subscribe();
-    let mut seen: Option<Revision> = None;
+/// The events the controller follows: a Service's or Pod's.
+pub fn wants(event: &CachedEvent) -> bool {
+    namespace_of(event).is_some()
+}
+
+/// The namespace of a Service's or Pod's event.
+fn namespace_of(event: &CachedEvent) -> Option<&str> {
+    let rest = event.key.strip_prefix("/registry/core/")?;
+    let (plural, rest) = rest.split_once('/')?;
+    let (ns, _) = rest.split_once('/')?;
+    matches!(plural, "services" | "pods").then_some(ns)
+}
+
+/// Runs until `shutdown` turns true, following `feed` (made with [`wants`]).
+pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiver<bool>) {
+    // At start, and when behind: every namespace with a Service.
+    let mut everything = true;
     loop {
-        changes.borrow_and_update();
-        let namespaces = match seen.map(|after| woken(&cache, after)) {
-            Some(Some((namespaces, now))) => {
-                seen = Some(now);
-                namespaces
-            }
-            // At start, or behind the cache: every namespace with a Service.
-            _ => {
-                seen = Some(cache.latest());
-                match all_namespaces(&store).await {
-                    Ok(all) => all,
-                    Err(error) => {
-                        tracing::warn!(%error, "cannot list Services; retrying");
-                        seen = None;
-                        BTreeSet::new()
-                    }
+        let namespaces = match (everything, feed.take()) {
+            (false, Taken::Events(events)) => events
+                .iter()
+                .filter_map(|e| namespace_of(e).map(str::to_owned))
+                .collect(),
+            _ => match all_namespaces(&store).await {
+                Ok(all) => {
+                    everything = false;
+                    all
                 }
-            }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot list Services; retrying");
+                    everything = true;
+                    BTreeSet::new()
+                }
+            },
         };
         for ns in namespaces {
             if let Err(error) = reconcile_namespace(&store, &ns).await {
                 tracing::warn!(namespace = %ns, %error, "cannot update the endpoints of its Services");
             }
         }
-        if !next_pass(&mut changes, seen.is_none(), &mut shutdown).await {
+        if !next_pass(&feed, everything, &mut shutdown).await {
             return;
         }
     }
-}
-
-/// The namespaces where a Service or Pod changed after `after`, and the revision seen.
-fn woken(cache: &WatchCache, after: Revision) -> Option<(BTreeSet<String>, Revision)> {
-    let (events, seen) = cache.events_after("/registry/core/", after).ok()?;
-    let namespaces = events
-        .iter()
-        .filter_map(|e| {
-            let rest = e.key.strip_prefix("/registry/core/")?;
-            let (plural, rest) = rest.split_once('/')?;
-            let (ns, _) = rest.split_once('/')?;
-            matches!(plural, "services" | "pods").then(|| ns.to_owned())
-        })
-        .collect();
-    Some((namespaces, seen))
 }
 
 fn resource(store: &Store, group: &str, plural: &str) -> Result<Arc<ResourceType>> {

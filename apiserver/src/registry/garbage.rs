@@ -11,8 +11,9 @@
 //! namesake created meanwhile is never touched.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use memchr::memmem::Finder;
 use serde::Deserialize;
 use tokio::sync::watch;
 
@@ -22,7 +23,7 @@ use super::store::{
 };
 use crate::error::{Error, Result};
 use crate::storage::{self, EventKind, Revision};
-use crate::watch::{CachedEvent, WatchCache, next_pass};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass};
 
 const FIELD_MANAGER: &str = "atoll-garbage-collector";
 /// How many rounds of tasks queued by tasks run before the collector waits.
@@ -206,43 +207,63 @@ struct Collector {
     tasks: BTreeSet<Task>,
 }
 
-/// Runs until `shutdown` turns true.
-pub async fn run(store: Arc<Store>, cache: Arc<WatchCache>, mut shutdown: watch::Receiver<bool>) {
+/// The events the collector follows: deletions (of owners, or of dependents it knows), and
+/// writes of objects that have, or had, owner references or a deletion in progress.
+pub fn wants(event: &CachedEvent) -> bool {
+    if event.kind == EventKind::Delete {
+        return true;
+    }
+    if concerns(event.object_json()) {
+        return true;
+    }
+    // An update that took the last owner reference away, or ended a deletion's finalizers.
+    event.kind == EventKind::Update && event.prev_json().is_none_or(concerns)
+}
+
+/// Whether stored JSON has owner references or a deletion timestamp (a substring search, not a
+/// parse: every committed write is searched).
+fn concerns(json: &[u8]) -> bool {
+    static OWNERS: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"\"ownerReferences\""));
+    static DELETION: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"\"deletionTimestamp\""));
+    OWNERS.find(json).is_some() || DELETION.find(json).is_some()
+}
+
+/// Runs until `shutdown` turns true, following `feed` (made with [`wants`]).
+pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiver<bool>) {
     let mut collector = Collector {
         store,
         graph: Graph::default(),
         tasks: BTreeSet::new(),
     };
-    let mut changes = cache.subscribe();
-    let mut seen: Option<Revision> = None;
+    // The revision the graph was built at; `None` until it is built.
+    let mut built: Option<Revision> = None;
     loop {
-        changes.borrow_and_update();
-        seen = match seen {
-            None => collector.build(&cache).await,
-            Some(after) => match cache.events_after("/registry/", after) {
-                Ok((events, now)) => {
-                    for event in events {
-                        collector.observe(&event);
-                    }
-                    Some(now)
+        built = match (built, feed.take()) {
+            (Some(at), Taken::Events(events)) => {
+                // Events the build read already are skipped.
+                for event in events.iter().filter(|e| e.revision > at) {
+                    collector.observe(event);
                 }
-                // Fell behind the cache: build the graph again.
-                Err(_) => collector.build(&cache).await,
-            },
+                Some(at)
+            }
+            // At start, or fell behind: build the graph again.
+            _ => collector.build().await,
         };
         let pending = collector.work().await;
-        if !next_pass(&mut changes, pending || seen.is_none(), &mut shutdown).await {
+        if !next_pass(&feed, pending || built.is_none(), &mut shutdown).await {
             return;
         }
     }
 }
 
 impl Collector {
-    /// Builds the graph from storage; the revision to follow the cache from.
-    async fn build(&mut self, cache: &WatchCache) -> Option<Revision> {
+    /// Builds the graph from storage; the revision it was read at.
+    async fn build(&mut self) -> Option<Revision> {
         self.graph = Graph::default();
-        let start = cache.latest();
-        let backend = cache.backend();
+        let backend = self.store.backend().clone();
+        let start = backend.current_revision();
         let mut after: Option<String> = None;
         loop {
             let page = backend
@@ -293,9 +314,7 @@ impl Collector {
             return;
         }
         let json = event.object_json();
-        let interesting =
-            contains(json, b"\"ownerReferences\"") || contains(json, b"\"deletionTimestamp\"");
-        match interesting.then(|| meta_of(json)).flatten() {
+        match concerns(json).then(|| meta_of(json)).flatten() {
             Some(meta) => self.record(key, meta, event.kind == EventKind::Create),
             None => self.forget(key),
         }
@@ -614,12 +633,6 @@ fn meta_of(json: &[u8]) -> Option<Meta> {
         .map(|o| o.metadata)
 }
 
-/// Whether `needle` occurs in `haystack` (every committed event is searched twice: a fast
-/// substring search, not a parse).
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    memchr::memmem::find(haystack, needle).is_some()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -688,6 +701,12 @@ mod tests {
         assert_eq!(meta.owner_references[0].kind, "ReplicationController");
         assert!(meta.deletion_timestamp.is_some());
         assert!(meta_of(b"[1,2]").is_none());
-        assert!(contains(json, b"\"ownerReferences\""));
+        assert!(concerns(json));
+        assert!(concerns(
+            br#"{"metadata":{"deletionTimestamp":"2026-01-01T00:00:00Z"}}"#
+        ));
+        assert!(!concerns(
+            br#"{"kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"owner"}}"#
+        ));
     }
 }

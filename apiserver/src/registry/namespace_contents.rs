@@ -3,10 +3,10 @@
 //! ConfigMap `kube-root-ca.crt` with the cluster's CA (its root-ca-certificate-publisher), both
 //! put back when deleted, and the ConfigMap when edited.
 //!
-//! The controller follows the watch cache: a namespace created or changed, a `default`
-//! ServiceAccount deleted, a `kube-root-ca.crt` ConfigMap changed or deleted wake it for that
-//! namespace only. It looks at every namespace once at start, and again when it fell behind
-//! the cache.
+//! The controller follows a feed of the watch cache: a namespace created or changed, a
+//! `default` ServiceAccount deleted, a `kube-root-ca.crt` ConfigMap changed or deleted wake it
+//! for that namespace only (nothing else does). It looks at every namespace once at start, and
+//! again when it fell behind.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -18,8 +18,7 @@ use super::ResourceType;
 use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
 use crate::storage::EventKind;
-use crate::storage::Revision;
-use crate::watch::{CachedEvent, WatchCache, next_pass};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass};
 
 /// The ConfigMap with the cluster's CA.
 pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
@@ -35,56 +34,49 @@ struct Context {
 }
 
 /// Gives every namespace there is its contents, before the server serves (so a new server
-/// holds them from its first request); the revision to follow the cache from.
-pub async fn settle(store: &Arc<Store>, cache: &WatchCache, ca_pem: &str) -> Option<Revision> {
+/// holds them from its first request); false when it could not list them.
+pub async fn settle(store: &Arc<Store>, ca_pem: &str) -> bool {
     let ctx = Context {
         store: store.clone(),
         ca_pem: ca_pem.to_owned(),
     };
-    ctx.settle(cache).await
+    ctx.settle().await
 }
 
-/// Runs until `shutdown` turns true, following the cache from `seen` (`None`: from a look at
-/// every namespace).
+/// The events the controller follows: see [`disturbed`].
+pub fn wants(event: &CachedEvent) -> bool {
+    disturbed(event).is_some()
+}
+
+/// Runs until `shutdown` turns true, following `feed` (made with [`wants`] before the look
+/// at every namespace that `settled` tells the outcome of).
 pub async fn run(
     store: Arc<Store>,
-    cache: Arc<WatchCache>,
+    feed: Arc<Feed>,
     ca_pem: String,
-    mut seen: Option<Revision>,
+    mut settled: bool,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let ctx = Context { store, ca_pem };
-    let mut changes = cache.subscribe();
     loop {
-        changes.borrow_and_update();
-        match seen {
-            None => seen = ctx.settle(&cache).await,
-            Some(after) => match woken(&cache, after) {
-                Some((namespaces, now)) => {
-                    seen = Some(now);
-                    ctx.reconcile_each(namespaces).await;
-                }
-                // Fell behind the cache: look at everything again.
-                None => seen = ctx.settle(&cache).await,
-            },
+        if !settled {
+            settled = ctx.settle().await;
         }
-        if !next_pass(&mut changes, seen.is_none(), &mut shutdown).await {
+        match feed.take() {
+            Taken::Events(events) => {
+                let namespaces: BTreeSet<String> = events
+                    .iter()
+                    .filter_map(|e| disturbed(e).map(str::to_owned))
+                    .collect();
+                ctx.reconcile_each(namespaces).await;
+            }
+            // Fell behind: look at everything again.
+            Taken::Lagged => settled = ctx.settle().await,
+        }
+        if !next_pass(&feed, !settled, &mut shutdown).await {
             return;
         }
     }
-}
-
-/// The namespaces whose contents the events after `after` may have disturbed, and the revision
-/// seen; `None` when the cache no longer holds them all.
-fn woken(cache: &WatchCache, after: Revision) -> Option<(BTreeSet<String>, Revision)> {
-    let mut out = BTreeSet::new();
-    let (events, seen) = cache.events_after("/registry/core/", after).ok()?;
-    for event in events {
-        if let Some(ns) = disturbed(&event) {
-            out.insert(ns.to_owned());
-        }
-    }
-    Some((out, seen))
 }
 
 /// The namespace an event concerns, when it is a namespace's creation or change, the deletion
@@ -105,18 +97,16 @@ fn disturbed(event: &CachedEvent) -> Option<&str> {
 }
 
 impl Context {
-    /// Looks at every namespace; the cache revision the look started at, or `None` when it
-    /// could not list them.
-    async fn settle(&self, cache: &WatchCache) -> Option<Revision> {
-        let start = cache.latest();
+    /// Looks at every namespace; false when it could not list them.
+    async fn settle(&self) -> bool {
         match self.all_namespaces().await {
             Ok(all) => {
                 self.reconcile_each(all).await;
-                Some(start)
+                true
             }
             Err(error) => {
                 tracing::warn!(%error, "cannot list namespaces; retrying");
-                None
+                false
             }
         }
     }
