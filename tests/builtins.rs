@@ -252,6 +252,36 @@ fn a_list_of_workloads_applies_with_upstreams_defaults() {
         );
     });
     s.step(
+        "a strategic merge patch of a CronJob merges containers by name",
+        || {
+            let add = r#"{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox:1.37"}]}}}}}}"#;
+            k.run(&["patch", "cronjob", "nightly", "--type", "strategic", "-p", add])
+                .success();
+            let bump = r#"{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"name":"m","image":"busybox:1.37"}]}}}}}}"#;
+            k.run(&["patch", "cronjob", "nightly", "-p", bump]).success();
+            let containers = |k: &Tool| {
+                let cj = k
+                    .run(&["get", "cronjob", "nightly", "-o", "json"])
+                    .success()
+                    .json();
+                cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| format!("{}={}", c["name"].as_str().unwrap(), c["image"].as_str().unwrap()))
+                    .collect::<Vec<_>>()
+            };
+            // A new element goes first, as upstream's strategic merge places it.
+            assert_eq!(containers(&k), ["sidecar=busybox:1.37", "m=busybox:1.37"]);
+            // An element without the merge key is refused, naming it, and nothing changes.
+            let keyless = r#"{"spec":{"jobTemplate":{"spec":{"template":{"spec":{"containers":[{"image":"x"}]}}}}}}"#;
+            k.run(&["patch", "cronjob", "nightly", "-p", keyless])
+                .failure()
+                .stderr_has("does not contain declared merge key: name");
+            assert_eq!(containers(&k), ["sidecar=busybox:1.37", "m=busybox:1.37"]);
+        },
+    );
+    s.step(
         "an HPA read and written through autoscaling/v1 loses nothing",
         || {
             let path = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers/web";

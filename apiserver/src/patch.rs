@@ -10,6 +10,8 @@
 //! Error messages use evanphx's wording; kube-apiserver answers 422 for a failed operation and
 //! 400 for a body that is not a list of operations (see [`PatchError::is_malformed`]).
 
+#[rustfmt::skip]
+mod merge_keys;
 pub mod strategic;
 
 use serde_json::{Map, Value};

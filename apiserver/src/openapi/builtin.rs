@@ -93,198 +93,43 @@ fn all_roots() -> impl Iterator<Item = Root> {
     served.chain(referred)
 }
 
-/// Patch and list extensions of one property, as upstream's Go struct tags declare them.
-struct ListRule {
-    definition: &'static str,
-    property: &'static str,
-    patch_strategy: Option<&'static str>,
-    merge_key: Option<&'static str>,
-    /// `atomic`, `set` or `map`.
-    list_type: &'static str,
-    map_keys: &'static [&'static str],
-}
+/// Upstream's `x-kubernetes-*` extensions of every definition's properties (list types, map
+/// keys, patch strategies and merge keys) and the definitions it marks atomic, generated from
+/// Kubernetes 1.35's OpenAPI definitions by scripts/generate-merge-keys.
+const EXTENSIONS: &str = include_str!("extensions.json");
 
-const fn map_by(
-    definition: &'static str,
-    property: &'static str,
-    strategy: &'static str,
-    keys: &'static [&'static str],
-) -> ListRule {
-    ListRule {
-        definition,
-        property,
-        patch_strategy: Some(strategy),
-        merge_key: Some(keys[0]),
-        list_type: "map",
-        map_keys: keys,
+/// Sets upstream's extensions on the definitions there are.
+fn apply_extensions(schemas: &mut Map<String, Value>) {
+    let extensions: Value = match serde_json::from_str(EXTENSIONS) {
+        Ok(extensions) => extensions,
+        Err(error) => {
+            tracing::error!(%error, "the generated OpenAPI extensions do not parse");
+            return;
+        }
+    };
+    if let Some(definitions) = extensions["properties"].as_object() {
+        for (definition, properties) in definitions {
+            let Some(Value::Object(target)) = schemas
+                .get_mut(definition)
+                .and_then(|s| s.get_mut("properties"))
+            else {
+                continue;
+            };
+            for (property, found) in properties.as_object().into_iter().flatten() {
+                if let (Some(Value::Object(target)), Some(found)) =
+                    (target.get_mut(property), found.as_object())
+                {
+                    target.extend(found.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
+            }
+        }
+    }
+    for name in extensions["atomic"].as_array().into_iter().flatten() {
+        if let Some(Value::Object(schema)) = name.as_str().and_then(|n| schemas.get_mut(n)) {
+            schema.insert("x-kubernetes-map-type".into(), "atomic".into());
+        }
     }
 }
-
-const fn atomic(definition: &'static str, property: &'static str) -> ListRule {
-    ListRule {
-        definition,
-        property,
-        patch_strategy: None,
-        merge_key: None,
-        list_type: "atomic",
-        map_keys: &[],
-    }
-}
-
-const POD_SPEC: &str = "io.k8s.api.core.v1.PodSpec";
-const CONTAINER: &str = "io.k8s.api.core.v1.Container";
-const EPHEMERAL: &str = "io.k8s.api.core.v1.EphemeralContainer";
-
-static LIST_RULES: &[ListRule] = &[
-    ListRule {
-        definition: OBJECT_META,
-        property: "finalizers",
-        patch_strategy: Some("merge"),
-        merge_key: None,
-        list_type: "set",
-        map_keys: &[],
-    },
-    map_by(OBJECT_META, "ownerReferences", "merge", &["uid"]),
-    atomic(OBJECT_META, "managedFields"),
-    map_by(POD_SPEC, "containers", "merge", &["name"]),
-    map_by(POD_SPEC, "initContainers", "merge", &["name"]),
-    map_by(POD_SPEC, "ephemeralContainers", "merge", &["name"]),
-    map_by(POD_SPEC, "volumes", "merge,retainKeys", &["name"]),
-    map_by(POD_SPEC, "imagePullSecrets", "merge", &["name"]),
-    map_by(POD_SPEC, "hostAliases", "merge", &["ip"]),
-    map_by(
-        POD_SPEC,
-        "topologySpreadConstraints",
-        "merge",
-        &["topologyKey", "whenUnsatisfiable"],
-    ),
-    map_by(POD_SPEC, "resourceClaims", "merge,retainKeys", &["name"]),
-    map_by(POD_SPEC, "schedulingGates", "merge", &["name"]),
-    atomic(POD_SPEC, "tolerations"),
-    atomic(POD_SPEC, "readinessGates"),
-    map_by(CONTAINER, "ports", "merge", &["containerPort", "protocol"]),
-    map_by(CONTAINER, "env", "merge", &["name"]),
-    map_by(CONTAINER, "volumeMounts", "merge", &["mountPath"]),
-    map_by(CONTAINER, "volumeDevices", "merge", &["devicePath"]),
-    atomic(CONTAINER, "envFrom"),
-    atomic(CONTAINER, "args"),
-    atomic(CONTAINER, "command"),
-    map_by(EPHEMERAL, "ports", "merge", &["containerPort", "protocol"]),
-    map_by(EPHEMERAL, "env", "merge", &["name"]),
-    map_by(EPHEMERAL, "volumeMounts", "merge", &["mountPath"]),
-    map_by(EPHEMERAL, "volumeDevices", "merge", &["devicePath"]),
-    atomic(EPHEMERAL, "envFrom"),
-    atomic(EPHEMERAL, "args"),
-    atomic(EPHEMERAL, "command"),
-    map_by(
-        "io.k8s.api.core.v1.PodStatus",
-        "conditions",
-        "merge",
-        &["type"],
-    ),
-    map_by("io.k8s.api.core.v1.PodStatus", "podIPs", "merge", &["ip"]),
-    ListRule {
-        definition: "io.k8s.api.core.v1.PodStatus",
-        property: "hostIPs",
-        patch_strategy: Some("merge"),
-        merge_key: Some("ip"),
-        list_type: "atomic",
-        map_keys: &[],
-    },
-    map_by(
-        "io.k8s.api.core.v1.PodStatus",
-        "resourceClaimStatuses",
-        "merge,retainKeys",
-        &["name"],
-    ),
-    atomic("io.k8s.api.core.v1.PodStatus", "containerStatuses"),
-    map_by(
-        "io.k8s.api.core.v1.ServiceSpec",
-        "ports",
-        "merge",
-        &["port", "protocol"],
-    ),
-    atomic("io.k8s.api.core.v1.ServiceSpec", "clusterIPs"),
-    atomic("io.k8s.api.core.v1.ServiceSpec", "externalIPs"),
-    map_by(
-        "io.k8s.api.core.v1.ServiceStatus",
-        "conditions",
-        "merge",
-        &["type"],
-    ),
-    map_by(
-        "io.k8s.api.core.v1.NamespaceStatus",
-        "conditions",
-        "merge",
-        &["type"],
-    ),
-    map_by(
-        "io.k8s.api.core.v1.ServiceAccount",
-        "secrets",
-        "merge",
-        &["name"],
-    ),
-    atomic("io.k8s.api.core.v1.ServiceAccount", "imagePullSecrets"),
-    map_by(
-        "io.k8s.api.apps.v1.DeploymentStatus",
-        "conditions",
-        "merge",
-        &["type"],
-    ),
-    map_by(
-        "io.k8s.api.apps.v1.ReplicaSetStatus",
-        "conditions",
-        "merge",
-        &["type"],
-    ),
-    map_by(
-        "io.k8s.api.apps.v1.StatefulSetStatus",
-        "conditions",
-        "merge",
-        &["type"],
-    ),
-    map_by(
-        "io.k8s.api.apps.v1.DaemonSetStatus",
-        "conditions",
-        "merge",
-        &["type"],
-    ),
-    atomic("io.k8s.api.apps.v1.StatefulSetSpec", "volumeClaimTemplates"),
-    ListRule {
-        definition: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus",
-        property: "conditions",
-        patch_strategy: None,
-        merge_key: None,
-        list_type: "map",
-        map_keys: &["type"],
-    },
-    atomic(
-        "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector",
-        "matchExpressions",
-    ),
-    atomic("io.k8s.api.rbac.v1.Role", "rules"),
-    atomic("io.k8s.api.rbac.v1.ClusterRole", "rules"),
-    atomic("io.k8s.api.rbac.v1.RoleBinding", "subjects"),
-    atomic("io.k8s.api.rbac.v1.ClusterRoleBinding", "subjects"),
-];
-
-/// Object properties with a patch strategy of their own.
-static OBJECT_RULES: &[(&str, &str, &str)] = &[(
-    "io.k8s.api.apps.v1.DeploymentSpec",
-    "strategy",
-    "retainKeys",
-)];
-
-/// Definitions upstream marks `x-kubernetes-map-type: atomic` (replaced whole by apply).
-static ATOMIC_STRUCTS: &[&str] = &[
-    "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector",
-    "io.k8s.api.core.v1.LocalObjectReference",
-    "io.k8s.api.core.v1.ObjectReference",
-    "io.k8s.api.core.v1.ConfigMapKeySelector",
-    "io.k8s.api.core.v1.SecretKeySelector",
-    "io.k8s.api.core.v1.ObjectFieldSelector",
-    "io.k8s.api.core.v1.ResourceFieldSelector",
-];
 
 /// Every generated component schema, and which definition each kind has.
 pub struct Definitions {
@@ -376,23 +221,7 @@ impl Definitions {
                 );
             }
         }
-        for rule in LIST_RULES {
-            apply_list_rule(&mut schemas, rule);
-        }
-        for (definition, property, strategy) in OBJECT_RULES {
-            if let Some(Value::Object(property)) = schemas
-                .get_mut(*definition)
-                .and_then(|s| s.get_mut("properties"))
-                .and_then(|p| p.get_mut(*property))
-            {
-                property.insert("x-kubernetes-patch-strategy".into(), (*strategy).into());
-            }
-        }
-        for name in ATOMIC_STRUCTS {
-            if let Some(Value::Object(schema)) = schemas.get_mut(*name) {
-                schema.insert("x-kubernetes-map-type".into(), "atomic".into());
-            }
-        }
+        apply_extensions(&mut schemas);
         Definitions {
             schemas,
             kinds,
@@ -600,26 +429,6 @@ fn list_schema(group: &str, version: &str, list_kind: &str, kind: &str, item: &s
     })
 }
 
-fn apply_list_rule(schemas: &mut Map<String, Value>, rule: &ListRule) {
-    let Some(Value::Object(property)) = schemas
-        .get_mut(rule.definition)
-        .and_then(|s| s.get_mut("properties"))
-        .and_then(|p| p.get_mut(rule.property))
-    else {
-        return;
-    };
-    if let Some(strategy) = rule.patch_strategy {
-        property.insert("x-kubernetes-patch-strategy".into(), strategy.into());
-    }
-    if let Some(key) = rule.merge_key {
-        property.insert("x-kubernetes-patch-merge-key".into(), key.into());
-    }
-    property.insert("x-kubernetes-list-type".into(), rule.list_type.into());
-    if !rule.map_keys.is_empty() {
-        property.insert("x-kubernetes-list-map-keys".into(), json!(rule.map_keys));
-    }
-}
-
 /// Definition names reachable from one, for tests.
 #[cfg(test)]
 pub fn reachable(name: &str) -> HashSet<String> {
@@ -657,7 +466,7 @@ mod tests {
 
     #[test]
     fn strategic_merge_extensions_are_present() {
-        let spec = &defs().schema(POD_SPEC).unwrap()["properties"];
+        let spec = &defs().schema("io.k8s.api.core.v1.PodSpec").unwrap()["properties"];
         assert_eq!(spec["containers"]["x-kubernetes-patch-merge-key"], "name");
         assert_eq!(spec["containers"]["x-kubernetes-patch-strategy"], "merge");
         assert_eq!(spec["containers"]["x-kubernetes-list-type"], "map");
@@ -665,7 +474,7 @@ mod tests {
             spec["volumes"]["x-kubernetes-patch-strategy"],
             "merge,retainKeys"
         );
-        let container = &defs().schema(CONTAINER).unwrap()["properties"];
+        let container = &defs().schema("io.k8s.api.core.v1.Container").unwrap()["properties"];
         assert_eq!(
             container["ports"]["x-kubernetes-list-map-keys"],
             json!(["containerPort", "protocol"])
@@ -690,15 +499,37 @@ mod tests {
             deployment["strategy"]["x-kubernetes-patch-strategy"],
             "retainKeys"
         );
-        // Every rule names a property that exists.
-        for rule in LIST_RULES {
-            let property = &defs().schema(rule.definition).unwrap()["properties"][rule.property];
-            assert_eq!(
-                property["x-kubernetes-list-type"], rule.list_type,
-                "{}.{}",
-                rule.definition, rule.property
-            );
+        // The kinds added with 1.35's catalog have theirs too.
+        let webhooks = &defs()
+            .schema("io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration")
+            .unwrap()["properties"];
+        assert_eq!(webhooks["webhooks"]["x-kubernetes-patch-merge-key"], "name");
+        let node_status = &defs().schema("io.k8s.api.core.v1.NodeStatus").unwrap()["properties"];
+        assert_eq!(
+            node_status["addresses"]["x-kubernetes-patch-merge-key"],
+            "type"
+        );
+        let selector = defs()
+            .schema("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector")
+            .unwrap();
+        assert_eq!(selector["x-kubernetes-map-type"], "atomic");
+        // Every property the generated table names exists in the generated schemas, when its
+        // definition does: a rename upstream would leave a rule that sets nothing.
+        let extensions: Value = serde_json::from_str(EXTENSIONS).unwrap();
+        let mut checked = 0;
+        for (definition, properties) in extensions["properties"].as_object().unwrap() {
+            let Some(schema) = defs().schema(definition) else {
+                continue;
+            };
+            for property in properties.as_object().unwrap().keys() {
+                assert!(
+                    schema["properties"].get(property).is_some(),
+                    "{definition}.{property}"
+                );
+                checked += 1;
+            }
         }
+        assert!(checked > 300, "only {checked} properties matched");
     }
 
     #[test]

@@ -177,14 +177,14 @@ enum Rule {
 
 /// One field of a type that matters to strategic merge patch, with the fields below it.
 #[derive(Debug)]
-struct Field {
+pub(super) struct Field {
     name: &'static str,
     rule: Rule,
     retain_keys: bool,
     fields: &'static [Field],
 }
 
-const fn nested(name: &'static str, fields: &'static [Field]) -> Field {
+pub(super) const fn nested(name: &'static str, fields: &'static [Field]) -> Field {
     Field {
         name,
         rule: Rule::Atomic,
@@ -193,7 +193,11 @@ const fn nested(name: &'static str, fields: &'static [Field]) -> Field {
     }
 }
 
-const fn keyed(name: &'static str, key: &'static str, fields: &'static [Field]) -> Field {
+pub(super) const fn keyed(
+    name: &'static str,
+    key: &'static str,
+    fields: &'static [Field],
+) -> Field {
     Field {
         name,
         rule: Rule::Keyed(key),
@@ -202,7 +206,7 @@ const fn keyed(name: &'static str, key: &'static str, fields: &'static [Field]) 
     }
 }
 
-const fn set(name: &'static str) -> Field {
+pub(super) const fn set(name: &'static str) -> Field {
     Field {
         name,
         rule: Rule::Set,
@@ -211,111 +215,33 @@ const fn set(name: &'static str) -> Field {
     }
 }
 
-const fn retained(field: Field) -> Field {
+pub(super) const fn retained(field: Field) -> Field {
     Field {
         retain_keys: true,
         ..field
     }
 }
 
-// Tables from the `patchStrategy` / `patchMergeKey` tags of k8s.io/api core/v1, apps/v1 and
-// apimachinery meta/v1. Untagged lists (tolerations, readinessGates, ServiceAccount
-// imagePullSecrets, Namespace spec.finalizers, container statuses, ...) are atomic.
 const NONE: &[Field] = &[];
-const OBJECT_META: &[Field] = &[keyed("ownerReferences", "uid", NONE), set("finalizers")];
-const CONTAINER: &[Field] = &[
-    keyed("ports", "containerPort", NONE),
-    keyed("env", "name", NONE),
-    keyed("volumeMounts", "mountPath", NONE),
-    keyed("volumeDevices", "devicePath", NONE),
-];
-const POD_SPEC: &[Field] = &[
-    retained(keyed("volumes", "name", NONE)),
-    keyed("initContainers", "name", CONTAINER),
-    keyed("containers", "name", CONTAINER),
-    keyed("ephemeralContainers", "name", CONTAINER),
-    keyed("imagePullSecrets", "name", NONE),
-    keyed("hostAliases", "ip", NONE),
-    keyed("topologySpreadConstraints", "topologyKey", NONE),
-    keyed("schedulingGates", "name", NONE),
-    retained(keyed("resourceClaims", "name", NONE)),
-    keyed("evictionResponders", "name", NONE),
-];
-const NODE_ALLOCATABLE_CLAIM_STATUS: &[Field] = &[
-    keyed("mapping", "name", NONE),
-    keyed("overhead", "name", NONE),
-];
-const POD_STATUS: &[Field] = &[
-    keyed("conditions", "type", NONE),
-    keyed("hostIPs", "ip", NONE),
-    keyed("podIPs", "ip", NONE),
-    retained(keyed("resourceClaimStatuses", "name", NONE)),
-    keyed(
-        "nodeAllocatableResourceClaimStatuses",
-        "resourceClaimName",
-        NODE_ALLOCATABLE_CLAIM_STATUS,
-    ),
-];
-const CONDITIONS: &[Field] = &[keyed("conditions", "type", NONE)];
-const POD_TEMPLATE: &[Field] = &[nested("metadata", OBJECT_META), nested("spec", POD_SPEC)];
-const WORKLOAD_SPEC: &[Field] = &[nested("template", POD_TEMPLATE)];
-const DEPLOYMENT_SPEC: &[Field] = &[
-    nested("template", POD_TEMPLATE),
-    retained(nested("strategy", NONE)),
-];
-const SERVICE_SPEC: &[Field] = &[keyed("ports", "port", NONE)];
 
-const OBJECT: &[Field] = &[nested("metadata", OBJECT_META)];
-const POD: &[Field] = &[
-    nested("metadata", OBJECT_META),
-    nested("spec", POD_SPEC),
-    nested("status", POD_STATUS),
-];
-const SERVICE: &[Field] = &[
-    nested("metadata", OBJECT_META),
-    nested("spec", SERVICE_SPEC),
-    nested("status", CONDITIONS),
-];
-const SERVICE_ACCOUNT: &[Field] = &[
-    nested("metadata", OBJECT_META),
-    keyed("secrets", "name", NONE),
-];
-const NAMESPACE: &[Field] = &[
-    nested("metadata", OBJECT_META),
-    nested("status", CONDITIONS),
-];
-const DEPLOYMENT: &[Field] = &[
-    nested("metadata", OBJECT_META),
-    nested("spec", DEPLOYMENT_SPEC),
-    nested("status", CONDITIONS),
-];
-const WORKLOAD: &[Field] = &[
-    nested("metadata", OBJECT_META),
-    nested("spec", WORKLOAD_SPEC),
-    nested("status", CONDITIONS),
-];
+/// What a kind that is not built in has: `metadata`'s rules.
+const OBJECT: &[Field] = &[nested(
+    "metadata",
+    &[keyed("ownerReferences", "uid", &[]), set("finalizers")],
+)];
 
-/// The patch metadata of the built-in kinds the server stores.
-///
-/// Kinds it does not describe (ConfigMap, Secret, Event, RBAC, Lease, ...) have no tagged
-/// lists outside `metadata`, so they get the `ObjectMeta` rules only.
+/// The patch metadata of the built-in kinds the server stores, generated from upstream's
+/// OpenAPI definitions (`super::merge_keys`, by scripts/generate-merge-keys).
 #[derive(Debug, Clone, Copy)]
 pub struct BuiltinPatchMeta {
     root: &'static [Field],
 }
 
 impl BuiltinPatchMeta {
-    /// The patch metadata of `kind` in API group `group` (`""` for the core group).
-    pub fn for_kind(group: &str, kind: &str) -> Self {
-        let root = match (group, kind) {
-            ("", "Pod") => POD,
-            ("", "Service") => SERVICE,
-            ("", "ServiceAccount") => SERVICE_ACCOUNT,
-            ("", "Namespace") => NAMESPACE,
-            ("apps", "Deployment") => DEPLOYMENT,
-            ("apps", "StatefulSet" | "DaemonSet" | "ReplicaSet") => WORKLOAD,
-            _ => OBJECT,
-        };
+    /// The patch metadata of `kind` at `group`/`version` (`""` for the core group); a kind
+    /// that is not built in has only `metadata`'s.
+    pub fn for_kind(group: &str, version: &str, kind: &str) -> Self {
+        let root = super::merge_keys::root(group, version, kind).unwrap_or(OBJECT);
         BuiltinPatchMeta { root }
     }
 
@@ -965,13 +891,13 @@ mod tests {
     use super::*;
 
     fn patched(kind: (&str, &str), mut object: Value, patch: Value) -> Value {
-        let meta = BuiltinPatchMeta::for_kind(kind.0, kind.1);
+        let meta = BuiltinPatchMeta::for_kind(kind.0, "v1", kind.1);
         apply(&mut object, &patch, &meta).expect("patch applies");
         object
     }
 
     fn rejected(kind: (&str, &str), object: Value, patch: Value) -> StrategicError {
-        let meta = BuiltinPatchMeta::for_kind(kind.0, kind.1);
+        let meta = BuiltinPatchMeta::for_kind(kind.0, "v1", kind.1);
         let mut target = object.clone();
         let err = apply(&mut target, &patch, &meta).expect_err("patch is rejected");
         assert_eq!(
@@ -1634,7 +1560,7 @@ mod tests {
 
     #[test]
     fn builtin_meta_knows_the_upstream_tags() {
-        let deploy = BuiltinPatchMeta::for_kind("apps", "Deployment");
+        let deploy = BuiltinPatchMeta::for_kind("apps", "v1", "Deployment");
         let merge = |key: &str| Strategy::Merge {
             key: Some(key.to_owned()),
         };
@@ -1658,7 +1584,7 @@ mod tests {
         assert!(deploy.retain_keys(&["spec", "template", "spec", "volumes"]));
         assert!(!deploy.retain_keys(&["spec", "template", "spec", "containers"]));
 
-        let pod = BuiltinPatchMeta::for_kind("", "Pod");
+        let pod = BuiltinPatchMeta::for_kind("", "v1", "Pod");
         assert_eq!(
             pod.list_strategy(&["spec", "topologySpreadConstraints"]),
             merge("topologyKey")
@@ -1675,7 +1601,7 @@ mod tests {
         assert_eq!(pod.list_strategy(&["status", "podIPs"]), merge("ip"));
         assert!(pod.retain_keys(&["spec", "resourceClaims"]));
 
-        let ns = BuiltinPatchMeta::for_kind("", "Namespace");
+        let ns = BuiltinPatchMeta::for_kind("", "v1", "Namespace");
         assert_eq!(ns.list_strategy(&["spec", "finalizers"]), Strategy::Replace);
         assert_eq!(
             ns.list_strategy(&["metadata", "finalizers"]),
@@ -1683,7 +1609,7 @@ mod tests {
         );
 
         for kind in ["StatefulSet", "DaemonSet", "ReplicaSet"] {
-            let meta = BuiltinPatchMeta::for_kind("apps", kind);
+            let meta = BuiltinPatchMeta::for_kind("apps", "v1", kind);
             assert_eq!(
                 meta.list_strategy(&["spec", "template", "spec", "containers", "env"]),
                 merge("name")
@@ -1691,8 +1617,51 @@ mod tests {
             assert!(!meta.retain_keys(&["spec", "strategy"]));
         }
         assert_eq!(
-            BuiltinPatchMeta::for_kind("", "Service").list_strategy(&["spec", "ports"]),
+            BuiltinPatchMeta::for_kind("", "v1", "Service").list_strategy(&["spec", "ports"]),
             merge("port")
+        );
+    }
+
+    #[test]
+    fn every_built_in_kind_has_its_upstream_tags() {
+        let merge = |key: &str| Strategy::Merge {
+            key: Some(key.to_owned()),
+        };
+        let job = BuiltinPatchMeta::for_kind("batch", "v1", "Job");
+        assert_eq!(
+            job.list_strategy(&["spec", "template", "spec", "containers"]),
+            merge("name")
+        );
+        let cron = BuiltinPatchMeta::for_kind("batch", "v1", "CronJob");
+        assert_eq!(
+            cron.list_strategy(&[
+                "spec",
+                "jobTemplate",
+                "spec",
+                "template",
+                "spec",
+                "containers",
+                "env"
+            ]),
+            merge("name")
+        );
+        let rc = BuiltinPatchMeta::for_kind("", "v1", "ReplicationController");
+        assert!(rc.retain_keys(&["spec", "template", "spec", "volumes"]));
+        let webhooks = BuiltinPatchMeta::for_kind(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingWebhookConfiguration",
+        );
+        assert_eq!(webhooks.list_strategy(&["webhooks"]), merge("name"));
+        let node = BuiltinPatchMeta::for_kind("", "v1", "Node");
+        assert_eq!(node.list_strategy(&["status", "addresses"]), merge("type"));
+        assert_eq!(node.list_strategy(&["spec", "taints"]), Strategy::Replace);
+        // Not built in: metadata's rules only.
+        let widget = BuiltinPatchMeta::for_kind("example.com", "v1", "Widget");
+        assert_eq!(widget.list_strategy(&["spec", "items"]), Strategy::Replace);
+        assert_eq!(
+            widget.list_strategy(&["metadata", "ownerReferences"]),
+            merge("uid")
         );
     }
 }

@@ -643,7 +643,11 @@ impl Store {
             match patch_type {
                 PatchType::Merge => patch::merge_patch(&mut patched, &patch_doc),
                 PatchType::Strategic => {
-                    let meta = patch::strategic::BuiltinPatchMeta::for_kind(&rt.group, &rt.kind);
+                    let meta = patch::strategic::BuiltinPatchMeta::for_kind(
+                        &rt.group,
+                        &rt.version,
+                        &rt.kind,
+                    );
                     patch::strategic::apply(&mut patched, &patch_doc, &meta)
                         .map_err(|err| patch_failed(rt, name, err.is_bad_request(), &err))?
                 }
