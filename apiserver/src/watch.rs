@@ -255,11 +255,6 @@ impl WatchCache {
         self.latest.subscribe()
     }
 
-    /// The revision of the newest cached event (or the revision the cache started at).
-    pub fn latest(&self) -> Revision {
-        *self.latest.borrow()
-    }
-
     /// The object stored under `key` at `revision`, as the cache decoded it (at the storage
     /// version, with its `resourceVersion`), when the cache still holds that write.
     pub fn object(&self, key: &str, revision: Revision) -> Option<Arc<Value>> {
@@ -291,10 +286,6 @@ impl WatchCache {
             }
         }
         Ok((out, seen))
-    }
-
-    pub fn backend(&self) -> &Arc<dyn Backend> {
-        &self.backend
     }
 }
 
