@@ -582,6 +582,103 @@ async fn a_placement_that_selects_nothing_says_why() {
     placement_condition(&api, "empty", "Progressing", "NoClustersSelected").await;
 }
 
+/// Rollout values that do not parse are refused by the CRD's schema, naming the field; under a
+/// CRD without those rules (one installed before them) the hub says `InvalidSpec` and stamps
+/// nothing, never reading the value as zero.
+#[tokio::test]
+async fn invalid_rollout_values_are_refused_or_reported_never_read_as_zero() {
+    let (hub, mut east) = start().await;
+    let api: Api<atoll_api::placement::WorkPlacement> =
+        Api::namespaced(hub.client.clone(), "default");
+    let bad = [
+        (
+            json!({"minSuccessTime": "5 minutes"}),
+            "spec.rolloutStrategy.minSuccessTime",
+        ),
+        (
+            json!({"progressDeadline": "10"}),
+            "spec.rolloutStrategy.progressDeadline",
+        ),
+        (
+            json!({"maxConcurrency": "lots"}),
+            "spec.rolloutStrategy.maxConcurrency",
+        ),
+        (
+            json!({"maxFailures": -1}),
+            "spec.rolloutStrategy.maxFailures",
+        ),
+    ];
+    for (strategy, field) in bad {
+        let refused = api
+            .create(
+                &PostParams::default(),
+                &placement("odd", json!({}), strategy.clone(), vec![configmap("x")]),
+            )
+            .await;
+        match refused {
+            Err(kube::Error::Api(e)) => {
+                assert_eq!(e.code, 422, "{strategy}: {e:?}");
+                assert!(e.message.contains(field), "{strategy}: {}", e.message);
+            }
+            other => panic!("{strategy} was not refused: {other:?}"),
+        }
+    }
+
+    // A CRD from before the patterns: the hub itself refuses the value.
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(hub.client.clone());
+    let mut crd =
+        serde_json::to_value(crds.get("workplacements.atoll.dev").await.unwrap()).unwrap();
+    let duration = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/rolloutStrategy/properties/minSuccessTime";
+    let rules = crd
+        .pointer_mut(duration)
+        .and_then(Value::as_object_mut)
+        .unwrap();
+    assert!(
+        rules.remove("pattern").is_some(),
+        "the CRD has no pattern: {rules:?}"
+    );
+    crds.replace(
+        "workplacements.atoll.dev",
+        &PostParams::default(),
+        &serde_json::from_value(crd).unwrap(),
+    )
+    .await
+    .unwrap();
+    let strategy = json!({"type": "Progressive", "minSuccessTime": "5 minutes"});
+    assert!(
+        eventually(WAIT, || async {
+            api.create(
+                &PostParams::default(),
+                &placement("odd", json!({}), strategy.clone(), vec![configmap("x")]),
+            )
+            .await
+            .is_ok()
+        })
+        .await,
+        "the CRD still refuses the value"
+    );
+    let status = placement_condition(&api, "odd", "Progressing", "InvalidSpec").await;
+    let message = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Progressing")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    assert_eq!(
+        message,
+        "spec.rolloutStrategy.minSuccessTime: Invalid value: \"5 minutes\": a duration is whole hours, minutes and seconds, such as 90s, 5m or 1h30m"
+    );
+    assert_eq!(status.selected, 1);
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    assert!(
+        works.get_opt("default.odd").await.unwrap().is_none(),
+        "a Work was stamped"
+    );
+    assert_eq!(greeting(&east).await, None);
+    east.stop_agent().await;
+}
+
 #[tokio::test]
 async fn update_strategies_field_conflicts_and_the_size_limit() {
     let (hub, mut east) = start().await;
@@ -1559,5 +1656,79 @@ async fn an_agent_with_hundreds_of_works_reconnects_and_converges() {
         "the restarted agent did not converge: {} of {COUNT} applied",
         applied_count(&works).await
     );
+    east.stop_agent().await;
+}
+
+/// A Work changed while its agent re-applies it (resync, drift correction) ends at its last
+/// version: a re-apply of the version before never lands after the new one, and never becomes
+/// the version later resyncs apply.
+#[tokio::test]
+async fn changes_during_resyncs_end_at_the_last_version() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    // Resyncs far more often than a real agent, so that changes arrive while one is under way.
+    let mut east = Member::start_with_resync(&hub, "east", Duration::from_millis(20)).await;
+    hub.wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    let manifests = |i: usize| {
+        vec![
+            configmap(&format!("v{i}")),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("extra-{i}"), "namespace": "default"}}),
+        ]
+    };
+    works
+        .create(&PostParams::default(), &work("busy", "east", manifests(0)))
+        .await
+        .unwrap();
+    work_condition(&works, "busy", "Applied", "True").await;
+    const CHANGES: usize = 40;
+    for i in 1..=CHANGES {
+        let patch = json!({"spec": {"workload": {"manifests": manifests(i)}}});
+        works
+            .patch("busy", &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(7 * (i as u64 % 9))).await;
+    }
+    let generation = works.get("busy").await.unwrap().metadata.generation;
+    let last = format!("v{CHANGES}");
+    let applied: Api<AppliedWork> = Api::all(east.client.clone());
+    let settled = eventually(WAIT, || async {
+        let record = applied.get_opt("busy").await.unwrap();
+        let recorded = record
+            .and_then(|a| a.metadata.annotations)
+            .and_then(|a| a.get("atoll.dev/work-generation").cloned());
+        greeting(&east).await.as_deref() == Some(last.as_str())
+            && recorded == generation.map(|g| g.to_string())
+    })
+    .await;
+    assert!(settled, "east has {:?}, not {last}", greeting(&east).await);
+    // And stays there through many more resyncs.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(greeting(&east).await.as_deref(), Some(last.as_str()));
+    let extras: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
+    let names: Vec<String> = extras
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .filter(|n| n.starts_with("extra-"))
+        .collect();
+    assert_eq!(
+        names,
+        vec![format!("extra-{CHANGES}")],
+        "what earlier versions held stays"
+    );
+    let reported = work_condition(&works, "busy", "Applied", "True").await;
+    let observed = reported
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Applied")
+        .and_then(|c| c.observed_generation);
+    assert_eq!(observed, generation, "the hub was told of another version");
     east.stop_agent().await;
 }

@@ -1,6 +1,8 @@
 //! WorkPlacement (`atoll.dev/v1alpha1`): manifests fanned out to the member clusters a selector
 //! picks, one Work per cluster, rolled out all at once or progressively.
 
+use std::time::Duration;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube_derive::CustomResource;
@@ -63,20 +65,151 @@ pub struct RolloutStrategy {
     /// `All` at once (the default) or `Progressive`.
     #[serde(rename = "type", default)]
     pub type_: RolloutType,
-    /// Clusters updated at once under `Progressive`: a number or a percentage.
+    /// Clusters updated at once under `Progressive`: a number or a percentage (default 25%).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::schema::int_or_string")]
+    #[schemars(schema_with = "crate::schema::count_or_percent")]
     pub max_concurrency: Option<IntOrString>,
     /// Failed clusters tolerated before the rollout stops: a number or a percentage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "crate::schema::int_or_string")]
+    #[schemars(schema_with = "crate::schema::count_or_percent")]
     pub max_failures: Option<IntOrString>,
     /// How long a cluster must stay available before the next ones start, e.g. `1m`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::duration")]
     pub min_success_time: Option<String>,
     /// How long a cluster may take to become available before it counts as failed, e.g. `10m`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::schema::duration")]
     pub progress_deadline: Option<String>,
+}
+
+/// A rollout strategy's values, checked, for a placement that selects `total` clusters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RolloutSettings {
+    /// Clusters updated at once (at least 1).
+    pub concurrency: usize,
+    /// Failed clusters tolerated.
+    pub max_failures: usize,
+    /// How long a cluster stays available before it counts as done.
+    pub min_success: Duration,
+    /// How long a cluster may take before it counts as failed.
+    pub deadline: Option<Duration>,
+}
+
+/// A field of a spec that holds a value it may not, said as kube-apiserver says it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: Invalid value: {value}: {why}")]
+pub struct InvalidField {
+    /// The field's path, e.g. `spec.rolloutStrategy.minSuccessTime`.
+    pub field: String,
+    /// The value as written, quoted as JSON.
+    pub value: String,
+    /// What a valid value looks like.
+    pub why: String,
+}
+
+impl RolloutStrategy {
+    /// The strategy's values for a placement selecting `total` clusters, or the first field that
+    /// is not valid (an invalid value is never read as a default).
+    pub fn settings(&self, total: usize) -> Result<RolloutSettings, InvalidField> {
+        let field = |name: &str| format!("spec.rolloutStrategy.{name}");
+        let count = |name: &str, value: &IntOrString| {
+            scaled(value, total).map_err(|why| InvalidField {
+                field: field(name),
+                value: quoted(value),
+                why,
+            })
+        };
+        let time = |name: &str, text: &str| {
+            parse_duration(text).map_err(|why| InvalidField {
+                field: field(name),
+                value: serde_json::Value::from(text).to_string(),
+                why,
+            })
+        };
+        let concurrency = match &self.max_concurrency {
+            Some(value) => count("maxConcurrency", value)?,
+            None => total.div_ceil(4),
+        };
+        Ok(RolloutSettings {
+            concurrency: concurrency.max(1),
+            max_failures: match &self.max_failures {
+                Some(value) => count("maxFailures", value)?,
+                None => 0,
+            },
+            min_success: match &self.min_success_time {
+                Some(text) => time("minSuccessTime", text)?,
+                None => Duration::ZERO,
+            },
+            deadline: match &self.progress_deadline {
+                Some(text) => Some(time("progressDeadline", text)?),
+                None => None,
+            },
+        })
+    }
+}
+
+fn quoted(value: &IntOrString) -> String {
+    match value {
+        IntOrString::Int(n) => n.to_string(),
+        IntOrString::String(s) => serde_json::Value::from(s.as_str()).to_string(),
+    }
+}
+
+/// The pattern of a duration: whole hours, minutes and seconds, in any order and summed.
+pub const DURATION_PATTERN: &str = "^([0-9]+[hms])+$";
+
+/// Parses a duration such as `90s`, `5m` or `1h30m` (the units `h`, `m` and `s`, summed).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    const WHAT: &str = "a duration is whole hours, minutes and seconds, such as 90s, 5m or 1h30m";
+    let mut total: u64 = 0;
+    let mut number: Option<u64> = None;
+    for c in text.chars() {
+        if let Some(digit) = c.to_digit(10) {
+            let n = number
+                .unwrap_or(0)
+                .checked_mul(10)
+                .and_then(|n| n.checked_add(u64::from(digit)))
+                .ok_or_else(|| format!("{WHAT}, at most 100 years"))?;
+            number = Some(n);
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            _ => return Err(WHAT.to_owned()),
+        };
+        let n = number.take().ok_or_else(|| WHAT.to_owned())?;
+        total = n
+            .checked_mul(unit)
+            .and_then(|s| total.checked_add(s))
+            .filter(|s| *s <= 100 * 366 * 86_400)
+            .ok_or_else(|| format!("{WHAT}, at most 100 years"))?;
+    }
+    if number.is_some() || text.is_empty() {
+        return Err(WHAT.to_owned());
+    }
+    Ok(Duration::from_secs(total))
+}
+
+/// The pattern of a percentage of clusters.
+pub const PERCENT_PATTERN: &str = "^[0-9]+%$";
+
+/// A count, or a percentage of `total` rounded up.
+pub fn scaled(value: &IntOrString, total: usize) -> Result<usize, String> {
+    const WHAT: &str = "must be a number of clusters or a percentage such as 25%";
+    match value {
+        IntOrString::Int(n) => usize::try_from(*n).map_err(|_| format!("{WHAT}, not negative")),
+        IntOrString::String(s) => {
+            let percent: usize = s
+                .strip_suffix('%')
+                .filter(|p| !p.is_empty() && p.len() <= 6 && p.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|p| p.parse().ok())
+                .ok_or_else(|| WHAT.to_owned())?;
+            Ok(total.saturating_mul(percent).div_ceil(100))
+        }
+    }
 }
 
 /// The rollout type of a WorkPlacement.
@@ -136,4 +269,93 @@ pub struct FailedCluster {
     /// What went wrong, for people.
     #[serde(default)]
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_and_invalid_ones_are_errors() {
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        for bad in [
+            "",
+            "10",
+            "5x",
+            "m",
+            "1.5h",
+            "-1s",
+            " 5m",
+            "99999999999999999999999h",
+            "5000000000h",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} parsed");
+        }
+        // The CRD's pattern and the parser agree.
+        let pattern = regex::Regex::new(DURATION_PATTERN).unwrap();
+        for text in [
+            "1m30s", "2h", "0s", "1h1h", "", "10", "5x", "1.5h", " 5m", "m",
+        ] {
+            assert_eq!(
+                pattern.is_match(text),
+                parse_duration(text).is_ok(),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn counts_and_percentages_scale_and_invalid_ones_are_errors() {
+        assert_eq!(scaled(&IntOrString::Int(3), 10), Ok(3));
+        assert_eq!(scaled(&IntOrString::String("25%".into()), 10), Ok(3));
+        assert_eq!(scaled(&IntOrString::String("0%".into()), 10), Ok(0));
+        assert_eq!(scaled(&IntOrString::String("150%".into()), 10), Ok(15));
+        let pattern = regex::Regex::new(PERCENT_PATTERN).unwrap();
+        for bad in ["", "%", "abc%", "25", "-5%", "2.5%", "9999999999%"] {
+            assert!(
+                scaled(&IntOrString::String(bad.into()), 10).is_err(),
+                "{bad:?}"
+            );
+            // The schema's maxLength refuses the long one.
+            assert!(!pattern.is_match(bad) || bad.len() > 8, "{bad:?}");
+        }
+        assert!(scaled(&IntOrString::Int(-1), 10).is_err());
+    }
+
+    #[test]
+    fn settings_name_the_field_at_fault() {
+        let strategy = RolloutStrategy {
+            min_success_time: Some("5 minutes".into()),
+            ..RolloutStrategy::default()
+        };
+        let error = strategy.settings(4).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "spec.rolloutStrategy.minSuccessTime: Invalid value: \"5 minutes\": a duration is whole hours, minutes and seconds, such as 90s, 5m or 1h30m"
+        );
+        let strategy = RolloutStrategy {
+            max_failures: Some(IntOrString::String("lots".into())),
+            ..RolloutStrategy::default()
+        };
+        assert_eq!(
+            strategy.settings(4).unwrap_err().field,
+            "spec.rolloutStrategy.maxFailures"
+        );
+        let defaults = RolloutStrategy::default().settings(10).unwrap();
+        assert_eq!(
+            defaults,
+            RolloutSettings {
+                concurrency: 3,
+                max_failures: 0,
+                min_success: Duration::ZERO,
+                deadline: None
+            }
+        );
+        assert_eq!(
+            RolloutStrategy::default().settings(0).unwrap().concurrency,
+            1
+        );
+    }
 }

@@ -49,19 +49,31 @@ pub(crate) fn preserve_unknown(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
-/// An integer or a string such as `25%`.
-pub(crate) fn int_or_string(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({
-        "x-kubernetes-int-or-string": true,
-        "anyOf": [{"type": "integer"}, {"type": "string"}],
-    })
-}
-
 /// A `resource.Quantity`: an integer or a string such as `256Mi`.
 pub(crate) fn quantity(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
         "x-kubernetes-int-or-string": true,
         "anyOf": [{"type": "integer"}, {"type": "string"}],
         "pattern": "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$",
+    })
+}
+
+/// A duration such as `90s`, `5m` or `1h30m` (see `placement::parse_duration`).
+pub(crate) fn duration(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "string",
+        "maxLength": 32,
+        "pattern": crate::placement::DURATION_PATTERN,
+    })
+}
+
+/// A number of clusters, or a percentage of them such as `25%`.
+pub(crate) fn count_or_percent(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "x-kubernetes-int-or-string": true,
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "minimum": 0,
+        "maxLength": 8,
+        "pattern": crate::placement::PERCENT_PATTERN,
     })
 }

@@ -23,11 +23,6 @@ use crate::output::{self, Format};
 /// How often `--wait` looks again.
 const POLL: Duration = Duration::from_millis(50);
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    atoll_hub::placement::parse_duration(text)
-        .ok_or_else(|| format!("{text:?} is not a duration like 90s or 5m"))
-}
-
 fn parse_label(text: &str) -> Result<(String, String), String> {
     text.split_once('=')
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -98,7 +93,7 @@ pub struct CreateArgs {
     #[arg(long)]
     wait: bool,
     /// How long `--wait` (and a restore) waits.
-    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    #[arg(long, default_value = "2m", value_parser = atoll_api::placement::parse_duration)]
     timeout: Duration,
 }
 

@@ -132,7 +132,7 @@ struct HostedTarget {
     #[arg(short = 'n', long, default_value = atoll_api::names::HOSTED_CLUSTERS_NAMESPACE)]
     namespace: String,
     /// How long `--wait` waits.
-    #[arg(long, default_value = "2m", value_parser = |t: &str| atoll_hub::placement::parse_duration(t).ok_or_else(|| format!("{t:?} is not a duration like 90s or 5m")))]
+    #[arg(long, default_value = "2m", value_parser = atoll_api::placement::parse_duration)]
     timeout: std::time::Duration,
 }
 

@@ -25,13 +25,17 @@ fn parse_duration(text: &str) -> Result<Option<Duration>, String> {
     let n: u64 = number
         .parse()
         .map_err(|_| format!("{text:?} is not a duration like 30m, 24h or 7d (0: no expiry)"))?;
-    let seconds = match unit {
-        "s" => n,
-        "m" => n * 60,
-        "h" | "" => n * 3600,
-        "d" => n * 86400,
+    let unit_seconds: u64 = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" | "" => 3600,
+        "d" => 86400,
         _ => return Err(format!("{text:?}: unknown unit {unit:?}; use s, m, h or d")),
     };
+    let seconds = n
+        .checked_mul(unit_seconds)
+        .filter(|s| *s <= 100 * 366 * 86400)
+        .ok_or_else(|| format!("{text:?} is longer than 100 years"))?;
     if seconds == 0 {
         return Ok(None);
     }

@@ -215,12 +215,8 @@ pub async fn apply(client: kube::Client, args: ApplyArgs) -> anyhow::Result<()> 
     if !args.wait {
         return Ok(());
     }
-    let timeout = atoll_hub::placement::parse_duration(&args.timeout).with_context(|| {
-        format!(
-            "--timeout {:?} is not a duration like 90s or 5m",
-            args.timeout
-        )
-    })?;
+    let timeout = atoll_api::placement::parse_duration(&args.timeout)
+        .map_err(|why| anyhow::anyhow!("--timeout {:?}: {why}", args.timeout))?;
     wait(
         &api,
         &name,

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use atoll_api::names::{
     CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING, FINALIZER_WORK_CLEANUP,
 };
-use atoll_api::placement::{FailedCluster, RolloutType, WorkPlacement, WorkPlacementStatus};
+use atoll_api::placement::{
+    FailedCluster, InvalidField, RolloutType, WorkPlacement, WorkPlacementStatus,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::watch;
@@ -82,41 +83,6 @@ pub fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> b
         })
     });
     plain && expressions
-}
-
-/// `1m30s`-style durations: `s`, `m`, `h` units, summed.
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let mut total = 0u64;
-    let mut number = String::new();
-    for c in text.trim().chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
-        }
-        let n: u64 = number.parse().ok()?;
-        number.clear();
-        total += match c {
-            's' => n,
-            'm' => n * 60,
-            'h' => n * 3600,
-            _ => return None,
-        };
-    }
-    if !number.is_empty() {
-        return None;
-    }
-    Some(Duration::from_secs(total))
-}
-
-/// A count or a percentage of `total` (rounded up, at least 1 when the percentage is not 0).
-fn scaled(value: &IntOrString, total: usize) -> usize {
-    match value {
-        IntOrString::Int(n) => (*n).max(0) as usize,
-        IntOrString::String(s) => {
-            let percent: usize = s.trim_end_matches('%').parse().unwrap_or(0);
-            (total * percent).div_ceil(100)
-        }
-    }
 }
 
 /// The placement loop: watches WorkPlacements and reconciles them whenever membership, labels,
@@ -206,25 +172,13 @@ async fn delete_work(client: &kube::Client, cluster: &str, name: &str) {
     }
 }
 
-async fn reconcile(
-    placement: &WorkPlacement,
-    index: &WorkIndex,
-    fleet: &Fleet,
-    client: &kube::Client,
-    timings: &mut HashMap<(String, String), Timing>,
-    written: &mut HashMap<String, WorkPlacementStatus>,
-) -> kube::Result<()> {
-    let key = key(placement);
-    let generation = placement.metadata.generation.unwrap_or(0);
-    if placement.metadata.deletion_timestamp.is_some() {
-        return Ok(());
-    }
+/// The clusters a placement selects (sorted), and the ClusterSet it names if that does not exist.
+fn select(placement: &WorkPlacement, fleet: &Fleet) -> (Vec<String>, Option<String>) {
     let selector = &placement.spec.cluster_selector;
-    let sets = fleet.cluster_sets();
     let missing_set = selector
         .cluster_set
         .as_ref()
-        .filter(|s| !sets.contains(*s))
+        .filter(|s| !fleet.cluster_sets().contains(*s))
         .cloned();
     let mut selected: Vec<String> = fleet
         .members()
@@ -246,22 +200,40 @@ async fn reconcile(
         .map(|m| m.name)
         .collect();
     selected.sort();
-    let stamped = index.stamped(&key);
-    let now = Instant::now();
-    let strategy = &placement.spec.rollout_strategy;
-    let min_success = strategy
-        .min_success_time
-        .as_deref()
-        .and_then(parse_duration)
-        .unwrap_or_default();
-    let deadline = strategy
-        .progress_deadline
-        .as_deref()
-        .and_then(parse_duration);
+    (selected, missing_set)
+}
 
-    // Where each selected cluster stands.
-    let mut progress: Vec<(String, Progress)> = Vec::new();
-    for cluster in &selected {
+/// What a placement's rollout does now.
+#[derive(Debug)]
+struct Plan {
+    /// Where each selected cluster stands.
+    progress: Vec<(String, Progress)>,
+    /// The clusters whose Work to stamp with the current generation.
+    to_stamp: Vec<String>,
+    /// Failed clusters and how many the strategy tolerates, when that stops the rollout.
+    halted: Option<(usize, usize)>,
+    /// Why the rollout strategy cannot be followed: nothing is stamped.
+    invalid: Option<InvalidField>,
+}
+
+/// Plans a placement's rollout: where each selected cluster stands (`timings` remembers when
+/// each was stamped and became available) and which to stamp now.
+fn rollout_plan(
+    placement: &WorkPlacement,
+    selected: &[String],
+    stamped: &HashMap<String, (String, Entry)>,
+    timings: &mut HashMap<(String, String), Timing>,
+    now: Instant,
+) -> Plan {
+    let key = key(placement);
+    let generation = placement.metadata.generation.unwrap_or(0);
+    let strategy = &placement.spec.rollout_strategy;
+    let settings = strategy.settings(selected.len());
+    let (min_success, deadline) = settings
+        .as_ref()
+        .map_or((Duration::ZERO, None), |s| (s.min_success, s.deadline));
+    let mut progress = Vec::with_capacity(selected.len());
+    for cluster in selected {
         let state = match stamped.get(cluster) {
             Some((_, entry))
                 if entry
@@ -289,76 +261,58 @@ async fn reconcile(
         };
         progress.push((cluster.clone(), state));
     }
-
-    // What to stamp now.
+    let settings = match settings {
+        Ok(settings) => settings,
+        Err(invalid) => {
+            return Plan {
+                progress,
+                to_stamp: Vec::new(),
+                halted: None,
+                invalid: Some(invalid),
+            };
+        }
+    };
     let failures = progress
         .iter()
         .filter(|(_, p)| matches!(p, Progress::Failed(..)))
         .count();
-    let max_failures = strategy
-        .max_failures
-        .as_ref()
-        .map_or(0, |v| scaled(v, selected.len()));
-    let halted = strategy.type_ == RolloutType::Progressive && failures > max_failures;
-    let outdated: Vec<&String> = progress
+    let progressive = strategy.type_ == RolloutType::Progressive;
+    let halted = (progressive && failures > settings.max_failures)
+        .then_some((failures, settings.max_failures));
+    let outdated = progress
         .iter()
         .filter(|(_, p)| *p == Progress::Outdated)
-        .map(|(c, _)| c)
-        .collect();
-    let to_stamp: Vec<&String> = match strategy.type_ {
-        RolloutType::All => outdated,
-        RolloutType::Progressive if halted => Vec::new(),
-        RolloutType::Progressive => {
-            let concurrency = strategy
-                .max_concurrency
-                .as_ref()
-                .map_or(selected.len().div_ceil(4), |v| scaled(v, selected.len()))
-                .max(1);
-            let in_flight = progress
-                .iter()
-                .filter(|(_, p)| matches!(p, Progress::Updating | Progress::Soaking))
-                .count();
-            outdated
-                .into_iter()
-                .take(concurrency.saturating_sub(in_flight))
-                .collect()
-        }
+        .map(|(c, _)| c.clone());
+    let to_stamp = if !progressive {
+        outdated.collect()
+    } else if halted.is_some() {
+        Vec::new()
+    } else {
+        let in_flight = progress
+            .iter()
+            .filter(|(_, p)| matches!(p, Progress::Updating | Progress::Soaking))
+            .count();
+        outdated
+            .take(settings.concurrency.saturating_sub(in_flight))
+            .collect()
     };
-    // Stamp concurrently: each is one write, and a large fleet has thousands.
-    let manifests = Arc::new(placement.spec.manifests.clone());
-    let owned: Vec<String> = to_stamp.iter().map(|c| (*c).clone()).collect();
-    let mut stamped_now = Vec::new();
-    for chunk in owned.chunks(STAMP_CONCURRENCY) {
-        let mut writes = Vec::with_capacity(chunk.len());
-        for cluster in chunk {
-            writes.push(stamp(
-                client.clone(),
-                key.clone(),
-                cluster.clone(),
-                generation,
-                manifests.clone(),
-            ));
-        }
-        stamped_now.extend(futures::future::join_all(writes).await);
+    Plan {
+        progress,
+        to_stamp,
+        halted,
+        invalid: None,
     }
-    for (cluster, result) in stamped_now {
-        result?;
-        timings.insert(
-            (key.clone(), cluster),
-            Timing {
-                generation,
-                stamped: now,
-                available_since: None,
-            },
-        );
-    }
-    for (cluster, (name, _)) in &stamped {
-        if !selected.contains(cluster) {
-            delete_work(client, cluster, name).await;
-        }
-    }
+}
 
-    // Status.
+/// A placement's status, from its plan and what its clusters reported.
+fn status_of(
+    placement: &WorkPlacement,
+    plan: &Plan,
+    stamped: &HashMap<String, (String, Entry)>,
+    missing_set: Option<&str>,
+    previous: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+) -> WorkPlacementStatus {
+    let generation = placement.metadata.generation.unwrap_or(0);
     let current = |cluster: &str| {
         stamped.get(cluster).map(|(_, e)| e).filter(|e| {
             e.placement.as_ref().is_some_and(|(_, g)| *g == generation)
@@ -366,15 +320,16 @@ async fn reconcile(
         })
     };
     let count = |f: &dyn Fn(&Entry) -> bool| {
-        selected
+        plan.progress
             .iter()
-            .filter(|c| current(c).is_some_and(f))
+            .filter(|(c, _)| current(c).is_some_and(f))
             .count() as i32
     };
     let applied = count(&|e| e.reported.applied == Some(true));
     let available = count(&|e| e.reported.available == Some(true));
     let degraded = count(&|e| e.reported.degraded == Some(true));
-    let failed_clusters: Vec<FailedCluster> = progress
+    let failed_clusters: Vec<FailedCluster> = plan
+        .progress
         .iter()
         .filter_map(|(c, p)| match p {
             Progress::Failed(reason, why) => Some(FailedCluster {
@@ -385,13 +340,21 @@ async fn reconcile(
             _ => None,
         })
         .collect();
-    let done = progress
+    let total = plan.progress.len();
+    let done = plan
+        .progress
         .iter()
         .filter(|(_, p)| matches!(p, Progress::Succeeded | Progress::Failed(..)))
         .count();
-    let pending = (selected.len() - done) as i32;
-    let total = selected.len();
-    let progressing = if let Some(set) = &missing_set {
+    let pending = total - done;
+    let progressing = if let Some(invalid) = &plan.invalid {
+        Verdict::new(
+            CONDITION_PROGRESSING,
+            "False",
+            "InvalidSpec",
+            invalid.to_string(),
+        )
+    } else if let Some(set) = missing_set {
         Verdict::new(
             CONDITION_PROGRESSING,
             "False",
@@ -405,7 +368,7 @@ async fn reconcile(
             "NoClustersSelected",
             "the selector picks no member cluster",
         )
-    } else if halted {
+    } else if let Some((failures, max_failures)) = plan.halted {
         let names: Vec<String> = failed_clusters
             .iter()
             .take(5)
@@ -468,29 +431,99 @@ async fn reconcile(
             ),
         )
     };
-    let previous = written
-        .get(&key)
-        .cloned()
-        .or_else(|| placement.status.clone())
-        .unwrap_or_default();
-    let status = WorkPlacementStatus {
+    WorkPlacementStatus {
         observed_generation: Some(generation),
         selected: total as i32,
         applied,
         available,
         degraded,
-        pending,
+        pending: pending as i32,
         failed_clusters,
         conditions: merge(
-            &previous.conditions,
+            previous,
             vec![progressing, available_verdict, degraded_verdict],
             Some(generation),
             jiff::Timestamp::now(),
         ),
-    };
+    }
+}
+
+/// Reconciles one placement: stamps the Works its plan says, deletes those of clusters it no
+/// longer selects, and writes its status. A Work that cannot be stamped does not stop the others,
+/// the pruning or the status; the first such error is returned, for a retry.
+async fn reconcile(
+    placement: &WorkPlacement,
+    index: &WorkIndex,
+    fleet: &Fleet,
+    client: &kube::Client,
+    timings: &mut HashMap<(String, String), Timing>,
+    written: &mut HashMap<String, WorkPlacementStatus>,
+) -> kube::Result<()> {
+    if placement.metadata.deletion_timestamp.is_some() {
+        return Ok(());
+    }
+    let key = key(placement);
+    let generation = placement.metadata.generation.unwrap_or(0);
+    let (selected, missing_set) = select(placement, fleet);
+    let stamped = index.stamped(&key);
+    let now = Instant::now();
+    let plan = rollout_plan(placement, &selected, &stamped, timings, now);
+
+    // Stamp concurrently: each is one write, and a large fleet has thousands.
+    let manifests = Arc::new(placement.spec.manifests.clone());
+    let mut first_error = None;
+    for chunk in plan.to_stamp.chunks(STAMP_CONCURRENCY) {
+        let writes = chunk.iter().map(|cluster| {
+            stamp(
+                client.clone(),
+                key.clone(),
+                cluster.clone(),
+                generation,
+                manifests.clone(),
+            )
+        });
+        for (cluster, result) in futures::future::join_all(writes).await {
+            match result {
+                Ok(()) => {
+                    timings.insert(
+                        (key.clone(), cluster),
+                        Timing {
+                            generation,
+                            stamped: now,
+                            available_since: None,
+                        },
+                    );
+                }
+                Err(error) => {
+                    tracing::warn!(placement = %key, %cluster, %error, "cannot stamp the Work; retrying");
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+    }
+    if plan.invalid.is_none() {
+        for (cluster, (name, _)) in &stamped {
+            if !selected.contains(cluster) {
+                delete_work(client, cluster, name).await;
+            }
+        }
+    }
+
+    let previous = written
+        .get(&key)
+        .cloned()
+        .or_else(|| placement.status.clone())
+        .unwrap_or_default();
+    let status = status_of(
+        placement,
+        &plan,
+        &stamped,
+        missing_set.as_deref(),
+        &previous.conditions,
+    );
     if written.get(&key) == Some(&status) || placement.status.as_ref() == Some(&status) {
         written.insert(key, status);
-        return Ok(());
+        return first_error.map_or(Ok(()), Err);
     }
     let api: Api<WorkPlacement> = Api::namespaced(
         client.clone(),
@@ -507,7 +540,7 @@ async fn reconcile(
     )
     .await?;
     written.insert(key, status);
-    Ok(())
+    first_error.map_or(Ok(()), Err)
 }
 
 fn cluster_progress(
@@ -597,6 +630,7 @@ async fn write_work(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::work::Reported;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
     #[test]
@@ -627,14 +661,138 @@ mod tests {
         assert!(matches(&LabelSelector::default(), &labels));
     }
 
+    fn placement_with(strategy: serde_json::Value, generation: i64) -> WorkPlacement {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "atoll.dev/v1alpha1", "kind": "WorkPlacement",
+            "metadata": {"name": "p", "namespace": "default", "generation": generation},
+            "spec": {"rolloutStrategy": strategy}
+        }))
+        .unwrap()
+    }
+
+    /// A Work of placement `default.p` at `generation`, as its cluster reported it.
+    fn entry(generation: i64, applied: Option<bool>) -> (String, Entry) {
+        let reported = Reported {
+            generation: applied.map(|_| 1),
+            applied,
+            available: applied,
+            ..Reported::default()
+        };
+        let entry = Entry {
+            uid: "u".into(),
+            generation: 1,
+            deleting: false,
+            body: Arc::default(),
+            refused: None,
+            force_delete: false,
+            placement: Some(("default.p".into(), generation)),
+            reported,
+            ttl_after_finished: None,
+        };
+        ("default.p".into(), entry)
+    }
+
+    fn clusters(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
     #[test]
-    fn durations_and_scales_parse() {
-        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_duration("2h"), Some(Duration::from_secs(7200)));
-        assert_eq!(parse_duration("10"), None);
-        assert_eq!(parse_duration("5x"), None);
-        assert_eq!(scaled(&IntOrString::Int(3), 10), 3);
-        assert_eq!(scaled(&IntOrString::String("25%".into()), 10), 3);
-        assert_eq!(scaled(&IntOrString::String("0%".into()), 10), 0);
+    fn a_progressive_rollout_stamps_as_many_as_its_concurrency_allows() {
+        let placement = placement_with(
+            serde_json::json!({"type": "Progressive", "maxConcurrency": 2}),
+            2,
+        );
+        let selected = clusters(&["a", "b", "c", "d"]);
+        // `a` carries generation 2 and is still applying; the others have generation 1.
+        let stamped: HashMap<String, (String, Entry)> = [
+            ("a".to_owned(), entry(2, None)),
+            ("b".to_owned(), entry(1, Some(true))),
+            ("c".to_owned(), entry(1, Some(true))),
+        ]
+        .into();
+        let plan = rollout_plan(
+            &placement,
+            &selected,
+            &stamped,
+            &mut HashMap::new(),
+            Instant::now(),
+        );
+        assert_eq!(plan.progress[0].1, Progress::Updating);
+        assert_eq!(plan.to_stamp, clusters(&["b"]), "one slot is left");
+        assert!(plan.halted.is_none() && plan.invalid.is_none());
+
+        let all = placement_with(serde_json::json!({"type": "All"}), 2);
+        let plan = rollout_plan(
+            &all,
+            &selected,
+            &stamped,
+            &mut HashMap::new(),
+            Instant::now(),
+        );
+        assert_eq!(plan.to_stamp, clusters(&["b", "c", "d"]));
+    }
+
+    #[test]
+    fn failures_beyond_the_tolerance_halt_a_progressive_rollout() {
+        let placement = placement_with(
+            serde_json::json!({"type": "Progressive", "maxConcurrency": 1, "maxFailures": 0}),
+            1,
+        );
+        let selected = clusters(&["a", "b"]);
+        let stamped: HashMap<String, (String, Entry)> =
+            [("a".to_owned(), entry(1, Some(false)))].into();
+        let plan = rollout_plan(
+            &placement,
+            &selected,
+            &stamped,
+            &mut HashMap::new(),
+            Instant::now(),
+        );
+        assert!(matches!(
+            plan.progress[0].1,
+            Progress::Failed("ApplyFailed", _)
+        ));
+        assert_eq!(plan.halted, Some((1, 0)));
+        assert!(plan.to_stamp.is_empty());
+        let status = status_of(&placement, &plan, &stamped, None, &[]);
+        let progressing = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Progressing")
+            .unwrap();
+        assert_eq!(progressing.reason, "RolloutHalted");
+        assert_eq!(status.failed_clusters.len(), 1);
+        assert_eq!((status.selected, status.pending), (2, 1));
+    }
+
+    #[test]
+    fn an_invalid_strategy_stamps_nothing_and_says_which_field() {
+        let placement = placement_with(
+            serde_json::json!({"type": "Progressive", "progressDeadline": "soon"}),
+            1,
+        );
+        let selected = clusters(&["a"]);
+        let plan = rollout_plan(
+            &placement,
+            &selected,
+            &HashMap::new(),
+            &mut HashMap::new(),
+            Instant::now(),
+        );
+        assert!(plan.to_stamp.is_empty());
+        let status = status_of(&placement, &plan, &HashMap::new(), None, &[]);
+        let progressing = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Progressing")
+            .unwrap();
+        assert_eq!(progressing.reason, "InvalidSpec");
+        assert!(
+            progressing
+                .message
+                .starts_with("spec.rolloutStrategy.progressDeadline: Invalid value: \"soon\""),
+            "{}",
+            progressing.message
+        );
     }
 }

@@ -462,7 +462,7 @@ impl Session<'_> {
             Some(sync_event::Event::Keepalive(_)) | None => {}
             Some(sync_event::Event::WorkUpsert(w)) => {
                 let mut client = self.client.clone();
-                self.works.upsert(&mut client, &w, false).await?;
+                self.works.upsert(&mut client, &w).await?;
             }
             Some(sync_event::Event::WorkDelete(w)) => {
                 let mut client = self.client.clone();

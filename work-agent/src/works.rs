@@ -139,6 +139,9 @@ pub struct Works {
     cluster: String,
     /// The Works as the hub last sent them, for drift correction.
     sent: Mutex<HashMap<String, WorkUpsert>>,
+    /// One gate per Work: its applies, re-applies and deletion run one at a time, so that a
+    /// re-apply of the version before never lands after (or records over) the new one.
+    gates: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Each Work's resourceVersions after its last apply, by manifest ordinal.
     versions: Mutex<HashMap<String, HashMap<i32, String>>>,
     /// What each Work's last report said: its fingerprint (timestamps left out) and the status.
@@ -169,6 +172,7 @@ impl Works {
             member,
             cluster: cluster.to_owned(),
             sent: Mutex::default(),
+            gates: Mutex::default(),
             versions: Mutex::default(),
             reported: Mutex::default(),
             owners: Arc::default(),
@@ -213,9 +217,41 @@ impl Works {
             .collect())
     }
 
-    /// Applies a Work the hub sent (unless this generation is already applied and `resync` is
-    /// off), deletes what it no longer holds, records it, and reports its status.
-    pub async fn upsert(
+    /// Holds the gate of Work `name` until the guard drops; the gate goes with the last holder.
+    async fn gate(&self, name: &str) -> Gate<'_> {
+        let gate = lock(&self.gates)
+            .entry(name.to_owned())
+            .or_default()
+            .clone();
+        let guard = gate.clone().lock_owned().await;
+        Gate {
+            gates: &self.gates,
+            name: name.to_owned(),
+            gate,
+            _guard: guard,
+        }
+    }
+
+    /// Applies a Work the hub sent, unless this version is already applied. Kept as the version
+    /// drift correction applies, even when applying fails (the next resync tries again).
+    pub async fn upsert(&self, client: &mut hub::Client, upsert: &WorkUpsert) -> Result<(), Error> {
+        let _gate = self.gate(&upsert.name).await;
+        lock(&self.sent).insert(upsert.name.clone(), upsert.clone());
+        self.apply(client, upsert, false).await
+    }
+
+    /// Applies the version of Work `name` the hub last sent, if the hub still holds it.
+    async fn apply_latest(&self, client: &mut hub::Client, name: &str) -> Result<(), Error> {
+        let _gate = self.gate(name).await;
+        let Some(upsert) = lock(&self.sent).get(name).cloned() else {
+            return Ok(());
+        };
+        self.apply(client, &upsert, true).await
+    }
+
+    /// Applies a Work (unless this generation is already applied and `resync` is off), deletes
+    /// what it no longer holds, records it, and reports its status. The caller holds its gate.
+    async fn apply(
         &self,
         client: &mut hub::Client,
         upsert: &WorkUpsert,
@@ -238,7 +274,6 @@ impl Works {
             .unwrap_or_default();
         let same_version = annotations.get(ANNOTATION_WORK_UID) == Some(&upsert.uid)
             && annotations.get(ANNOTATION_WORK_GENERATION) == Some(&upsert.generation.to_string());
-        lock(&self.sent).insert(upsert.name.clone(), upsert.clone());
         if same_version && !resync {
             tracing::debug!(work = %upsert.name, generation = upsert.generation, "already applied");
             return Ok(());
@@ -417,27 +452,23 @@ impl Works {
 
     /// Applies one Work again (when its objects changed in the cluster).
     pub async fn reapply(&self, client: &mut hub::Client, name: &str) {
-        let sent = lock(&self.sent).get(name).cloned();
-        if let Some(upsert) = sent
-            && let Err(error) = self.upsert(client, &upsert, true).await
-        {
+        if let Err(error) = self.apply_latest(client, name).await {
             tracing::warn!(work = %name, %error, "cannot re-apply a Work");
         }
     }
 
     /// Re-applies every Work the hub sent, correcting drift, and reports the Works that drifted.
     pub async fn resync(&self, client: &mut hub::Client) {
-        let sent: Vec<WorkUpsert> = lock(&self.sent).values().cloned().collect();
-        for upsert in sent {
-            if let Err(error) = self.upsert(client, &upsert, true).await {
-                tracing::warn!(work = %upsert.name, %error, "cannot re-apply a Work");
-            }
+        let names: Vec<String> = lock(&self.sent).keys().cloned().collect();
+        for name in names {
+            self.reapply(client, &name).await;
         }
     }
 
     /// Removes what a deleted Work applied (unless its delete option orphans it), forgets the
     /// Work, and tells the hub it may let the Work go.
     pub async fn delete(&self, client: &mut hub::Client, delete: &WorkDelete) -> Result<(), Error> {
+        let _gate = self.gate(&delete.name).await;
         lock(&self.sent).remove(&delete.name);
         lock(&self.versions).remove(&delete.name);
         lock(&self.reported).remove(&delete.name);
@@ -777,6 +808,24 @@ pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
     WorkStatus {
         conditions,
         manifest_conditions,
+    }
+}
+
+/// A held gate of one Work (see `Works::gates`).
+struct Gate<'a> {
+    gates: &'a Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    name: String,
+    gate: Arc<tokio::sync::Mutex<()>>,
+    _guard: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl Drop for Gate<'_> {
+    fn drop(&mut self) {
+        let mut gates = lock(self.gates);
+        // Ours, the map's and the guard's: nobody else holds or waits for it.
+        if Arc::strong_count(&self.gate) == 3 {
+            gates.remove(&self.name);
+        }
     }
 }
 
