@@ -877,3 +877,152 @@ async fn an_agent_works_on_a_member_whose_cluster_property_crd_serves_only_v1alp
     assert_eq!(id.data["spec"]["value"], uid.as_str());
     east.stop_agent().await;
 }
+
+/// What a client holding nothing, or holding a credential and sending too much, gets: refusals
+/// decided before its message is read, messages capped per method, agent-supplied text cut, and
+/// a source whose joins keep failing paced; the hub keeps serving its agents throughout.
+#[tokio::test]
+async fn hostile_calls_get_refusals_and_the_hub_keeps_serving_its_agents() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let credential = raw_join(&hub, "east", "id-east").await;
+    let mut east = hub.raw(&credential);
+    east.heartbeat(beat("east")).await.unwrap();
+
+    // No credential the hub knows: refused before the message is read, however large (9 MiB is
+    // past every cap).
+    let mut huge = beat("east");
+    huge.properties = vec![Property {
+        name: "padding.example.com".into(),
+        value: "x".repeat(9 * 1024 * 1024),
+    }];
+    let err = hub
+        .raw("not-a-credential")
+        .heartbeat(huge.clone())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
+    assert!(
+        err.message().contains("unknown cluster credential"),
+        "{}",
+        err.message()
+    );
+
+    // A credential, but a message over the method's cap.
+    let err = east.heartbeat(huge).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    assert!(
+        err.message()
+            .contains("the Heartbeat message is larger than its limit of 524288 bytes"),
+        "{}",
+        err.message()
+    );
+
+    // Text an agent supplies is cut, and says so.
+    let mut sick = beat("east");
+    sick.health = Some(Health {
+        ready: false,
+        message: "é".repeat(5000),
+    });
+    sick.kubernetes_version = "v".repeat(10_000);
+    east.heartbeat(sick).await.unwrap();
+    let profile = hub
+        .wait_condition("east", "ControlPlaneHealthy", "False", None)
+        .await;
+    let message = &condition(&profile, "ControlPlaneHealthy").unwrap().message;
+    assert!(
+        message.ends_with("... (cut at 1024 characters)"),
+        "{message}"
+    );
+    assert!(
+        message.chars().count() < 1200,
+        "{} characters",
+        message.chars().count()
+    );
+    let version = profile
+        .status
+        .as_ref()
+        .and_then(|s| s.version.as_ref())
+        .and_then(|v| v.kubernetes.clone());
+    assert!(
+        version
+            .as_deref()
+            .is_some_and(|v| v.starts_with("vvvv") && v.chars().count() < 120),
+        "{version:?}"
+    );
+
+    // Guessing tokens: after ten failures this address waits, even with a valid token.
+    for i in 0..10 {
+        let err = hub
+            .raw(&format!("guess{i:01}.0123456789abcdef"))
+            .join(join_request("west", "id-west"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Unauthenticated, "guess {i}: {err:?}");
+    }
+    for token in ["nonsense".to_owned(), hub.token.clone()] {
+        let err = hub
+            .raw(&token)
+            .join(join_request("west", "id-west"))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+        assert!(
+            err.message()
+                .contains("too many failed joins from 127.0.0.1; try again in"),
+            "{}",
+            err.message()
+        );
+    }
+    assert!(hub.profile("west").await.is_none());
+    // The cluster that joined is not paced: it holds a credential.
+    east.heartbeat(beat("east")).await.unwrap();
+    hub.wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+}
+
+/// Connections beyond the hub's limit are closed as they come, connections that never finish
+/// their TLS handshake are closed after 10 s, and then agents connect again.
+#[tokio::test]
+async fn connections_beyond_the_limit_are_closed_and_silent_ones_time_out() {
+    use tokio::io::AsyncReadExt as _;
+    let api = atoll_tests::TestServer::start(atoll_apiserver::StorageKind::Memory)
+        .await
+        .unwrap();
+    let client = api.client().await.unwrap();
+    let mut config = atoll_hub::Config::new(atoll_tests::free_addr().unwrap());
+    config.auto_accept = true;
+    config.grpc_max_connections = 4;
+    let hub = atoll_hub::Hub::start(client.clone(), config).await.unwrap();
+    let (token, _) = atoll_hub::bootstrap::create(client.clone(), None, "tests")
+        .await
+        .unwrap();
+    let addr = hub.grpc_addr();
+    let mut silent = Vec::new();
+    for _ in 0..4 {
+        silent.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+    }
+    // Let the server take them before the fifth comes.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut fifth = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut buf = [0u8; 16];
+    let closed = tokio::time::timeout(Duration::from_secs(5), fifth.read(&mut buf)).await;
+    assert!(
+        matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+        "the fifth connection was not closed: {closed:?}"
+    );
+    for (i, stream) in silent.iter_mut().enumerate() {
+        let closed = tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buf)).await;
+        assert!(
+            matches!(closed, Ok(Ok(0)) | Ok(Err(_))),
+            "silent connection {i} was not closed: {closed:?}"
+        );
+    }
+    let channel = atoll_agent::hub::channel(&format!("https://{addr}"), hub.ca_pem()).unwrap();
+    let mut agent = atoll_agent::hub::client(channel, &token.to_string()).unwrap();
+    let joined = agent.join(join_request("east", "id-east")).await.unwrap();
+    assert_eq!(
+        joined.into_inner().state,
+        join_response::State::Accepted as i32
+    );
+    hub.shutdown().await;
+}

@@ -16,6 +16,10 @@ pub struct Flags {
     /// `localhost` and the listen address (repeat, or separate with commas).
     #[arg(long = "grpc-host", env = "ATOLL_GRPC_HOSTS", value_delimiter = ',')]
     pub grpc_hosts: Vec<String>,
+    /// The most agent connections open at once; more are closed as they come (each agent holds
+    /// one, so keep it above the number of clusters and below the process's file limit).
+    #[arg(long, env = "ATOLL_GRPC_MAX_CONNECTIONS", default_value_t = crate::GRPC_MAX_CONNECTIONS as u32, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub grpc_max_connections: u32,
     /// Accept every cluster that joins with a valid bootstrap token, without `atoll cluster accept`.
     #[arg(long, env = "ATOLL_AUTO_ACCEPT")]
     pub auto_accept: bool,
@@ -55,6 +59,7 @@ impl Flags {
         let mut config = Config::new(self.grpc_addr);
         config.grpc_hosts = self.grpc_hosts.clone();
         config.auto_accept = self.auto_accept;
+        config.grpc_max_connections = self.grpc_max_connections as usize;
         config.leases = Leases {
             lease: Duration::from_secs(self.lease_seconds),
             missed: self.missed_leases,

@@ -1,7 +1,11 @@
 //! The gRPC service agents call (`atoll.hub.v1.Hub`). Join authenticates with a bootstrap token;
-//! every other call with the cluster's credential, from which the hub derives who is calling. A
-//! request naming another cluster is refused with PERMISSION_DENIED before anything is read or
-//! written.
+//! every other call with the cluster's credential, from which the hub derives who is calling
+//! before the message is read (`guard`, which also caps each method's message size and paces
+//! sources whose joins fail; `listener` bounds the open connections). A request naming another
+//! cluster is refused with PERMISSION_DENIED before anything is read or written.
+
+pub mod guard;
+pub mod listener;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,7 +13,6 @@ use std::time::Instant;
 use atoll_api::inventory::{Property, is_dns_label, validate_property};
 use atoll_api::names::{PROPERTY_CLUSTER_ID, SYSTEM_NAMESPACE};
 use atoll_api::work::Work;
-use atoll_proto::AUTHORIZATION;
 use atoll_proto::v1::hub_server::Hub;
 use atoll_proto::v1::{
     HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, SyncEvent, SyncRequest,
@@ -32,13 +35,21 @@ use crate::work::{self, WorkIndex};
 
 /// The most ClusterProperties a profile carries.
 const PROPERTIES_MAX: usize = 256;
+/// The most reasons a profile gives for properties it left out; the rest are counted.
+const REFUSED_REASONS_MAX: usize = 16;
 /// The shortest join secret the hub accepts.
 const JOIN_SECRET_MIN_LEN: usize = 16;
 /// How many events may wait for a slow agent before the hub drops its stream (the agent then
 /// reconnects and receives what it missed).
 const SYNC_BUFFER: usize = 256;
-/// The most Works an agent may list as its own when it opens a sync stream.
-const SYNC_KNOWN_MAX: usize = 100_000;
+/// The most Works an agent may list as its own when it opens a sync stream (which fit in
+/// `guard::SYNC_MAX_BYTES` with names of any length).
+const SYNC_KNOWN_MAX: usize = 25_000;
+/// The longest health message and Kubernetes version an agent may report, in characters; longer
+/// ones are cut.
+const HEALTH_MESSAGE_MAX_CHARS: usize = 1024;
+/// See [`HEALTH_MESSAGE_MAX_CHARS`].
+const VERSION_MAX_CHARS: usize = 64;
 /// The largest Work status an agent may report, in bytes.
 const STATUS_MAX_BYTES: usize = 1024 * 1024;
 
@@ -48,35 +59,36 @@ pub struct HubService {
     works: Arc<WorkIndex>,
     client: kube::Client,
     auto_accept: bool,
+    joins: Arc<guard::JoinLimiter>,
 }
 
 impl HubService {
-    /// A service over the fleet view, writing through `client`.
+    /// A service over the fleet view, writing through `client`; failed joins are counted in
+    /// `joins`, which the guard in front of it reads.
     pub fn new(
         fleet: Arc<Fleet>,
         works: Arc<WorkIndex>,
         client: kube::Client,
         auto_accept: bool,
+        joins: Arc<guard::JoinLimiter>,
     ) -> Self {
         Self {
             fleet,
             works,
             client,
             auto_accept,
+            joins,
         }
     }
 
-    /// The cluster a call's credential belongs to, checked against the name the call states.
+    /// The cluster a call's credential belongs to (as the guard found it), checked against the
+    /// name the call states.
     fn identify<T>(&self, request: &Request<T>, stated: &str) -> Result<String, Status> {
-        let credential = bearer(request)?;
-        let name = self
-            .fleet
-            .identify(&sha256(credential.as_bytes()))
-            .ok_or_else(|| {
-                Status::unauthenticated(
-                    "unknown cluster credential: the cluster was removed from the hub or never joined; join again with a bootstrap token",
-                )
-            })?;
+        let name = request
+            .extensions()
+            .get::<guard::Caller>()
+            .map(|c| c.0.clone())
+            .ok_or_else(|| Status::unauthenticated("the call was not authenticated"))?;
         if stated != name {
             return Err(Status::permission_denied(format!(
                 "this credential belongs to cluster {name:?}, not {stated:?}"
@@ -153,7 +165,7 @@ impl HubService {
             )));
         }
         let (properties, refused) = to_properties(&req.properties);
-        let version = req.kubernetes_version.clone();
+        let version = cut(req.kubernetes_version.clone(), VERSION_MAX_CHARS);
         self.fleet.update(name, |m| {
             let changed = m.version != version
                 || m.properties != properties
@@ -219,8 +231,19 @@ impl HubService {
 #[tonic::async_trait]
 impl Hub for HubService {
     async fn join(&self, request: Request<JoinRequest>) -> Result<Response<JoinResponse>, Status> {
-        let token =
-            Token::parse(&bearer(&request)?).map_err(|e| Status::unauthenticated(e.to_string()))?;
+        let source = request
+            .extensions()
+            .get::<guard::Source>()
+            .and_then(|s| s.0);
+        let refuse = |message: String| {
+            if let Some(ip) = source {
+                self.joins.failed(ip, Instant::now());
+            }
+            Status::unauthenticated(message)
+        };
+        let token = guard::bearer(request.metadata().as_ref())
+            .and_then(|t| Token::parse(t).map_err(|e| Status::unauthenticated(e.to_string())))
+            .map_err(|status| refuse(status.message().to_owned()))?;
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), SYSTEM_NAMESPACE);
         let stored = secrets
             .get_opt(&bootstrap::secret_name(token.id()))
@@ -228,7 +251,7 @@ impl Hub for HubService {
             .map_err(internal)?;
         token
             .verify(stored.as_ref(), jiff::Timestamp::now())
-            .map_err(|e| Status::unauthenticated(e.to_string()))?;
+            .map_err(|e| refuse(e.to_string()))?;
         let req = request.into_inner();
         validate_join(&req)?;
         let name = req.cluster_name.as_str();
@@ -288,7 +311,7 @@ impl Hub for HubService {
         self.fleet
             .upsert_record(&record, record::version(&stored.metadata));
         let (properties, refused) = to_properties(&req.properties);
-        let version = req.kubernetes_version.clone();
+        let version = cut(req.kubernetes_version.clone(), VERSION_MAX_CHARS);
         self.fleet.update(name, |m| {
             m.version = version;
             m.properties = properties;
@@ -317,13 +340,11 @@ impl Hub for HubService {
         let req = request.into_inner();
         let health = match req.health {
             Some(h) if h.ready => Health::Ready,
-            Some(h) => Health::NotReady(if h.message.is_empty() {
-                "no reason given".to_owned()
-            } else {
-                h.message
-            }),
+            Some(h) if h.message.is_empty() => Health::NotReady("no reason given".to_owned()),
+            Some(h) => Health::NotReady(cut(h.message, HEALTH_MESSAGE_MAX_CHARS)),
             None => Health::NotReady("the agent sent no health".to_owned()),
         };
+        let version = cut(req.kubernetes_version, VERSION_MAX_CHARS);
         let (properties, refused) = to_properties(&req.properties);
         let reported_id = properties
             .iter()
@@ -339,8 +360,8 @@ impl Hub for HubService {
                 changes.membership = true;
                 m.health = health;
             }
-            if m.version != req.kubernetes_version {
-                m.version = req.kubernetes_version;
+            if m.version != version {
+                m.version = version;
                 changes.profile = true;
             }
             if m.properties != properties || m.refused_properties != refused {
@@ -449,21 +470,6 @@ impl Hub for HubService {
     }
 }
 
-/// The bearer token of a call.
-fn bearer<T>(request: &Request<T>) -> Result<String, Status> {
-    let value = request.metadata().get(AUTHORIZATION).ok_or_else(|| {
-        Status::unauthenticated("the call carries no credential (authorization: Bearer ...)")
-    })?;
-    let text = value
-        .to_str()
-        .map_err(|_| Status::unauthenticated("the authorization metadata is not text"))?;
-    text.strip_prefix("Bearer ")
-        .map(|t| t.trim().to_owned())
-        .ok_or_else(|| {
-            Status::unauthenticated("the authorization metadata must read \"Bearer <token>\"")
-        })
-}
-
 fn validate_join(req: &JoinRequest) -> Result<(), Status> {
     let name = req.cluster_name.as_str();
     if !is_dns_label(name) {
@@ -513,7 +519,20 @@ fn to_properties(properties: &[atoll_proto::v1::Property]) -> (Vec<Property>, Ve
     }
     kept.sort_by(|a, b| a.name.cmp(&b.name));
     kept.dedup_by(|a, b| a.name == b.name);
+    if refused.len() > REFUSED_REASONS_MAX {
+        let more = refused.len() - REFUSED_REASONS_MAX;
+        refused.truncate(REFUSED_REASONS_MAX);
+        refused.push(format!("and {more} more properties left out"));
+    }
     (kept, refused)
+}
+
+/// `text` cut to at most `max` characters, saying so.
+fn cut(text: String, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}... (cut at {max} characters)", &text[..end]),
+        None => text,
+    }
 }
 
 fn new_credential() -> String {

@@ -84,6 +84,8 @@ pub struct Config {
     pub lost_cluster_grace: std::time::Duration,
     /// How the hub runs hosted control planes.
     pub hosted: hosted::Settings,
+    /// The most gRPC connections open at once; more are closed as they come.
+    pub grpc_max_connections: usize,
 }
 
 impl Config {
@@ -97,9 +99,42 @@ impl Config {
             leases: Leases::default(),
             lost_cluster_grace: work::LOST_CLUSTER_GRACE,
             hosted: hosted::Settings::default(),
+            grpc_max_connections: GRPC_MAX_CONNECTIONS,
         }
     }
 }
+
+/// The gRPC server agents call, with the limits a server on the network needs: TLS handshakes
+/// that end within 10 s, HTTP/2 keepalives that find dead peers, a bounded number of streams per
+/// connection and of calls in flight on each, a deadline for every unary call, and the guard.
+fn serve_agents(
+    identity: tonic::transport::Identity,
+    fleet: &Arc<Fleet>,
+    joins: Arc<grpc::guard::JoinLimiter>,
+) -> Result<
+    tonic::transport::Server<
+        tower::layer::util::Stack<grpc::guard::GuardLayer, tower::layer::util::Identity>,
+    >,
+    Error,
+> {
+    use std::time::Duration;
+    let tls = tonic::transport::ServerTlsConfig::new()
+        .identity(identity)
+        .timeout(Duration::from_secs(10));
+    Ok(tonic::transport::Server::builder()
+        .tls_config(tls)?
+        .http2_keepalive_interval(Some(Duration::from_secs(30)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(20)))
+        .max_concurrent_streams(Some(GRPC_STREAMS_PER_CONNECTION))
+        .http2_max_header_list_size(Some(16 * 1024))
+        .http2_max_pending_accept_reset_streams(Some(32))
+        .layer(grpc::guard::GuardLayer::new(fleet.clone(), joins)))
+}
+
+/// Streams one agent connection may hold open at once (an agent uses three or four).
+const GRPC_STREAMS_PER_CONNECTION: u32 = 32;
+/// Open gRPC connections, by default: one per agent.
+pub const GRPC_MAX_CONNECTIONS: usize = 20_000;
 
 /// A running hub.
 pub struct Hub {
@@ -141,17 +176,18 @@ impl Hub {
 
         let (shutdown, stop) = watch::channel(false);
         let works = Arc::new(work::WorkIndex::default());
+        let joins = Arc::new(grpc::guard::JoinLimiter::default());
         let service = grpc::HubService::new(
             fleet.clone(),
             works.clone(),
             client.clone(),
             config.auto_accept,
+            joins.clone(),
         );
-        let server = tonic::transport::Server::builder()
-            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))?
-            .http2_keepalive_interval(Some(std::time::Duration::from_secs(30)))
-            .add_service(HubServer::new(service));
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        let server = serve_agents(identity, &fleet, joins)?.add_service(
+            HubServer::new(service).max_decoding_message_size(grpc::guard::SYNC_MAX_BYTES),
+        );
+        let incoming = grpc::listener::admit(listener, config.grpc_max_connections);
         let mut server_stop = stop.clone();
         let mut tasks = vec![tokio::spawn(async move {
             let signal = async move {

@@ -30,6 +30,11 @@ pub type Client = HubClient<InterceptedService<Channel, Bearer>>;
 pub fn channel(url: &str, ca_pem: &str) -> Result<Channel, Error> {
     let endpoint = Endpoint::from_shared(url.to_owned())
         .map_err(|e| Error::Hub(format!("hub address {url:?} is not a URL: {e}")))?;
+    if endpoint.uri().scheme_str() != Some("https") {
+        return Err(Error::Hub(format!(
+            "hub address {url:?} is not https://: the agent sends its token and credential only over TLS"
+        )));
+    }
     let host = endpoint
         .uri()
         .host()
@@ -54,4 +59,27 @@ pub fn client(channel: Channel, token: &str) -> Result<Client, Error> {
         Error::Hub("the token holds characters that cannot travel in metadata".to_owned())
     })?;
     Ok(HubClient::with_interceptor(channel, Bearer(value)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_https_hub_addresses_are_taken() {
+        for url in [
+            "http://hub.example:9443",
+            "hub.example:9443",
+            "grpc://hub:1",
+        ] {
+            let error = channel(url, "")
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                error.contains("is not https://") || error.contains("is not a URL"),
+                "{url}: {error}"
+            );
+        }
+    }
 }
