@@ -1201,6 +1201,7 @@ fn work_status(generation: i64, identifiers: Vec<ResourceIdentifier>) -> WorkSta
             uid: None,
             resource_version: None,
             drift_corrected: false,
+            found: false,
             feedback: None,
             ignored: Default::default(),
         })

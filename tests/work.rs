@@ -1732,3 +1732,113 @@ async fn changes_during_resyncs_end_at_the_last_version() {
     assert_eq!(observed, generation, "the hub was told of another version");
     east.stop_agent().await;
 }
+
+/// Objects that were in the member before a Work applied them, or that it only reads, stay when
+/// the Work lets them go (taken out of it, or the Work deleted); what the Work made goes.
+#[tokio::test]
+async fn objects_a_work_found_in_the_cluster_stay_when_it_lets_them_go() {
+    let (hub, mut east) = start().await;
+    let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
+    let cm = |name: &str, color: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"color": color}});
+    for name in ["precious", "adopted", "watched"] {
+        configmaps
+            .patch(
+                name,
+                &PatchParams::apply("the-team"),
+                &Patch::Apply(cm(name, "red")),
+            )
+            .await
+            .unwrap();
+    }
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    let mut w = work(
+        "takeover",
+        "east",
+        vec![
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "precious", "namespace": "default"}, "data": {"size": "large"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "adopted", "namespace": "default"}, "data": {"size": "small"}}),
+            cm("watched", "blue"),
+            cm("made", "blue"),
+        ],
+    );
+    w.spec.manifest_configs = serde_json::from_value(json!([
+        {"resourceIdentifier": {"group": "", "resource": "configmaps", "name": "watched", "namespace": "default"}, "updateStrategy": {"type": "ReadOnly"}}
+    ]))
+    .unwrap();
+    works.create(&PostParams::default(), &w).await.unwrap();
+    work_condition(&works, "takeover", "Applied", "True").await;
+    assert_eq!(
+        configmaps.get("precious").await.unwrap().data.unwrap()["size"],
+        "large"
+    );
+    assert_eq!(
+        configmaps.get("made").await.unwrap().data.unwrap()["color"],
+        "blue"
+    );
+
+    // Taken out of the Work: the object it found stays, with what its team wrote.
+    let patch = json!({"spec": {"workload": {"manifests": [
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "adopted", "namespace": "default"}, "data": {"size": "small"}}),
+        cm("watched", "blue"),
+        cm("made", "blue"),
+    ]}}});
+    works
+        .patch("takeover", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let applied: Api<AppliedWork> = Api::all(east.client.clone());
+    assert!(
+        eventually(WAIT, || async {
+            applied
+                .get("takeover")
+                .await
+                .unwrap()
+                .status
+                .is_some_and(|s| {
+                    s.applied_resources.len() == 3
+                        && s.applied_resources
+                            .iter()
+                            .all(|r| r.identifier.name != "precious")
+                })
+        })
+        .await,
+        "the Work still holds precious"
+    );
+    let precious = configmaps.get_opt("precious").await.unwrap();
+    assert_eq!(
+        precious
+            .and_then(|c| c.data)
+            .map(|d| d["color"].clone())
+            .as_deref(),
+        Some("red"),
+        "the object the Work found was deleted when taken out of it"
+    );
+
+    // The Work goes: what it made goes with it, what it found or only read stays.
+    works
+        .delete("takeover", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            works.get_opt("takeover").await.unwrap().is_none()
+        })
+        .await,
+        "the Work was not let go"
+    );
+    assert!(
+        configmaps.get_opt("made").await.unwrap().is_none(),
+        "what the Work made stayed"
+    );
+    for name in ["adopted", "watched", "precious"] {
+        let kept = configmaps.get_opt(name).await.unwrap();
+        assert_eq!(
+            kept.and_then(|c| c.data)
+                .map(|d| d["color"].clone())
+                .as_deref(),
+            Some("red"),
+            "{name} was deleted with the Work"
+        );
+    }
+    east.stop_agent().await;
+}

@@ -13,3 +13,11 @@ pub mod v1 {
 
 /// The metadata key every call carries its token in, as `Bearer <token>`.
 pub const AUTHORIZATION: &str = "authorization";
+
+/// The largest Join and Heartbeat messages the hub reads, in bytes (they carry the cluster's
+/// properties); agents keep what they send well under it.
+pub const JOIN_MAX_BYTES: usize = 512 * 1024;
+/// See [`JOIN_MAX_BYTES`].
+pub const HEARTBEAT_MAX_BYTES: usize = 512 * 1024;
+/// The largest Sync request the hub reads, in bytes (it lists the Works an agent has).
+pub const SYNC_MAX_BYTES: usize = 8 * 1024 * 1024;

@@ -36,6 +36,9 @@ pub struct Outcome {
     pub resource_version: Option<String>,
     /// Someone changed what the Work sets, and this apply put it back.
     pub drift_corrected: bool,
+    /// The object was in the cluster, not applied by this agent, before the Work first applied
+    /// it (or the Work only reads it): when the Work lets it go, it stays.
+    pub found: bool,
     /// Values the manifest's feedback rules read from the object.
     pub feedback: Option<StatusFeedback>,
     /// The Work's values of its `OnSpokeChange` ignored fields at this apply, by path: the next
@@ -279,6 +282,7 @@ impl Applier {
             uid: None,
             resource_version: None,
             drift_corrected: false,
+            found: false,
             feedback: None,
             ignored: BTreeMap::new(),
         };
@@ -408,10 +412,27 @@ impl Applier {
         }
         let mut before: Option<String> = None;
         let mut ignored = BTreeMap::new();
+        // Applying again what this Work already applied takes its fields back from whoever
+        // changed them since (drift, or a change of the Work); a first apply does not take
+        // fields others own unless the Work says so, and notes whether the object was there.
+        let applied_before = previous.applied.iter().any(|r| {
+            let id = &r.identifier;
+            id.group == identifier.group
+                && id.kind == identifier.kind
+                && id.namespace == identifier.namespace
+                && id.name == identifier.name
+        });
+        let mut found = false;
         let written = match strategy {
-            UpdateStrategyType::ReadOnly => api.get_opt(&name).await.map(|o| o.map(|o| (o, false))),
+            UpdateStrategyType::ReadOnly => {
+                found = true;
+                api.get_opt(&name).await.map(|o| o.map(|o| (o, false)))
+            }
             UpdateStrategyType::CreateOnly => match api.get_opt(&name).await {
-                Ok(Some(existing)) => Ok(Some((existing, false))),
+                Ok(Some(existing)) => {
+                    found = !applied_before && !applied_by_agent(&existing);
+                    Ok(Some((existing, false)))
+                }
                 Ok(None) => match serde_json::from_value::<DynamicObject>(body.clone()) {
                     Ok(obj) => api
                         .create(&PostParams::default(), &obj)
@@ -426,8 +447,21 @@ impl Applier {
             UpdateStrategyType::ServerSideApply | UpdateStrategyType::Update => {
                 // Read first when there is a previous apply to compare with (drift), or fields
                 // to leave as the cluster has them.
-                if last.is_some() || !ignore_fields.is_empty() {
-                    let existing = api.get_opt(&name).await.ok().flatten();
+                if last.is_some() || !ignore_fields.is_empty() || !applied_before {
+                    let existing = match api.get_opt(&name).await {
+                        Ok(existing) => existing,
+                        // Unread, it cannot be told apart from an object the Work made.
+                        Err(e) if !applied_before => {
+                            return fail(
+                                identifier,
+                                "AppliedManifestFailed",
+                                format!("{described}: cannot read it before applying: {e}"),
+                            );
+                        }
+                        Err(_) => None,
+                    };
+                    found =
+                        !applied_before && existing.as_ref().is_some_and(|o| !applied_by_agent(o));
                     before = existing
                         .as_ref()
                         .and_then(|o| o.metadata.resource_version.clone());
@@ -446,16 +480,6 @@ impl Applier {
                     }
                 }
                 let mut params = PatchParams::apply(FIELD_MANAGER);
-                // Applying again what this Work already applied takes its fields back from
-                // whoever changed them since (drift, or a change of the Work); a first apply does
-                // not take fields others own unless the Work says so.
-                let applied_before = previous.applied.iter().any(|r| {
-                    let id = &r.identifier;
-                    id.group == identifier.group
-                        && id.kind == identifier.kind
-                        && id.namespace == identifier.namespace
-                        && id.name == identifier.name
-                });
                 params.force = force || last.is_some() || applied_before;
                 api.patch(&name, &params, &Patch::Apply(&body))
                     .await
@@ -517,6 +541,7 @@ impl Applier {
             uid: object.metadata.uid.clone(),
             resource_version: after,
             drift_corrected,
+            found,
             feedback: feedback(&kind, config, &object),
             ignored,
         }
@@ -580,6 +605,16 @@ impl Applier {
         }
         failed
     }
+}
+
+/// Whether an object carries the label the agent puts on what it applies.
+fn applied_by_agent(object: &DynamicObject) -> bool {
+    object
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL_APPLIED_BY))
+        .is_some_and(|v| v == FIELD_MANAGER)
 }
 
 /// `manifest 3 (Deployment apps/v1 web/frontend)`.

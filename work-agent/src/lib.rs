@@ -235,10 +235,19 @@ async fn observe(
         .map(|v| v.git_version)
         .unwrap_or_default();
     let props = match properties.list().await {
-        Ok(list) => list
-            .into_iter()
-            .map(|(name, value)| Property { name, value })
-            .collect(),
+        Ok(list) => {
+            let (kept, left_out) = properties::fit(list, properties::SENT_MAX_BYTES);
+            if !left_out.is_empty() {
+                tracing::warn!(
+                    ?left_out,
+                    limit = properties::SENT_MAX_BYTES,
+                    "ClusterProperties larger than the hub takes in all; the rest are not sent"
+                );
+            }
+            kept.into_iter()
+                .map(|(name, value)| Property { name, value })
+                .collect()
+        }
         Err(error) => {
             tracing::warn!(%error, "cannot read ClusterProperties");
             Vec::new()

@@ -184,3 +184,49 @@ fn value_of(property: &DynamicObject) -> String {
         .unwrap_or_default()
         .to_owned()
 }
+
+/// The bytes of properties a Join or Heartbeat carries at most: three quarters of the hub's cap,
+/// leaving room for the rest of the message.
+pub const SENT_MAX_BYTES: usize = atoll_proto::HEARTBEAT_MAX_BYTES / 4 * 3;
+
+/// The properties that fit in `budget` bytes (names and values), the well-known ones first and
+/// the others by name; and the names of those left out.
+pub fn fit(
+    mut properties: Vec<(String, String)>,
+    budget: usize,
+) -> (Vec<(String, String)>, Vec<String>) {
+    let well_known = |name: &str| name == PROPERTY_CLUSTER_ID || name == PROPERTY_CLUSTER_SET;
+    properties.sort_by(|a, b| (!well_known(&a.0), &a.0).cmp(&(!well_known(&b.0), &b.0)));
+    let mut used = 0;
+    let mut kept = Vec::new();
+    let mut left_out = Vec::new();
+    for (name, value) in properties {
+        let size = name.len() + value.len();
+        if used + size <= budget {
+            used += size;
+            kept.push((name, value));
+        } else {
+            left_out.push(name);
+        }
+    }
+    kept.sort();
+    (kept, left_out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_fit_the_budget_well_known_ones_first() {
+        let properties = vec![
+            ("a.example.com".to_owned(), "x".repeat(60)),
+            (PROPERTY_CLUSTER_ID.to_owned(), "id".to_owned()),
+            ("b.example.com".to_owned(), "y".repeat(10)),
+        ];
+        let (kept, left_out) = fit(properties, 60);
+        let names: Vec<&str> = kept.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, vec!["b.example.com", PROPERTY_CLUSTER_ID]);
+        assert_eq!(left_out, vec!["a.example.com".to_owned()]);
+    }
+}

@@ -2,7 +2,7 @@
 //! the hub, after a reconnect, which version of each Work the agent has), cleaned up when the hub
 //! deletes them, and their status reported back.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -42,17 +42,22 @@ const ANNOTATION_ORPHANING_RULES: &str = "atoll.dev/orphaning-rules";
 /// Annotation on an AppliedWork: the Work's values of `OnSpokeChange` ignored fields at the last
 /// apply, as JSON by manifest ordinal and path.
 const ANNOTATION_IGNORED_FIELDS: &str = "atoll.dev/ignored-fields";
+/// Annotation on an AppliedWork: the UIDs of the objects that were in the cluster before the Work
+/// first applied them (or that it only reads), as JSON; they stay when the Work lets them go.
+const ANNOTATION_FOUND_OBJECTS: &str = "atoll.dev/found-objects";
 
 /// Ignored-field values by manifest ordinal and path.
 type IgnoredValues = HashMap<i32, BTreeMap<String, serde_json::Value>>;
 
 /// Which resources stay in the cluster when their Work is deleted or no longer holds them (OCM's
 /// delete propagation): none (`Foreground`), all (`Orphan`), or those the rules name
-/// (`SelectivelyOrphan`, by group, resource, namespace and name).
+/// (`SelectivelyOrphan`, by group, resource, namespace and name); and, whatever the policy, the
+/// objects the Work found in the cluster rather than created (by UID).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Orphaning {
     policy: DeletePropagationPolicy,
     rules: Vec<ResourceRef>,
+    found: BTreeSet<String>,
 }
 
 impl Orphaning {
@@ -65,7 +70,14 @@ impl Orphaning {
                 .selectively_orphans
                 .map(|s| s.orphaning_rules)
                 .unwrap_or_default(),
+            found: BTreeSet::new(),
         }
+    }
+
+    /// The same, knowing the objects the Work found in the cluster.
+    fn with_found(mut self, found: BTreeSet<String>) -> Self {
+        self.found = found;
+        self
     }
 
     /// What an AppliedWork recorded.
@@ -82,10 +94,14 @@ impl Orphaning {
             .get(ANNOTATION_ORPHANING_RULES)
             .and_then(|r| serde_json::from_str(r).ok())
             .unwrap_or_default();
-        Orphaning { policy, rules }
+        Orphaning {
+            policy,
+            rules,
+            found: found_objects(annotations),
+        }
     }
 
-    fn annotations(&self) -> [(String, String); 2] {
+    fn annotations(&self) -> [(String, String); 3] {
         let policy = match self.policy {
             DeletePropagationPolicy::Orphan => "Orphan",
             DeletePropagationPolicy::SelectivelyOrphan => "SelectivelyOrphan",
@@ -96,6 +112,10 @@ impl Orphaning {
             (
                 ANNOTATION_ORPHANING_RULES.to_owned(),
                 serde_json::to_string(&self.rules).unwrap_or_default(),
+            ),
+            (
+                ANNOTATION_FOUND_OBJECTS.to_owned(),
+                serde_json::to_string(&self.found).unwrap_or_default(),
             ),
         ]
     }
@@ -120,6 +140,10 @@ impl Orphaning {
         let delete: Vec<AppliedResourceMeta> = resources
             .into_iter()
             .filter(|r| {
+                if self.found.contains(&r.uid) {
+                    tracing::info!(resource = %describe(&r.identifier), "it was in the cluster before the Work applied it: it stays");
+                    return false;
+                }
                 let keep = self.keeps(&r.identifier);
                 if keep {
                     tracing::info!(resource = %describe(&r.identifier), "orphaned: it stays in the cluster");
@@ -334,7 +358,20 @@ impl Works {
                 })
             })
             .collect();
-        let orphaning = Orphaning::of(&work);
+        // Objects found in the cluster stay found while the Work holds them (by UID: one the
+        // Work deleted and made again is its own).
+        let mut found = found_objects(&annotations);
+        found.retain(|uid| {
+            removed.iter().any(|r| &r.uid == uid)
+                || outcomes.iter().any(|o| o.uid.as_ref() == Some(uid))
+        });
+        found.extend(
+            outcomes
+                .iter()
+                .filter(|o| o.found)
+                .filter_map(|o| o.uid.clone()),
+        );
+        let orphaning = Orphaning::of(&work).with_found(found);
         let (removed, _) = orphaning.split(removed);
         let mut left = self.applier.delete(&removed).await;
         let mut applied: Vec<AppliedResourceMeta> = outcomes
@@ -809,6 +846,14 @@ pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
         conditions,
         manifest_conditions,
     }
+}
+
+/// The UIDs an AppliedWork records as found in the cluster.
+fn found_objects(annotations: &BTreeMap<String, String>) -> BTreeSet<String> {
+    annotations
+        .get(ANNOTATION_FOUND_OBJECTS)
+        .and_then(|f| serde_json::from_str(f).ok())
+        .unwrap_or_default()
 }
 
 /// A held gate of one Work (see `Works::gates`).

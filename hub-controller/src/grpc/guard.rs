@@ -24,13 +24,9 @@ use crate::fleet::Fleet;
 /// The largest message of each method, in bytes: Join and Heartbeat carry a cluster's
 /// properties, ReportWorkStatus at most one Work status and its envelope, Sync the versions of
 /// the Works an agent has.
-pub const JOIN_MAX_BYTES: usize = 512 * 1024;
-/// See [`JOIN_MAX_BYTES`].
-pub const HEARTBEAT_MAX_BYTES: usize = 512 * 1024;
+pub use atoll_proto::{HEARTBEAT_MAX_BYTES, JOIN_MAX_BYTES, SYNC_MAX_BYTES};
 /// See [`JOIN_MAX_BYTES`].
 pub const REPORT_MAX_BYTES: usize = super::STATUS_MAX_BYTES + 64 * 1024;
-/// See [`JOIN_MAX_BYTES`].
-pub const SYNC_MAX_BYTES: usize = 8 * 1024 * 1024;
 
 /// Failed joins a source address may make at once before it must wait.
 const JOIN_FAILURES_BURST: f64 = 10.0;
