@@ -164,6 +164,8 @@ pub struct Member {
     pub task: Option<tokio::task::JoinHandle<Result<(), atoll_agent::Error>>>,
     /// How often its agent applies every Work again.
     pub resync: Duration,
+    /// What its agent refuses to touch.
+    pub deny: atoll_agent::deny::Deny,
 }
 
 impl Member {
@@ -173,6 +175,16 @@ impl Member {
 
     /// A member whose agent applies every Work again once per `resync`.
     pub async fn start_with_resync(hub: &TestHub, name: &str, resync: Duration) -> Member {
+        Self::start_with(hub, name, resync, atoll_agent::deny::Deny::default()).await
+    }
+
+    /// A member whose agent resyncs once per `resync` and refuses what `deny` names.
+    pub async fn start_with(
+        hub: &TestHub,
+        name: &str,
+        resync: Duration,
+        deny: atoll_agent::deny::Deny,
+    ) -> Member {
         let api = TestServer::start(StorageKind::Memory).await.unwrap();
         let client = api.client().await.unwrap();
         let mut member = Member {
@@ -182,6 +194,7 @@ impl Member {
             stop: None,
             task: None,
             resync,
+            deny,
         };
         member.run_agent(hub, None);
         member
@@ -196,6 +209,7 @@ impl Member {
             cluster_set: cluster_set.map(str::to_owned),
             resync: self.resync,
             join_secret: None,
+            deny: self.deny.clone(),
         };
         let (stop, stopped) = tokio::sync::watch::channel(false);
         self.stop = Some(stop);

@@ -1842,3 +1842,84 @@ async fn objects_a_work_found_in_the_cluster_stay_when_it_lets_them_go() {
     }
     east.stop_agent().await;
 }
+
+/// The agent refuses manifests in the namespaces and of the kinds it is told to deny (by default
+/// the system namespaces and its own, which holds its credential), each failing alone with the
+/// rule that refused it; the others are applied.
+#[tokio::test]
+async fn denied_namespaces_and_kinds_fail_alone_and_say_why() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let namespaces: Vec<String> = atoll_agent::deny::DEFAULT_DENIED_NAMESPACES
+        .iter()
+        .map(|n| (*n).to_owned())
+        .collect();
+    let deny = atoll_agent::deny::Deny::parse(
+        &namespaces,
+        &[
+            "Secret".to_owned(),
+            "ClusterRoleBinding.rbac.authorization.k8s.io".to_owned(),
+        ],
+    )
+    .unwrap();
+    let mut east = Member::start_with(&hub, "east", Duration::from_secs(1), deny).await;
+    hub.wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    let manifests = vec![
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "sneaky", "namespace": "kube-system"}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "atoll-agent", "namespace": "atoll-system"}, "stringData": {"credential": "stolen"}}),
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-public", "labels": {"x": "y"}}}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token", "namespace": "default"}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "everyone-admin"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:authenticated"}]}),
+        configmap("allowed"),
+    ];
+    works
+        .create(&PostParams::default(), &work("mixed", "east", manifests))
+        .await
+        .unwrap();
+    let done = work_condition(&works, "mixed", "Applied", "False").await;
+    let status = done.status.unwrap();
+    let applied = |i: usize| {
+        status.manifest_conditions[i]
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Applied")
+            .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+            .unwrap()
+    };
+    let expected = [
+        "manifest 0 (ConfigMap v1 kube-system/sneaky): namespace kube-system is denied to Works on this cluster (the agent's --deny-namespaces)",
+        "manifest 1 (Secret v1 atoll-system/atoll-agent): kind Secret is denied to Works on this cluster (the agent's --deny-kinds)",
+        "manifest 2 (Namespace v1 kube-public): namespace kube-public is denied to Works on this cluster (the agent's --deny-namespaces)",
+        "manifest 3 (Secret v1 default/token): kind Secret is denied to Works on this cluster (the agent's --deny-kinds)",
+        "manifest 4 (ClusterRoleBinding rbac.authorization.k8s.io/v1 everyone-admin): kind ClusterRoleBinding.rbac.authorization.k8s.io is denied to Works on this cluster (the agent's --deny-kinds)",
+    ];
+    for (i, message) in expected.iter().enumerate() {
+        assert_eq!(
+            applied(i),
+            (
+                "False".to_owned(),
+                "Denied".to_owned(),
+                (*message).to_owned()
+            )
+        );
+    }
+    assert_eq!(applied(5).0, "True");
+    assert_eq!(greeting(&east).await.as_deref(), Some("allowed"));
+    let system: Api<ConfigMap> = Api::namespaced(east.client.clone(), "kube-system");
+    assert!(system.get_opt("sneaky").await.unwrap().is_none());
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(east.client.clone(), "atoll-system");
+    let credential = secrets.get("atoll-agent").await.unwrap();
+    assert!(
+        credential
+            .data
+            .unwrap_or_default()
+            .values()
+            .all(|v| v.0 != b"stolen"),
+        "the agent's credential Secret was written by a Work"
+    );
+    east.stop_agent().await;
+}

@@ -200,14 +200,16 @@ pub struct Failure {
 pub struct Applier {
     client: kube::Client,
     discovery: RwLock<Option<Discovery>>,
+    deny: crate::deny::Deny,
 }
 
 impl Applier {
-    /// An applier for the cluster `client` talks to.
-    pub fn new(client: kube::Client) -> Self {
+    /// An applier for the cluster `client` talks to, refusing what `deny` names.
+    pub fn new(client: kube::Client, deny: crate::deny::Deny) -> Self {
         Self {
             client,
             discovery: RwLock::new(None),
+            deny,
         }
     }
 
@@ -371,6 +373,16 @@ impl Applier {
             None => Api::all_with(self.client.clone(), &resource),
         };
         let described = describe(&identifier);
+        if let Some(why) = self
+            .deny
+            .refuses(&kind, &group, namespace.as_deref(), &name)
+        {
+            return fail(
+                identifier,
+                crate::deny::REASON_DENIED,
+                format!("{described}: {why}"),
+            );
+        }
         let config = configs.iter().find(|c| {
             let r = &c.resource_identifier;
             r.group == group

@@ -9,6 +9,7 @@
 
 pub mod apply;
 pub mod credential;
+pub mod deny;
 pub mod fields;
 pub mod health;
 pub mod hub;
@@ -81,6 +82,8 @@ pub struct Config {
     /// The join secret to present, when the hub arranged one (the agents of hosted clusters,
     /// whose records the hub creates already accepted); otherwise the agent makes its own.
     pub join_secret: Option<String>,
+    /// The namespaces and kinds Works may not touch.
+    pub deny: deny::Deny,
 }
 
 impl Config {
@@ -104,7 +107,7 @@ pub async fn run(
     let properties = properties::install_crds(&member).await?;
     let cluster_id = properties.ensure_cluster_id(&member).await?;
     let channel = hub::channel(&config.hub, &config.hub_ca_pem)?;
-    let works = works::Works::new(member.clone(), &config.cluster_name);
+    let works = works::Works::new(member.clone(), &config.cluster_name, config.deny.clone());
     loop {
         let stored = credential::load(&member)
             .await

@@ -30,6 +30,18 @@ struct Args {
     /// How often every Work is applied again, correcting drift, in seconds.
     #[arg(long, env = "ATOLL_RESYNC_SECONDS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86400))]
     resync_seconds: u64,
+    /// Namespaces Works may not touch (comma-separated; an empty value allows every one).
+    #[arg(
+        long,
+        env = "ATOLL_DENY_NAMESPACES",
+        value_delimiter = ',',
+        default_value = "kube-system,kube-public,atoll-system"
+    )]
+    deny_namespaces: Vec<String>,
+    /// Kinds Works may not touch, as `Kind` (core group) or `Kind.group`, comma-separated, e.g.
+    /// `Secret,ClusterRoleBinding.rbac.authorization.k8s.io`.
+    #[arg(long, env = "ATOLL_DENY_KINDS", value_delimiter = ',')]
+    deny_kinds: Vec<String>,
     /// Log output format (filter with `ATOLL_LOG`).
     #[arg(long, env = "ATOLL_LOG_FORMAT", default_value = "plain", value_parser = ["plain", "json"])]
     log_format: String,
@@ -62,6 +74,8 @@ async fn main() -> anyhow::Result<()> {
         cluster_set: args.clusterset,
         resync: std::time::Duration::from_secs(args.resync_seconds),
         join_secret: None,
+        deny: atoll_agent::deny::Deny::parse(&args.deny_namespaces, &args.deny_kinds)
+            .map_err(anyhow::Error::msg)?,
     };
     let member = match &args.kubeconfig {
         Some(path) => {

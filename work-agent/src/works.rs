@@ -189,10 +189,10 @@ type ObjectKey = (String, String, String, String);
 
 impl Works {
     /// The Works of cluster `cluster` (its name on the hub), applied through `member`.
-    pub fn new(member: kube::Client, cluster: &str) -> Self {
+    pub fn new(member: kube::Client, cluster: &str, deny: crate::deny::Deny) -> Self {
         let (stop, stopped) = watch::channel(());
         Self {
-            applier: Applier::new(member.clone()),
+            applier: Applier::new(member.clone(), deny),
             member,
             cluster: cluster.to_owned(),
             sent: Mutex::default(),

@@ -506,6 +506,7 @@ impl Run<'_> {
             cluster_set: None,
             resync: self.shared.agents.resync,
             join_secret: Some(self.saved.join_secret.clone()),
+            deny: atoll_agent::deny::Deny::default(),
         };
         let task = tokio::spawn(
             run_agent(config, kubeconfig, stopped).instrument(tracing::info_span!("agent")),
