@@ -288,6 +288,20 @@ async fn three_clusters_join_get_lost_come_back_and_move_between_sets() {
     // ClusterSets: put east and west in blue, then move east to green.
     atoll(&hub_dir, &["clusterset", "create", "blue"]).success();
     atoll(&hub_dir, &["clusterset", "create", "green"]).success();
+    // A token scoped to a set: the only way to join straight into it.
+    atoll(&hub_dir, &["token", "create", "--clusterset", "purple"])
+        .failure()
+        .stderr_has("--clusterset: ClusterSet \"purple\" does not exist");
+    atoll(
+        &hub_dir,
+        &["token", "create", "--clusterset", "blue", "--ttl", "1h"],
+    )
+    .success()
+    .stderr_has("go into ClusterSet blue");
+    atoll(&hub_dir, &["token", "list"])
+        .success()
+        .stdout_has("CLUSTERSET")
+        .stdout_has("   blue");
     atoll(&hub_dir, &["clusterset", "add", "blue", "east", "west"]).success();
     let member_set = |member: &Process| {
         let ran = kubectl(
@@ -581,8 +595,24 @@ async fn a_placement_lands_on_every_member_survives_a_killed_hub_and_cleans_up()
         ],
     )
     .success();
+    let local_token = std::fs::read_to_string(hub_dir.join("bootstrap-token")).unwrap();
     hub.kill9().unwrap();
     hub = Process::hub_with(&hub_dir, api_addr, &flags).unwrap();
+    // The local bootstrap token is replaced at each start, valid for a day; the old one is gone.
+    let replaced = std::fs::read_to_string(hub_dir.join("bootstrap-token")).unwrap();
+    assert_ne!(replaced, local_token, "atoll up kept its bootstrap token");
+    let tokens = atoll(&hub_dir, &["token", "list"]).success().stdout;
+    let old_id = local_token.split('.').next().unwrap();
+    let new_id = replaced.split('.').next().unwrap();
+    assert!(!tokens.contains(old_id), "{tokens}");
+    let row = tokens
+        .lines()
+        .find(|l| l.starts_with(new_id))
+        .unwrap_or_default();
+    assert!(
+        !row.contains("never"),
+        "the local token does not expire: {row}"
+    );
     until(
         dir.path(),
         "every member has size 3 after the hub's restart",

@@ -32,7 +32,7 @@ impl TestHub {
         let client = api.client().await.unwrap();
         let addr = free_addr().unwrap();
         let hub = start_hub(&client, addr, auto_accept, leases).await;
-        let (token, _) = atoll_hub::bootstrap::create(client.clone(), None, "tests")
+        let (token, _) = atoll_hub::bootstrap::create(client.clone(), None, "tests", None)
             .await
             .unwrap();
         TestHub {

@@ -152,11 +152,11 @@ async fn bootstrap_tokens_that_are_malformed_unknown_expired_or_deleted_are_refu
     secrets
         .create(
             &PostParams::default(),
-            &expired.to_secret(Some(past), "expired"),
+            &expired.to_secret(Some(past), "expired", None),
         )
         .await
         .unwrap();
-    let (deleted, _) = atoll_hub::bootstrap::create(hub.client.clone(), None, "deleted")
+    let (deleted, _) = atoll_hub::bootstrap::create(hub.client.clone(), None, "deleted", None)
         .await
         .unwrap();
     atoll_hub::bootstrap::delete(hub.client.clone(), deleted.id())
@@ -225,9 +225,22 @@ async fn bootstrap_tokens_that_are_malformed_unknown_expired_or_deleted_are_refu
 async fn bad_joins_are_refused_with_the_field_at_fault_and_nothing_is_stored() {
     let hub = TestHub::start(true, Leases::default()).await;
     hub.create_set("prod").await;
+    let scoped = |set: &'static str| {
+        let client = hub.client.clone();
+        async move {
+            atoll_hub::bootstrap::create(client, None, "tests", Some(set))
+                .await
+                .unwrap()
+                .0
+                .to_string()
+        }
+    };
+    let prod_token = scoped("prod").await;
+    // A token scoped to a set that is gone (deleted after the token was made).
+    let nope_token = scoped("nope").await;
     let mut first = join_request("a", "shared-id");
     first.cluster_set = "prod".into();
-    let response = hub.raw(&hub.token).join(first).await.unwrap().into_inner();
+    let response = hub.raw(&prod_token).join(first).await.unwrap().into_inner();
     assert_eq!(response.state, join_response::State::Accepted as i32);
     assert!(
         eventually(WAIT, || async {
@@ -238,6 +251,7 @@ async fn bad_joins_are_refused_with_the_field_at_fault_and_nothing_is_stored() {
     );
 
     let mut cases: Vec<(JoinRequest, Code, &str)> = Vec::new();
+    let mut tokens: Vec<&str> = Vec::new();
     cases.push((
         join_request("Not_A_Label", "id"),
         Code::InvalidArgument,
@@ -255,9 +269,11 @@ async fn bad_joins_are_refused_with_the_field_at_fault_and_nothing_is_stored() {
     ));
     // (A ClusterProperty the hub cannot copy does not fail a join: it is left out of the
     // profile with a reason; see properties_the_hub_cannot_copy_are_left_out_with_a_reason.)
+    tokens.resize(cases.len(), &hub.token);
     let mut r = join_request("b", "id-b");
     r.cluster_set = "nope".into();
     cases.push((r, Code::NotFound, "ClusterSet \"nope\" does not exist"));
+    tokens.push(&nope_token);
     let mut r = join_request("b", "shared-id");
     r.cluster_set = "prod".into();
     cases.push((
@@ -265,6 +281,7 @@ async fn bad_joins_are_refused_with_the_field_at_fault_and_nothing_is_stored() {
         Code::AlreadyExists,
         "\"shared-id\" is already used by cluster \"a\" in ClusterSet \"prod\"",
     ));
+    tokens.push(&prod_token);
     let mut r = join_request("b", "id-b");
     r.join_secret = "short".into();
     cases.push((r, Code::InvalidArgument, "join secret must be at least 16"));
@@ -272,9 +289,10 @@ async fn bad_joins_are_refused_with_the_field_at_fault_and_nothing_is_stored() {
     r.join_secret = "another-agent-0123456789".into();
     cases.push((r, Code::AlreadyExists, "cluster \"a\" has already joined"));
 
-    for (request, code, expected) in cases {
+    tokens.resize(cases.len(), &hub.token);
+    for ((request, code, expected), token) in cases.into_iter().zip(tokens) {
         let name = request.cluster_name.clone();
-        let err = hub.raw(&hub.token).join(request).await.unwrap_err();
+        let err = hub.raw(token).join(request).await.unwrap_err();
         assert_eq!(err.code(), code, "{name}: {err:?}");
         assert!(
             err.message().contains(expected),
@@ -993,7 +1011,7 @@ async fn connections_beyond_the_limit_are_closed_and_silent_ones_time_out() {
     config.auto_accept = true;
     config.grpc_max_connections = 4;
     let hub = atoll_hub::Hub::start(client.clone(), config).await.unwrap();
-    let (token, _) = atoll_hub::bootstrap::create(client.clone(), None, "tests")
+    let (token, _) = atoll_hub::bootstrap::create(client.clone(), None, "tests", None)
         .await
         .unwrap();
     let addr = hub.grpc_addr();
@@ -1025,4 +1043,92 @@ async fn connections_beyond_the_limit_are_closed_and_silent_ones_time_out() {
         join_response::State::Accepted as i32
     );
     hub.shutdown().await;
+}
+
+/// A bootstrap token holder cannot choose its ClusterSet: only a token scoped to a set puts the
+/// clusters that join with it there, and a set asked for without one is ignored, the profile
+/// saying so.
+#[tokio::test]
+async fn only_a_token_scoped_to_a_cluster_set_joins_a_cluster_into_it() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    hub.create_set("prod").await;
+    hub.create_set("admin").await;
+    let (prod_token, _) =
+        atoll_hub::bootstrap::create(hub.client.clone(), None, "prod clusters", Some("prod"))
+            .await
+            .unwrap();
+    let prod_token = prod_token.to_string();
+
+    let join = |token: String, name: &'static str, set: &'static str| {
+        let hub = &hub;
+        async move {
+            let mut request = join_request(name, &format!("id-{name}"));
+            request.cluster_set = set.to_owned();
+            let response = hub.raw(&token).join(request).await.unwrap().into_inner();
+            assert_eq!(
+                response.state,
+                join_response::State::Accepted as i32,
+                "{name}"
+            );
+            hub.raw(&response.credential)
+                .heartbeat(beat(name))
+                .await
+                .unwrap();
+        }
+    };
+    join(hub.token.clone(), "east", "admin").await;
+    join(prod_token.clone(), "west", "").await;
+    join(prod_token.clone(), "north", "admin").await;
+
+    let east = hub
+        .wait_condition("east", "Joined", "True", Some("ClusterSetNotGranted"))
+        .await;
+    assert_eq!(
+        condition(&east, "Joined").unwrap().message,
+        "the cluster's agent joined and holds its credential; the agent asked to join ClusterSet \"admin\", but its bootstrap token is not scoped to a ClusterSet; an administrator adds it with: atoll clusterset add admin east"
+    );
+    assert!(
+        !east
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .contains_key(LABEL_CLUSTER_SET)
+    );
+    hub.wait_condition("west", "ClusterSetMember", "True", None)
+        .await;
+    let north = hub
+        .wait_condition("north", "ClusterSetMember", "True", None)
+        .await;
+    assert_eq!(
+        north
+            .metadata
+            .labels
+            .unwrap_or_default()
+            .get(LABEL_CLUSTER_SET)
+            .map(String::as_str),
+        Some("prod")
+    );
+    let north = hub
+        .wait_condition("north", "Joined", "True", Some("ClusterSetNotGranted"))
+        .await;
+    assert!(
+        condition(&north, "Joined")
+            .unwrap()
+            .message
+            .contains("scoped to ClusterSet \"prod\""),
+        "{:?}",
+        condition(&north, "Joined")
+    );
+    assert!(
+        eventually(WAIT, || async {
+            hub.set_status("prod").await.member_count == 2
+        })
+        .await,
+        "west and north are not in prod"
+    );
+    assert_eq!(
+        hub.set_status("admin").await.member_count,
+        0,
+        "a token holder chose admin"
+    );
 }

@@ -294,6 +294,10 @@ enum TokenCommand {
         /// What the token is for.
         #[arg(long, default_value = "")]
         description: String,
+        /// The ClusterSet clusters joining with it go into (the only way to join straight into
+        /// a set); it must exist.
+        #[arg(long, value_name = "SET")]
+        clusterset: Option<String>,
     },
     /// Delete a bootstrap token (by id or in full); clusters that joined with it stay.
     Delete {
@@ -371,9 +375,11 @@ fn main() -> anyhow::Result<()> {
             Command::Token { command } => {
                 let client = client::hub(kubeconfig.as_deref()).await?;
                 match command {
-                    TokenCommand::Create { ttl, description } => {
-                        tokens::create(client, ttl, &description).await
-                    }
+                    TokenCommand::Create {
+                        ttl,
+                        description,
+                        clusterset,
+                    } => tokens::create(client, ttl, &description, clusterset.as_deref()).await,
                     TokenCommand::Delete { token } => tokens::delete(client, &token).await,
                     TokenCommand::List => tokens::list(client).await,
                 }

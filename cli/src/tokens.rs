@@ -42,11 +42,34 @@ fn parse_duration(text: &str) -> Result<Option<Duration>, String> {
     Ok(Some(Duration::from_secs(seconds)))
 }
 
-pub async fn create(client: kube::Client, ttl: Ttl, description: &str) -> anyhow::Result<()> {
-    let (token, expires) = atoll_hub::bootstrap::create(client, ttl.0, description)
+pub async fn create(
+    client: kube::Client,
+    ttl: Ttl,
+    description: &str,
+    cluster_set: Option<&str>,
+) -> anyhow::Result<()> {
+    if let Some(set) = cluster_set {
+        let sets: kube::Api<atoll_api::clusterset::ClusterSet> = kube::Api::all(client.clone());
+        let found = sets
+            .get_opt(set)
+            .await
+            .map_err(|e| explain(e, &format!("cannot read ClusterSet {set:?}")))?;
+        if found.is_none() {
+            anyhow::bail!(
+                "--clusterset: ClusterSet {set:?} does not exist; create it first (atoll clusterset create {set})"
+            );
+        }
+    }
+    let (token, expires) = atoll_hub::bootstrap::create(client, ttl.0, description, cluster_set)
         .await
         .map_err(|e| explain(e, "cannot create a bootstrap token"))?;
     println!("{token}");
+    if let Some(set) = cluster_set {
+        eprintln!(
+            "clusters that join with bootstrap token {} go into ClusterSet {set}",
+            token.id()
+        );
+    }
     match expires {
         Some(at) => eprintln!(
             "bootstrap token {} expires at {at}; it is shown only now",
@@ -84,12 +107,13 @@ pub async fn list(client: kube::Client) -> anyhow::Result<()> {
                 Some(at) if at <= now => format!("{at} (expired)"),
                 Some(at) => at.to_string(),
             };
-            vec![t.id, expires, t.description]
+            let set = t.cluster_set.unwrap_or_else(|| "<none>".to_owned());
+            vec![t.id, expires, set, t.description]
         })
         .collect();
     print!(
         "{}",
-        output::table(&["ID", "EXPIRES", "DESCRIPTION"], &rows)
+        output::table(&["ID", "EXPIRES", "CLUSTERSET", "DESCRIPTION"], &rows)
     );
     Ok(())
 }

@@ -291,6 +291,9 @@ async fn client_of(server: &Server) -> anyhow::Result<kube::Client> {
     Ok(kube::Client::try_from(client_config)?)
 }
 
+/// How long the bootstrap token `atoll up` writes for local agents works.
+const LOCAL_TOKEN_TTL: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
 /// Starts the hub controllers and gRPC server against the embedded API server, and writes what
 /// local agents need: `hub-ca.crt` and `bootstrap-token` in the data directory.
 async fn start_hub(
@@ -307,27 +310,33 @@ async fn start_hub(
     std::fs::write(&ca_path, hub.ca_pem())
         .with_context(|| format!("cannot write {}", ca_path.display()))?;
     let token_path = data_dir.join("bootstrap-token");
-    let existing = std::fs::read_to_string(&token_path).ok();
-    let still_valid = match existing.as_deref().map(atoll_hub::bootstrap::Token::parse) {
-        Some(Ok(token)) => {
-            let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
-                kube::Api::namespaced(client.clone(), atoll_api::SYSTEM_NAMESPACE);
-            let stored = secrets
-                .get_opt(&atoll_hub::bootstrap::secret_name(token.id()))
-                .await?;
-            token
-                .verify(stored.as_ref(), jiff::Timestamp::now())
-                .is_ok()
-        }
-        _ => false,
-    };
-    if !still_valid {
-        let (token, _) =
-            atoll_hub::bootstrap::create(client, None, "local agents (written by atoll up)")
-                .await?;
-        atoll_apiserver::pki::write_private(&token_path, format!("{token}\n").as_bytes())?;
-    }
+    replace_local_token(client, &token_path).await?;
     Ok(hub)
+}
+
+/// Writes a new bootstrap token for local agents, valid for a day, and deletes the one written
+/// at the previous start (clusters that joined with it keep their credentials).
+async fn replace_local_token(client: kube::Client, path: &Path) -> anyhow::Result<()> {
+    let previous = std::fs::read_to_string(path).ok();
+    let (token, _) = atoll_hub::bootstrap::create(
+        client.clone(),
+        Some(LOCAL_TOKEN_TTL),
+        "local agents (written by atoll up, replaced at each start)",
+        None,
+    )
+    .await
+    .context("cannot create the local bootstrap token")?;
+    atoll_apiserver::pki::write_private(path, format!("{token}\n").as_bytes())?;
+    if let Some(Ok(old)) = previous.as_deref().map(atoll_hub::bootstrap::Token::parse) {
+        match atoll_hub::bootstrap::delete(client, old.id()).await {
+            Ok(()) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(error) => {
+                tracing::warn!(token = old.id(), %error, "cannot delete the previous local bootstrap token")
+            }
+        }
+    }
+    Ok(())
 }
 
 async fn wait_for_signal() {

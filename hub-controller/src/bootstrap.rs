@@ -2,8 +2,9 @@
 //!
 //! A token reads `<id>.<secret>` (6 and 16 characters of `[a-z0-9]`, as kubeadm's do). It is
 //! stored as a Secret `bootstrap-token-<id>` in `atoll-system` holding the id, a SHA-256 hash of
-//! the secret and the expiry; the secret itself is shown once, when the token is created. One
-//! token may join many clusters until it expires or is deleted.
+//! the secret, the expiry and the ClusterSet it is scoped to, if any; the secret itself is shown
+//! once, when the token is created. One token may join many clusters until it expires or is
+//! deleted. Only a token scoped to a ClusterSet lets a cluster join straight into that set.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -86,8 +87,14 @@ impl Token {
         &self.id
     }
 
-    /// The Secret that stores this token: its id, the hash of its secret, and its expiry.
-    pub fn to_secret(&self, expires: Option<Timestamp>, description: &str) -> Secret {
+    /// The Secret that stores this token: its id, the hash of its secret, its expiry and the
+    /// ClusterSet it is scoped to.
+    pub fn to_secret(
+        &self,
+        expires: Option<Timestamp>,
+        description: &str,
+        cluster_set: Option<&str>,
+    ) -> Secret {
         let mut data = BTreeMap::new();
         data.insert("token-id".to_owned(), bytes(&self.id));
         data.insert(
@@ -99,6 +106,9 @@ impl Token {
         }
         if !description.is_empty() {
             data.insert("description".to_owned(), bytes(description));
+        }
+        if let Some(set) = cluster_set {
+            data.insert("clusterset".to_owned(), bytes(set));
         }
         Secret {
             metadata: ObjectMeta {
@@ -113,8 +123,13 @@ impl Token {
         }
     }
 
-    /// Checks this token against its stored Secret (`None` when there is none) at `now`.
-    pub fn verify(&self, stored: Option<&Secret>, now: Timestamp) -> Result<(), Rejection> {
+    /// Checks this token against its stored Secret (`None` when there is none) at `now`;
+    /// returns what the Secret says of it.
+    pub fn verify(
+        &self,
+        stored: Option<&Secret>,
+        now: Timestamp,
+    ) -> Result<StoredToken, Rejection> {
         let unknown = || Rejection::Unknown(self.id.clone());
         let stored = stored
             .filter(|s| s.type_.as_deref() == Some(SECRET_TYPE))
@@ -129,7 +144,7 @@ impl Token {
                 id: self.id.clone(),
                 expired,
             }),
-            _ => Ok(()),
+            _ => Ok(info),
         }
     }
 }
@@ -145,6 +160,8 @@ pub struct StoredToken {
     pub expires: Option<Timestamp>,
     /// What the token is for.
     pub description: String,
+    /// The ClusterSet a cluster joining with it goes into, if any.
+    pub cluster_set: Option<String>,
 }
 
 impl StoredToken {
@@ -160,6 +177,7 @@ impl StoredToken {
             secret_sha256: text("token-secret-sha256")?,
             expires: text("expiration").and_then(|t| t.parse().ok()),
             description: text("description").unwrap_or_default(),
+            cluster_set: text("clusterset").filter(|s| !s.is_empty()),
         })
     }
 }
@@ -169,11 +187,13 @@ pub fn secret_name(id: &str) -> String {
     format!("bootstrap-token-{id}")
 }
 
-/// Creates a token on the hub, valid for `ttl` (forever when `None`), and returns it in full.
+/// Creates a token on the hub, valid for `ttl` (forever when `None`) and scoped to `cluster_set`
+/// if given, and returns it in full.
 pub async fn create(
     client: kube::Client,
     ttl: Option<std::time::Duration>,
     description: &str,
+    cluster_set: Option<&str>,
 ) -> kube::Result<(Token, Option<Timestamp>)> {
     let token = Token::generate();
     let expires = ttl.and_then(|ttl| {
@@ -184,7 +204,7 @@ pub async fn create(
     let api: Api<Secret> = Api::namespaced(client, SYSTEM_NAMESPACE);
     api.create(
         &PostParams::default(),
-        &token.to_secret(expires, description),
+        &token.to_secret(expires, description, cluster_set),
     )
     .await?;
     Ok((token, expires))
@@ -250,13 +270,14 @@ mod tests {
     #[test]
     fn the_stored_secret_holds_only_a_hash() {
         let token = Token::parse("abcdef.0123456789abcdef").unwrap();
-        let secret = token.to_secret(None, "test");
+        let secret = token.to_secret(None, "test", Some("prod"));
         let stored = serde_json::to_string(&secret).unwrap();
         assert!(!stored.contains("0123456789abcdef"));
         let info = StoredToken::from_secret(&secret).unwrap();
         assert_eq!(info.id, "abcdef");
         assert_eq!(info.description, "test");
-        assert_eq!(token.verify(Some(&secret), Timestamp::now()), Ok(()));
+        assert_eq!(info.cluster_set.as_deref(), Some("prod"));
+        assert_eq!(token.verify(Some(&secret), Timestamp::now()), Ok(info));
     }
 
     #[test]
@@ -264,9 +285,9 @@ mod tests {
         let token = Token::parse("abcdef.0123456789abcdef").unwrap();
         let other = Token::parse("abcdef.aaaaaaaaaaaaaaaa").unwrap();
         let expires: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
-        let secret = token.to_secret(Some(expires), "");
+        let secret = token.to_secret(Some(expires), "", None);
         let before: Timestamp = "2025-12-31T23:59:59Z".parse().unwrap();
-        assert_eq!(token.verify(Some(&secret), before), Ok(()));
+        assert!(token.verify(Some(&secret), before).is_ok());
         assert_eq!(
             token.verify(Some(&secret), expires),
             Err(Rejection::Expired {

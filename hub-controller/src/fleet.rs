@@ -106,6 +106,8 @@ pub struct Member {
     /// Why the hub stopped this hosted cluster's control plane on purpose (it is suspended), so
     /// that its profile says so rather than calling it lost.
     pub suspended: Option<String>,
+    /// Why the ClusterSet its agent asked for at the join was not granted.
+    pub set_not_granted: Option<String>,
     /// How the inventory's consumers reach the cluster (`status.accessProviders`), when the hub
     /// knows it (hosted clusters); `None` leaves what the profile holds.
     pub access: Option<Vec<AccessProvider>>,
@@ -135,6 +137,7 @@ impl Member {
             stream: None,
             hosted_by: None,
             suspended: None,
+            set_not_granted: None,
             access: None,
             refused_properties: Vec::new(),
         }

@@ -249,9 +249,10 @@ impl Hub for HubService {
             .get_opt(&bootstrap::secret_name(token.id()))
             .await
             .map_err(internal)?;
-        token
+        let scope = token
             .verify(stored.as_ref(), jiff::Timestamp::now())
-            .map_err(|e| refuse(e.to_string()))?;
+            .map_err(|e| refuse(e.to_string()))?
+            .cluster_set;
         let req = request.into_inner();
         validate_join(&req)?;
         let name = req.cluster_name.as_str();
@@ -264,7 +265,8 @@ impl Hub for HubService {
                 .map(Response::new);
         }
 
-        let cluster_set = (!req.cluster_set.is_empty()).then_some(req.cluster_set.as_str());
+        let (granted, not_granted) = granted_set(name, &req.cluster_set, scope.as_deref());
+        let cluster_set = granted.as_deref();
         if let Some(set) = cluster_set {
             if !self.fleet.cluster_sets().contains(set) {
                 return Err(Status::not_found(format!(
@@ -312,10 +314,14 @@ impl Hub for HubService {
             .upsert_record(&record, record::version(&stored.metadata));
         let (properties, refused) = to_properties(&req.properties);
         let version = cut(req.kubernetes_version.clone(), VERSION_MAX_CHARS);
+        if let Some(why) = &not_granted {
+            tracing::info!(cluster = %name, %why, "the ClusterSet asked for at the join is not granted");
+        }
         self.fleet.update(name, |m| {
             m.version = version;
             m.properties = properties;
             m.refused_properties = refused;
+            m.set_not_granted = not_granted;
             (
                 Changes {
                     profile: true,
@@ -527,6 +533,23 @@ fn to_properties(properties: &[atoll_proto::v1::Property]) -> (Vec<Property>, Ve
     (kept, refused)
 }
 
+/// The ClusterSet a cluster joining as `name` goes into: the one its bootstrap token is scoped
+/// to, if any (whatever set the agent asks for: only the administrator who made the token
+/// chooses); and, when the agent asked for a set it does not get, why.
+fn granted_set(name: &str, asked: &str, scope: Option<&str>) -> (Option<String>, Option<String>) {
+    let granted = scope.map(str::to_owned);
+    let why = match scope {
+        _ if asked.is_empty() || Some(asked) == scope => None,
+        Some(scope) => Some(format!(
+            "the agent asked to join ClusterSet {asked:?}, but its bootstrap token is scoped to ClusterSet {scope:?}"
+        )),
+        None => Some(format!(
+            "the agent asked to join ClusterSet {asked:?}, but its bootstrap token is not scoped to a ClusterSet; an administrator adds it with: atoll clusterset add {asked} {name}"
+        )),
+    };
+    (granted, why)
+}
+
 /// `text` cut to at most `max` characters, saying so.
 fn cut(text: String, max: usize) -> String {
     match text.char_indices().nth(max) {
@@ -547,4 +570,34 @@ fn new_credential() -> String {
 fn internal(e: kube::Error) -> Status {
     tracing::warn!(error = %e, "hub API server call failed");
     Status::unavailable(format!("the hub cannot reach its API server: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_scoped_token_grants_a_cluster_set() {
+        assert_eq!(granted_set("east", "", None), (None, None));
+        assert_eq!(
+            granted_set("east", "", Some("prod")),
+            (Some("prod".to_owned()), None)
+        );
+        assert_eq!(
+            granted_set("east", "prod", Some("prod")),
+            (Some("prod".to_owned()), None)
+        );
+        let (set, why) = granted_set("east", "prod", None);
+        assert_eq!(set, None);
+        assert!(why.unwrap().ends_with("atoll clusterset add prod east"));
+        let (set, why) = granted_set("east", "admin", Some("prod"));
+        assert_eq!(set.as_deref(), Some("prod"));
+        assert!(why.unwrap().contains("scoped to ClusterSet \"prod\""));
+    }
+
+    #[test]
+    fn long_text_is_cut_on_a_character() {
+        assert_eq!(cut("héllo".to_owned(), 10), "héllo");
+        assert_eq!(cut("héllo".to_owned(), 2), "hé... (cut at 2 characters)");
+    }
 }

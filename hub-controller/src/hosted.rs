@@ -275,7 +275,11 @@ async fn agents_token(client: &kube::Client) -> kube::Result<String> {
         }
     }
     let token = crate::bootstrap::Token::generate();
-    let mut secret = token.to_secret(None, "agents of hosted clusters (made by the hub at start)");
+    let mut secret = token.to_secret(
+        None,
+        "agents of hosted clusters (made by the hub at start)",
+        None,
+    );
     secret
         .labels_mut()
         .insert(LABEL_HOSTED_AGENTS_TOKEN.to_owned(), "true".to_owned());

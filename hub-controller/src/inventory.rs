@@ -138,6 +138,13 @@ pub fn verdicts(member: &Member, leases: Leases) -> Vec<Verdict> {
             "AwaitingAgent",
             "accepted; waiting for the agent to collect its credential",
         )
+    } else if let Some(why) = &member.set_not_granted {
+        Verdict::new(
+            CONDITION_JOINED,
+            "True",
+            "ClusterSetNotGranted",
+            format!("the cluster's agent joined and holds its credential; {why}"),
+        )
     } else {
         Verdict::new(
             CONDITION_JOINED,
