@@ -28,10 +28,21 @@ pub struct TestHub {
 impl TestHub {
     /// Starts an API server in memory and a hub on it with one bootstrap token.
     pub async fn start(auto_accept: bool, leases: Leases) -> TestHub {
+        Self::start_with(auto_accept, leases, |_| {}).await
+    }
+
+    /// The same, with the hub's configuration changed by `configure` first.
+    pub async fn start_with(
+        auto_accept: bool,
+        leases: Leases,
+        configure: impl FnOnce(&mut atoll_hub::Config),
+    ) -> TestHub {
         let api = TestServer::start(StorageKind::Memory).await.unwrap();
         let client = api.client().await.unwrap();
         let addr = free_addr().unwrap();
-        let hub = start_hub(&client, addr, auto_accept, leases).await;
+        let mut config = hub_config(addr, auto_accept, leases);
+        configure(&mut config);
+        let hub = atoll_hub::Hub::start(client.clone(), config).await.unwrap();
         let (token, _) = atoll_hub::bootstrap::create(client.clone(), None, "tests", None)
             .await
             .unwrap();
@@ -135,12 +146,18 @@ pub async fn start_hub(
     auto_accept: bool,
     leases: Leases,
 ) -> atoll_hub::Hub {
+    let config = hub_config(addr, auto_accept, leases);
+    atoll_hub::Hub::start(client.clone(), config).await.unwrap()
+}
+
+/// The configuration tests run hubs with.
+fn hub_config(addr: std::net::SocketAddr, auto_accept: bool, leases: Leases) -> atoll_hub::Config {
     let mut config = atoll_hub::Config::new(addr);
     config.auto_accept = auto_accept;
     config.leases = leases;
     // Deleting Works of a lost cluster wait as long as it takes to call the cluster lost.
     config.lost_cluster_grace = leases.grace();
-    atoll_hub::Hub::start(client.clone(), config).await.unwrap()
+    config
 }
 
 pub fn condition<'a>(

@@ -1003,18 +1003,13 @@ async fn hostile_calls_get_refusals_and_the_hub_keeps_serving_its_agents() {
 #[tokio::test]
 async fn connections_beyond_the_limit_are_closed_and_silent_ones_time_out() {
     use tokio::io::AsyncReadExt as _;
-    let api = atoll_tests::TestServer::start(atoll_apiserver::StorageKind::Memory)
-        .await
-        .unwrap();
-    let client = api.client().await.unwrap();
-    let mut config = atoll_hub::Config::new(atoll_tests::free_addr().unwrap());
-    config.auto_accept = true;
-    config.grpc_max_connections = 4;
-    let hub = atoll_hub::Hub::start(client.clone(), config).await.unwrap();
-    let (token, _) = atoll_hub::bootstrap::create(client.clone(), None, "tests", None)
-        .await
-        .unwrap();
-    let addr = hub.grpc_addr();
+    let hub = TestHub::start_with(true, Leases::default(), |config| {
+        config.grpc_max_connections = 4;
+    })
+    .await;
+    let token = hub.token.clone();
+    let ca = hub.ca.clone();
+    let addr: std::net::SocketAddr = hub.url.trim_start_matches("https://").parse().unwrap();
     let mut silent = Vec::new();
     for _ in 0..4 {
         silent.push(tokio::net::TcpStream::connect(addr).await.unwrap());
@@ -1035,14 +1030,13 @@ async fn connections_beyond_the_limit_are_closed_and_silent_ones_time_out() {
             "silent connection {i} was not closed: {closed:?}"
         );
     }
-    let channel = atoll_agent::hub::channel(&format!("https://{addr}"), hub.ca_pem()).unwrap();
-    let mut agent = atoll_agent::hub::client(channel, &token.to_string()).unwrap();
+    let channel = atoll_agent::hub::channel(&hub.url, &ca).unwrap();
+    let mut agent = atoll_agent::hub::client(channel, &token).unwrap();
     let joined = agent.join(join_request("east", "id-east")).await.unwrap();
     assert_eq!(
         joined.into_inner().state,
         join_response::State::Accepted as i32
     );
-    hub.shutdown().await;
 }
 
 /// A bootstrap token holder cannot choose its ClusterSet: only a token scoped to a set puts the
@@ -1130,5 +1124,100 @@ async fn only_a_token_scoped_to_a_cluster_set_joins_a_cluster_into_it() {
         hub.set_status("admin").await.member_count,
         0,
         "a token holder chose admin"
+    );
+}
+
+/// Cluster credentials expire; the agent renews its own with a third of the lifetime left, without
+/// joining again, and stays healthy past the first credential's expiry; an expired credential is
+/// refused saying so, and removing the cluster revokes the current one at once.
+#[tokio::test]
+async fn credentials_expire_and_agents_renew_them_without_joining_again() {
+    let leases = Leases {
+        lease: Duration::from_secs(1),
+        missed: 3,
+    };
+    let hub = TestHub::start_with(true, leases, |config| {
+        config.credential_lifetime = Duration::from_secs(6);
+    })
+    .await;
+    let mut east = Member::start(&hub, "east").await;
+    hub.wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+    let stored = |member: &Member| {
+        let client = member.client.clone();
+        async move {
+            atoll_agent::credential::load(&client)
+                .await
+                .unwrap()
+                .and_then(|s| s.credential)
+        }
+    };
+    let first = stored(&east).await.expect("east holds a credential");
+    let response = hub
+        .raw(&first)
+        .heartbeat(beat("east"))
+        .await
+        .unwrap()
+        .into_inner();
+    let expires = response.credential_expires_unix_seconds;
+    let now = jiff::Timestamp::now().as_second();
+    assert!(
+        (now + 4..=now + 6).contains(&expires),
+        "expires at {expires}, now {now}"
+    );
+    assert_eq!(response.credential_renew_after_unix_seconds, expires - 2);
+
+    // Past the first credential's lifetime: renewed (twice by now), never joined again.
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    let renewed = stored(&east).await.expect("east holds a credential");
+    assert_ne!(renewed, first, "the credential was not renewed");
+    let profile = hub
+        .wait_condition("east", "ControlPlaneHealthy", "True", None)
+        .await;
+    assert_eq!(condition(&profile, "Joined").unwrap().reason, "Joined");
+    let err = hub.raw(&first).heartbeat(beat("east")).await.unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated, "{err:?}");
+    let renewed_response = hub.raw(&renewed).heartbeat(beat("east")).await;
+    assert!(renewed_response.is_ok(), "{renewed_response:?}");
+
+    // An expired credential is refused saying when it expired.
+    let (token, _) = atoll_hub::bootstrap::create(hub.client.clone(), None, "t", None)
+        .await
+        .unwrap();
+    let joined = hub
+        .raw(&token.to_string())
+        .join(join_request("west", "id-west"))
+        .await
+        .unwrap()
+        .into_inner();
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let err = hub
+        .raw(&joined.credential)
+        .heartbeat(beat("west"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated);
+    assert!(
+        err.message()
+            .starts_with("the cluster credential expired at "),
+        "{}",
+        err.message()
+    );
+
+    // Removal revokes the current credential at once.
+    east.stop_agent().await;
+    let current = stored(&east).await.unwrap();
+    atoll_hub::record::remove(hub.client.clone(), "east")
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            hub.raw(&current)
+                .heartbeat(beat("east"))
+                .await
+                .is_err_and(|e| e.code() == Code::Unauthenticated)
+        })
+        .await,
+        "the removed cluster's credential still works"
     );
 }

@@ -20,6 +20,10 @@ pub struct Flags {
     /// one, so keep it above the number of clusters and below the process's file limit).
     #[arg(long, env = "ATOLL_GRPC_MAX_CONNECTIONS", default_value_t = crate::GRPC_MAX_CONNECTIONS as u32, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub grpc_max_connections: u32,
+    /// How long a cluster credential works, in hours (agents renew theirs with a third left;
+    /// `atoll cluster remove` revokes one at once).
+    #[arg(long, env = "ATOLL_CREDENTIAL_LIFETIME_HOURS", default_value_t = 720, value_parser = clap::value_parser!(u64).range(1..=87_600))]
+    pub credential_lifetime_hours: u64,
     /// Accept every cluster that joins with a valid bootstrap token, without `atoll cluster accept`.
     #[arg(long, env = "ATOLL_AUTO_ACCEPT")]
     pub auto_accept: bool,
@@ -60,6 +64,7 @@ impl Flags {
         config.grpc_hosts = self.grpc_hosts.clone();
         config.auto_accept = self.auto_accept;
         config.grpc_max_connections = self.grpc_max_connections as usize;
+        config.credential_lifetime = Duration::from_secs(self.credential_lifetime_hours * 3600);
         config.leases = Leases {
             lease: Duration::from_secs(self.lease_seconds),
             missed: self.missed_leases,

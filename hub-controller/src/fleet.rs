@@ -58,6 +58,30 @@ pub enum Health {
     Lost(Option<jiff::Timestamp>),
 }
 
+/// Who a credential identifies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The member cluster.
+    pub name: String,
+    /// When the credential stops working (`None`: never).
+    pub expires: Option<jiff::Timestamp>,
+    /// Whether it is the member's current credential, not the one a renewal replaced.
+    pub current: bool,
+}
+
+/// Why a credential does not identify a member.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error(
+        "unknown cluster credential: the cluster was removed from the hub or never joined; join again with a bootstrap token"
+    )]
+    Unknown,
+    #[error(
+        "the cluster credential expired at {0}: the agent renews it before then, or joins again with a bootstrap token"
+    )]
+    Expired(jiff::Timestamp),
+}
+
 /// One member cluster.
 #[derive(Debug, Clone)]
 pub struct Member {
@@ -69,6 +93,10 @@ pub struct Member {
     pub join_secret: Option<Digest>,
     /// Hash of the cluster's credential, once issued.
     pub credential: Option<Digest>,
+    /// When the credential stops working (`None`: never).
+    pub credential_expires: Option<jiff::Timestamp>,
+    /// The credential the current one replaced, and until when it still works.
+    pub previous: Option<(Digest, jiff::Timestamp)>,
     /// The cluster ID the hub holds for it.
     pub cluster_id: String,
     /// The cluster ID its agent last reported (differs from `cluster_id` only when it changed
@@ -121,6 +149,8 @@ impl Member {
             accepted: false,
             join_secret: None,
             credential: None,
+            credential_expires: None,
+            previous: None,
             cluster_id: cluster_id.to_owned(),
             reported_cluster_id: cluster_id.to_owned(),
             version: String::new(),
@@ -203,9 +233,32 @@ impl Fleet {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The member a credential belongs to.
-    pub fn identify(&self, credential: &Digest) -> Option<String> {
-        self.lock().by_credential.get(credential).cloned()
+    /// The member a credential belongs to, if it still works at `now`.
+    pub fn identify(&self, credential: &Digest, now: jiff::Timestamp) -> Result<Identity, Refused> {
+        let inner = self.lock();
+        let name = inner
+            .by_credential
+            .get(credential)
+            .ok_or(Refused::Unknown)?;
+        let member = inner.members.get(name).ok_or(Refused::Unknown)?;
+        let current = member.credential.as_ref() == Some(credential);
+        let expires = if current {
+            member.credential_expires
+        } else {
+            member
+                .previous
+                .as_ref()
+                .filter(|(d, _)| d == credential)
+                .map(|(_, until)| *until)
+        };
+        match expires {
+            Some(at) if at <= now => Err(Refused::Expired(at)),
+            _ => Ok(Identity {
+                name: name.clone(),
+                expires,
+                current,
+            }),
+        }
     }
 
     /// A copy of one member.
@@ -254,10 +307,18 @@ impl Fleet {
         if let Some(old) = member.credential.take() {
             inner.by_credential.remove(&old);
         }
+        if let Some((old, _)) = member.previous.take() {
+            inner.by_credential.remove(&old);
+        }
         member.accepted = accepted;
         member.hosted_by = record.hosted_by.clone();
         member.join_secret = join_secret;
         member.credential = credential;
+        member.credential_expires = record.credential_expires;
+        member.previous = record.previous;
+        if let Some((previous, _)) = record.previous {
+            inner.by_credential.insert(previous, name.to_owned());
+        }
         if member.cluster_id.is_empty() || member.cluster_set().is_none() {
             member.cluster_id = cluster_id.to_owned();
         }
@@ -280,6 +341,9 @@ impl Fleet {
         let member = inner.members.remove(name)?;
         if let Some(credential) = &member.credential {
             inner.by_credential.remove(credential);
+        }
+        if let Some((previous, _)) = &member.previous {
+            inner.by_credential.remove(previous);
         }
         inner.dirty.remove(name);
         drop(inner);
@@ -427,6 +491,8 @@ mod tests {
             accepted,
             join_secret: None,
             credential,
+            credential_expires: None,
+            previous: None,
             cluster_id: format!("id-{name}"),
             hosted_by: None,
         }
@@ -442,18 +508,58 @@ mod tests {
     #[test]
     fn credentials_identify_their_member_until_removed_or_replaced() {
         let fleet = fleet();
+        let now = jiff::Timestamp::now();
+        let identify = |d: &Digest| fleet.identify(d, now).ok().map(|i| i.name);
         let first = sha256(b"first");
         fleet.upsert_record(&record("a", true, Some(first)), 1);
-        assert_eq!(fleet.identify(&first).as_deref(), Some("a"));
+        assert_eq!(identify(&first).as_deref(), Some("a"));
         let second = sha256(b"second");
         fleet.upsert_record(&record("a", true, Some(second)), 3);
-        assert_eq!(fleet.identify(&first), None);
-        assert_eq!(fleet.identify(&second).as_deref(), Some("a"));
+        assert_eq!(identify(&first), None);
+        assert_eq!(identify(&second).as_deref(), Some("a"));
         // A late watch event of an older version does not undo the newer credential.
         fleet.upsert_record(&record("a", true, None), 2);
-        assert_eq!(fleet.identify(&second).as_deref(), Some("a"));
+        assert_eq!(identify(&second).as_deref(), Some("a"));
         fleet.remove("a");
-        assert_eq!(fleet.identify(&second), None);
+        assert_eq!(identify(&second), None);
+    }
+
+    #[test]
+    fn credentials_expire_and_a_renewed_ones_predecessor_works_until_its_time() {
+        let fleet = fleet();
+        let now: jiff::Timestamp = "2026-12-01T12:00:00Z".parse().unwrap();
+        let hour = jiff::SignedDuration::from_hours(1);
+        let (old, new) = (sha256(b"old"), sha256(b"new"));
+        let mut renewed = record("a", true, Some(new));
+        renewed.credential_expires = Some(now + hour * 24);
+        renewed.previous = Some((old, now + hour));
+        fleet.upsert_record(&renewed, 1);
+        let who = fleet.identify(&new, now).unwrap();
+        assert_eq!((who.name.as_str(), who.current), ("a", true));
+        let who = fleet.identify(&old, now).unwrap();
+        assert_eq!(
+            (who.name.as_str(), who.current, who.expires),
+            ("a", false, Some(now + hour))
+        );
+        assert_eq!(
+            fleet.identify(&old, now + hour),
+            Err(Refused::Expired(now + hour))
+        );
+        assert_eq!(
+            fleet.identify(&new, now + hour * 24),
+            Err(Refused::Expired(now + hour * 24))
+        );
+        assert_eq!(
+            fleet.identify(&sha256(b"other"), now),
+            Err(Refused::Unknown)
+        );
+        // Another renewal forgets the oldest.
+        let mut again = record("a", true, Some(sha256(b"newer")));
+        again.previous = Some((new, now + hour));
+        fleet.upsert_record(&again, 2);
+        assert_eq!(fleet.identify(&old, now), Err(Refused::Unknown));
+        fleet.remove("a");
+        assert_eq!(fleet.identify(&new, now), Err(Refused::Unknown));
     }
 
     #[test]

@@ -15,8 +15,9 @@ use atoll_api::names::{PROPERTY_CLUSTER_ID, SYSTEM_NAMESPACE};
 use atoll_api::work::Work;
 use atoll_proto::v1::hub_server::Hub;
 use atoll_proto::v1::{
-    HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, SyncEvent, SyncRequest,
-    WorkStatusAck, WorkStatusReport, join_response,
+    HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, RenewCredentialRequest,
+    RenewCredentialResponse, SyncEvent, SyncRequest, WorkStatusAck, WorkStatusReport,
+    join_response,
 };
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -28,7 +29,7 @@ use crate::bootstrap::{self, Token};
 use crate::clusterset::membership_event;
 use crate::digest::Digest;
 use crate::digest::sha256;
-use crate::fleet::{Changes, Fleet, Health, Member};
+use crate::fleet::{Changes, Fleet, Health, Identity, Member};
 use crate::inventory::{ensure_namespace, ensure_profile, is_member_namespace};
 use crate::record::{self, Record};
 use crate::work::{self, WorkIndex};
@@ -60,6 +61,7 @@ pub struct HubService {
     client: kube::Client,
     auto_accept: bool,
     joins: Arc<guard::JoinLimiter>,
+    credential_lifetime: std::time::Duration,
 }
 
 impl HubService {
@@ -71,6 +73,7 @@ impl HubService {
         client: kube::Client,
         auto_accept: bool,
         joins: Arc<guard::JoinLimiter>,
+        credential_lifetime: std::time::Duration,
     ) -> Self {
         Self {
             fleet,
@@ -78,23 +81,41 @@ impl HubService {
             client,
             auto_accept,
             joins,
+            credential_lifetime,
         }
+    }
+
+    /// When a credential issued now stops working.
+    fn credential_expiry(&self) -> jiff::Timestamp {
+        let now = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())
+            .unwrap_or_else(|_| jiff::Timestamp::now());
+        jiff::SignedDuration::try_from(self.credential_lifetime)
+            .ok()
+            .and_then(|lifetime| now.checked_add(lifetime).ok())
+            .unwrap_or(jiff::Timestamp::MAX)
     }
 
     /// The cluster a call's credential belongs to (as the guard found it), checked against the
     /// name the call states.
     fn identify<T>(&self, request: &Request<T>, stated: &str) -> Result<String, Status> {
-        let name = request
+        self.caller(request, stated).map(|identity| identity.name)
+    }
+
+    /// Who a call's credential identifies (as the guard found it), checked against the name the
+    /// call states.
+    fn caller<T>(&self, request: &Request<T>, stated: &str) -> Result<Identity, Status> {
+        let identity = request
             .extensions()
             .get::<guard::Caller>()
             .map(|c| c.0.clone())
             .ok_or_else(|| Status::unauthenticated("the call was not authenticated"))?;
+        let name = identity.name.as_str();
         if stated != name {
             return Err(Status::permission_denied(format!(
                 "this credential belongs to cluster {name:?}, not {stated:?}"
             )));
         }
-        Ok(name)
+        Ok(identity)
     }
 
     fn lease_seconds(&self) -> u32 {
@@ -107,30 +128,55 @@ impl HubService {
         mut record: Record,
     ) -> Result<JoinResponse, Status> {
         let credential = new_credential();
+        let expires = self.credential_expiry();
         record.credential = Some(sha256(credential.as_bytes()));
+        record.credential_expires = Some(expires);
+        record.previous = None;
+        self.store_record(&record).await?;
+        Ok(self.accepted(name, credential, Some(expires)))
+    }
+
+    /// Writes a member's record (the Secret exists) and applies it to the fleet view.
+    async fn store_record(&self, record: &Record) -> Result<(), Status> {
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), SYSTEM_NAMESPACE);
-        let patch = serde_json::json!({"data": record.to_secret().data});
         let stored = secrets
             .patch(
-                &record::secret_name(name),
+                &record::secret_name(&record.name),
                 &PatchParams::default(),
-                &Patch::Merge(&patch),
+                &Patch::Merge(&record.data_patch()),
             )
             .await
             .map_err(internal)?;
         self.fleet
-            .upsert_record(&record, record::version(&stored.metadata));
-        Ok(self.accepted(name, credential))
+            .upsert_record(record, record::version(&stored.metadata));
+        Ok(())
     }
 
-    fn accepted(&self, name: &str, credential: String) -> JoinResponse {
+    fn accepted(
+        &self,
+        name: &str,
+        credential: String,
+        expires: Option<jiff::Timestamp>,
+    ) -> JoinResponse {
         tracing::info!(cluster = %name, "credential issued");
         JoinResponse {
             state: join_response::State::Accepted as i32,
             credential,
             message: format!("cluster {name:?} joined the hub"),
             lease_seconds: self.lease_seconds(),
+            credential_expires_unix_seconds: expires.map_or(0, |at| at.as_second()),
         }
+    }
+
+    /// When the holder of a credential should renew it: once a third of its lifetime is left,
+    /// or at once for the credential a renewal replaced and for one issued before credentials
+    /// expired (which has no expiry).
+    fn renew_after(&self, identity: &Identity) -> Option<jiff::Timestamp> {
+        let Some(expires) = identity.expires.filter(|_| identity.current) else {
+            return Some(jiff::Timestamp::now());
+        };
+        let third = jiff::SignedDuration::try_from(self.credential_lifetime / 3).ok()?;
+        expires.checked_sub(third).ok()
     }
 
     /// Creates the cluster's namespace and ClusterProfile unless they exist.
@@ -186,6 +232,8 @@ impl HubService {
             accepted: member.accepted,
             join_secret: Some(join_secret),
             credential: member.credential,
+            credential_expires: member.credential_expires,
+            previous: member.previous,
             // A hosted cluster's record is made before its agent knows the cluster's ID.
             cluster_id: if member.cluster_id.is_empty() {
                 req.cluster_id.clone()
@@ -224,6 +272,7 @@ impl HubService {
                 "cluster {name:?} waits for an administrator to accept it on the hub: atoll cluster accept {name}"
             ),
             lease_seconds: self.lease_seconds(),
+            credential_expires_unix_seconds: 0,
         }
     }
 }
@@ -295,6 +344,8 @@ impl Hub for HubService {
             accepted: self.auto_accept,
             join_secret: Some(join_secret),
             credential: credential.as_deref().map(|c| sha256(c.as_bytes())),
+            credential_expires: credential.as_ref().map(|_| self.credential_expiry()),
+            previous: None,
             cluster_id: req.cluster_id.clone(),
             hosted_by: None,
         };
@@ -333,7 +384,10 @@ impl Hub for HubService {
         self.ensure_cluster_objects(name, cluster_set).await?;
         tracing::info!(cluster = %name, cluster_id = %req.cluster_id, accepted = self.auto_accept, "cluster asked to join");
         match credential {
-            Some(credential) => Ok(Response::new(self.accepted(name, credential))),
+            Some(credential) => {
+                let expires = record.credential_expires;
+                Ok(Response::new(self.accepted(name, credential, expires)))
+            }
             None => Ok(Response::new(self.pending(name))),
         }
     }
@@ -342,7 +396,8 @@ impl Hub for HubService {
         &self,
         request: Request<HeartbeatRequest>,
     ) -> Result<Response<HeartbeatResponse>, Status> {
-        let name = self.identify(&request, &request.get_ref().cluster_name)?;
+        let identity = self.caller(&request, &request.get_ref().cluster_name)?;
+        let name = identity.name.clone();
         let req = request.into_inner();
         let health = match req.health {
             Some(h) if h.ready => Health::Ready,
@@ -388,6 +443,45 @@ impl Hub for HubService {
         });
         Ok(Response::new(HeartbeatResponse {
             lease_seconds: self.lease_seconds(),
+            credential_expires_unix_seconds: identity.expires.map_or(0, |at| at.as_second()),
+            credential_renew_after_unix_seconds: self
+                .renew_after(&identity)
+                .map_or(0, |at| at.as_second()),
+        }))
+    }
+
+    async fn renew_credential(
+        &self,
+        request: Request<RenewCredentialRequest>,
+    ) -> Result<Response<RenewCredentialResponse>, Status> {
+        let name = self.identify(&request, &request.get_ref().cluster_name)?;
+        let member = self.fleet.get(&name).ok_or_else(|| {
+            Status::unauthenticated(format!("cluster {name:?} was removed from the hub"))
+        })?;
+        let now = jiff::Timestamp::now();
+        // The credential replaced keeps working for an hour at most, never past its own expiry.
+        let grace = now + jiff::SignedDuration::from_hours(1);
+        let previous = member.credential.map(|digest| {
+            let until = member.credential_expires.map_or(grace, |at| at.min(grace));
+            (digest, until)
+        });
+        let credential = new_credential();
+        let expires = self.credential_expiry();
+        let record = Record {
+            name: name.clone(),
+            accepted: member.accepted,
+            join_secret: member.join_secret,
+            credential: Some(sha256(credential.as_bytes())),
+            credential_expires: Some(expires),
+            previous,
+            cluster_id: member.cluster_id.clone(),
+            hosted_by: member.hosted_by.clone(),
+        };
+        self.store_record(&record).await?;
+        tracing::info!(cluster = %name, %expires, "credential renewed");
+        Ok(Response::new(RenewCredentialResponse {
+            credential,
+            credential_expires_unix_seconds: expires.as_second(),
         }))
     }
 

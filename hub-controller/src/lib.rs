@@ -86,6 +86,8 @@ pub struct Config {
     pub hosted: hosted::Settings,
     /// The most gRPC connections open at once; more are closed as they come.
     pub grpc_max_connections: usize,
+    /// How long a cluster credential works; agents renew theirs with a third of it left.
+    pub credential_lifetime: std::time::Duration,
 }
 
 impl Config {
@@ -100,6 +102,7 @@ impl Config {
             lost_cluster_grace: work::LOST_CLUSTER_GRACE,
             hosted: hosted::Settings::default(),
             grpc_max_connections: GRPC_MAX_CONNECTIONS,
+            credential_lifetime: CREDENTIAL_LIFETIME,
         }
     }
 }
@@ -133,6 +136,8 @@ fn serve_agents(
 
 /// Streams one agent connection may hold open at once (an agent uses three or four).
 const GRPC_STREAMS_PER_CONNECTION: u32 = 32;
+/// How long a cluster credential works, by default.
+pub const CREDENTIAL_LIFETIME: std::time::Duration = std::time::Duration::from_secs(30 * 86_400);
 /// Open gRPC connections, by default: one per agent.
 pub const GRPC_MAX_CONNECTIONS: usize = 20_000;
 
@@ -183,6 +188,7 @@ impl Hub {
             client.clone(),
             config.auto_accept,
             joins.clone(),
+            config.credential_lifetime,
         );
         let server = serve_agents(identity, &fleet, joins)?.add_service(
             HubServer::new(service).max_decoding_message_size(grpc::guard::SYNC_MAX_BYTES),

@@ -1,6 +1,7 @@
 //! Member records: one Secret `cluster-<name>` per member cluster in `atoll-system`, holding the
-//! hashes of its join secret and credential, its cluster ID, and whether it was accepted. The
-//! hub never stores a credential itself.
+//! hashes of its join secret and credential (with the credential's expiry, and the one it
+//! replaced while that still works), its cluster ID, and whether it was accepted. The hub never
+//! stores a credential itself.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,8 @@ use atoll_api::names::{INVENTORY_NAMESPACE, SYSTEM_NAMESPACE};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams};
+
+use jiff::Timestamp;
 
 use crate::digest::Digest;
 
@@ -23,7 +26,7 @@ pub const LABEL_ACCEPTED: &str = "atoll.dev/accepted";
 pub const LABEL_HOSTED_BY: &str = "atoll.dev/hosted-cluster-uid";
 
 /// A member record as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Record {
     /// The cluster's name.
     pub name: String,
@@ -33,6 +36,10 @@ pub struct Record {
     pub join_secret: Option<Digest>,
     /// Hash of the issued credential.
     pub credential: Option<Digest>,
+    /// When the credential stops working (`None`: never, for credentials issued before expiry).
+    pub credential_expires: Option<Timestamp>,
+    /// The credential the current one replaced, and until when it still works.
+    pub previous: Option<(Digest, Timestamp)>,
     /// The cluster ID given at join (empty in a hosted cluster's record until its agent joins).
     pub cluster_id: String,
     /// The UID of the HostedCluster whose control plane this cluster is, if the hub runs it.
@@ -65,6 +72,13 @@ impl Record {
         if let Some(d) = &self.credential {
             put("credential-sha256", d.to_hex());
         }
+        if let Some(at) = &self.credential_expires {
+            put("credential-expires", at.to_string());
+        }
+        if let Some((d, until)) = &self.previous {
+            put("previous-credential-sha256", d.to_hex());
+            put("previous-credential-expires", until.to_string());
+        }
         put("cluster-id", self.cluster_id.clone());
         let mut labels = BTreeMap::from([
             (LABEL_CLUSTER.to_owned(), self.name.clone()),
@@ -86,6 +100,24 @@ impl Record {
         }
     }
 
+    /// A merge patch of the Secret's data that makes it this record's (keys it lacks removed).
+    pub fn data_patch(&self) -> serde_json::Value {
+        let mut data = serde_json::Map::new();
+        for key in [
+            "join-secret-sha256",
+            "credential-sha256",
+            "credential-expires",
+            "previous-credential-sha256",
+            "previous-credential-expires",
+        ] {
+            data.insert(key.to_owned(), serde_json::Value::Null);
+        }
+        for (key, value) in self.to_secret().data.unwrap_or_default() {
+            data.insert(key, serde_json::to_value(value).unwrap_or_default());
+        }
+        serde_json::json!({ "data": data })
+    }
+
     /// Reads a record Secret; `None` when it is not one.
     pub fn from_secret(secret: &Secret) -> Option<Self> {
         if secret.type_.as_deref() != Some(SECRET_TYPE) {
@@ -103,6 +135,10 @@ impl Record {
             accepted: labels.get(LABEL_ACCEPTED).map(String::as_str) == Some("true"),
             join_secret: text("join-secret-sha256").and_then(|h| Digest::from_hex(&h)),
             credential: text("credential-sha256").and_then(|h| Digest::from_hex(&h)),
+            credential_expires: text("credential-expires").and_then(|t| t.parse().ok()),
+            previous: text("previous-credential-sha256")
+                .and_then(|h| Digest::from_hex(&h))
+                .zip(text("previous-credential-expires").and_then(|t| t.parse().ok())),
             cluster_id: text("cluster-id").unwrap_or_default(),
             hosted_by: labels.get(LABEL_HOSTED_BY).cloned(),
         })
@@ -175,6 +211,8 @@ mod tests {
             accepted: true,
             join_secret: Some(sha256(b"join")),
             credential: Some(sha256(b"cred")),
+            credential_expires: Some("2027-01-01T00:00:00Z".parse().unwrap()),
+            previous: Some((sha256(b"old"), "2026-12-01T00:00:00Z".parse().unwrap())),
             cluster_id: "id-east".into(),
             hosted_by: None,
         };

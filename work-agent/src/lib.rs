@@ -20,7 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use atoll_proto::v1::{
-    Health, HeartbeatRequest, JoinRequest, Property, SyncRequest, join_response, sync_event,
+    Health, HeartbeatRequest, JoinRequest, Property, RenewCredentialRequest, SyncRequest,
+    join_response, sync_event,
 };
 use backon::BackoffBuilder as _;
 use futures::StreamExt as _;
@@ -134,6 +135,9 @@ pub async fn run(
         };
         tokio::select! {
             ended = session.run() => match ended {
+                Ended::Renewed => {
+                    tracing::info!("credential renewed; reconnecting with it");
+                }
                 Ended::Unauthenticated(message) => {
                     tracing::warn!(%message, "the hub no longer accepts this cluster's credential; joining again");
                     let fresh = config.fresh();
@@ -284,6 +288,8 @@ async fn readiness(member: &kube::Client) -> Health {
 }
 
 enum Ended {
+    /// The credential was renewed and stored: a new session uses it.
+    Renewed,
     Unauthenticated(String),
     Fatal(Error),
 }
@@ -375,7 +381,15 @@ impl Session<'_> {
             let wait = match client.heartbeat(request).await {
                 Ok(response) => {
                     delays = backoff();
-                    let seconds = response.into_inner().lease_seconds.max(1);
+                    let response = response.into_inner();
+                    let renew_after = response.credential_renew_after_unix_seconds;
+                    if renew_after != 0
+                        && jiff::Timestamp::now().as_second() >= renew_after
+                        && self.renew(&mut client).await
+                    {
+                        return Ended::Renewed;
+                    }
+                    let seconds = response.lease_seconds.max(1);
                     lease = Duration::from_secs(u64::from(seconds));
                     // Beat a little early, with jitter, so one late beat never costs a lease.
                     lease.mul_f64(rand::rng().random_range(0.7..0.9))
@@ -400,6 +414,46 @@ impl Session<'_> {
                 _ = self.beat_now.notified() => {}
             }
         }
+    }
+
+    /// Exchanges the credential for a new one and stores it; whether it did (when not, the old
+    /// one still works and the next heartbeat tries again).
+    async fn renew(&self, client: &mut hub::Client) -> bool {
+        let mut request = tonic::Request::new(RenewCredentialRequest {
+            cluster_name: self.config.cluster_name.clone(),
+        });
+        request.set_timeout(CALL_TIMEOUT);
+        let renewed = match client.renew_credential(request).await {
+            Ok(response) => response.into_inner(),
+            Err(status) => {
+                tracing::warn!(code = ?status.code(), message = %status.message(), "cannot renew the credential; trying again at the next heartbeat");
+                return false;
+            }
+        };
+        let stored = match credential::load(self.member).await {
+            Ok(Some(stored)) => stored,
+            Ok(None) => {
+                tracing::warn!("the agent's Secret is gone; cannot store a renewed credential");
+                return false;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the stored credential to renew it");
+                return false;
+            }
+        };
+        let stored = credential::Stored {
+            credential: Some(renewed.credential),
+            ..stored
+        };
+        if let Err(error) = credential::save(self.member, &stored).await {
+            tracing::warn!(%error, "cannot store the renewed credential; trying again at the next heartbeat");
+            return false;
+        }
+        tracing::info!(
+            expires_unix_seconds = renewed.credential_expires_unix_seconds,
+            "credential renewed"
+        );
+        true
     }
 
     async fn sync(&self) -> Ended {

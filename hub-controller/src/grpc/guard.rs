@@ -27,6 +27,8 @@ use crate::fleet::Fleet;
 pub use atoll_proto::{HEARTBEAT_MAX_BYTES, JOIN_MAX_BYTES, SYNC_MAX_BYTES};
 /// See [`JOIN_MAX_BYTES`].
 pub const REPORT_MAX_BYTES: usize = super::STATUS_MAX_BYTES + 64 * 1024;
+/// See [`JOIN_MAX_BYTES`].
+pub const RENEW_MAX_BYTES: usize = 1024;
 
 /// Failed joins a source address may make at once before it must wait.
 const JOIN_FAILURES_BURST: f64 = 10.0;
@@ -35,9 +37,9 @@ const JOIN_FAILURE_REFILL: Duration = Duration::from_secs(6);
 /// The most source addresses the join limiter remembers.
 const JOIN_SOURCES_MAX: usize = 4096;
 
-/// The cluster a call's credential belongs to, put in the request's extensions by the guard.
+/// Who a call's credential identifies, put in the request's extensions by the guard.
 #[derive(Debug, Clone)]
-pub struct Caller(pub String);
+pub struct Caller(pub crate::fleet::Identity);
 
 /// The source address of a call, put in the request's extensions by the guard.
 #[derive(Debug, Clone, Copy)]
@@ -50,6 +52,7 @@ enum Method {
     Heartbeat,
     Sync,
     ReportWorkStatus,
+    RenewCredential,
 }
 
 impl Method {
@@ -59,6 +62,7 @@ impl Method {
             "Heartbeat" => Some(Method::Heartbeat),
             "Sync" => Some(Method::Sync),
             "ReportWorkStatus" => Some(Method::ReportWorkStatus),
+            "RenewCredential" => Some(Method::RenewCredential),
             _ => None,
         }
     }
@@ -69,6 +73,7 @@ impl Method {
             Method::Heartbeat => HEARTBEAT_MAX_BYTES,
             Method::Sync => SYNC_MAX_BYTES,
             Method::ReportWorkStatus => REPORT_MAX_BYTES,
+            Method::RenewCredential => RENEW_MAX_BYTES,
         }
     }
 }
@@ -202,12 +207,8 @@ impl<S> Guard<S> {
             let name = self
                 .layer
                 .fleet
-                .identify(&sha256(token.as_bytes()))
-                .ok_or_else(|| {
-                    Status::unauthenticated(
-                        "unknown cluster credential: the cluster was removed from the hub or never joined; join again with a bootstrap token",
-                    )
-                })?;
+                .identify(&sha256(token.as_bytes()), jiff::Timestamp::now())
+                .map_err(|refused| Status::unauthenticated(refused.to_string()))?;
             request.extensions_mut().insert(Caller(name));
         }
         Ok(method)

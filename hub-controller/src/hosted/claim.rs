@@ -28,7 +28,7 @@ pub const LABEL_HOSTED_CLUSTER: &str = "atoll.dev/hosted-cluster";
 pub enum Claim {
     /// The record is the HostedCluster's (made now or before), at this resourceVersion; and
     /// whether its ClusterProfile was made now (without labels of the spec's yet).
-    Ours(Record, u64, bool),
+    Ours(Box<Record>, u64, bool),
     /// Something else has the name; why.
     InUse(String),
 }
@@ -70,6 +70,8 @@ pub async fn claim(
                 accepted: true,
                 join_secret: Some(sha256(join_secret.as_bytes())),
                 credential: None,
+                credential_expires: None,
+                previous: None,
                 cluster_id: String::new(),
                 hosted_by: Some(uid.to_owned()),
             };
@@ -103,7 +105,7 @@ pub async fn claim(
         Err(kube::Error::Api(e)) if e.code == 409 => false,
         Err(e) => return Err(e),
     };
-    Ok(Claim::Ours(record, version, made))
+    Ok(Claim::Ours(Box::new(record), version, made))
 }
 
 fn annotations(hc: &HostedCluster) -> BTreeMap<String, String> {

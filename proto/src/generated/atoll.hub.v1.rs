@@ -46,6 +46,9 @@ pub struct JoinResponse {
     /// The lease: the agent sends a heartbeat at least this often.
     #[prost(uint32, tag = "4")]
     pub lease_seconds: u32,
+    /// When the credential stops working, seconds since the Unix epoch (0: never).
+    #[prost(int64, tag = "5")]
+    pub credential_expires_unix_seconds: i64,
 }
 /// Nested message and enum types in `JoinResponse`.
 pub mod join_response {
@@ -120,6 +123,29 @@ pub struct HeartbeatResponse {
     /// The lease the hub expects; the agent adopts it.
     #[prost(uint32, tag = "1")]
     pub lease_seconds: u32,
+    /// When the caller's credential stops working, seconds since the Unix epoch (0: never).
+    #[prost(int64, tag = "2")]
+    pub credential_expires_unix_seconds: i64,
+    /// From when the agent should renew it (RenewCredential), seconds since the Unix epoch (0:
+    /// no need).
+    #[prost(int64, tag = "3")]
+    pub credential_renew_after_unix_seconds: i64,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RenewCredentialRequest {
+    #[prost(string, tag = "1")]
+    pub cluster_name: ::prost::alloc::string::String,
+}
+#[allow(clippy::all)]
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RenewCredentialResponse {
+    /// The new credential; the hub stores only its hash.
+    #[prost(string, tag = "1")]
+    pub credential: ::prost::alloc::string::String,
+    /// When it stops working, seconds since the Unix epoch (0: never).
+    #[prost(int64, tag = "2")]
+    pub credential_expires_unix_seconds: i64,
 }
 /// A Work the agent already has, as of its last sync.
 #[allow(clippy::all)]
@@ -399,6 +425,33 @@ pub mod hub_client {
                 .insert(GrpcMethod::new("atoll.hub.v1.Hub", "ReportWorkStatus"));
             self.inner.unary(req, path, codec).await
         }
+        /// RenewCredential exchanges the caller's credential for a new one, valid for the hub's
+        /// credential lifetime from now. The old one keeps working for at most an hour more (never past
+        /// its own expiry), so an agent that lost the answer asks again.
+        pub async fn renew_credential(
+            &mut self,
+            request: impl tonic::IntoRequest<super::RenewCredentialRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::RenewCredentialResponse>,
+            tonic::Status,
+        > {
+            self.inner
+                .ready()
+                .await
+                .map_err(|e| {
+                    tonic::Status::unknown(
+                        format!("Service was not ready: {}", e.into()),
+                    )
+                })?;
+            let codec = tonic_prost::ProstCodec::default();
+            let path = http::uri::PathAndQuery::from_static(
+                "/atoll.hub.v1.Hub/RenewCredential",
+            );
+            let mut req = request.into_request();
+            req.extensions_mut()
+                .insert(GrpcMethod::new("atoll.hub.v1.Hub", "RenewCredential"));
+            self.inner.unary(req, path, codec).await
+        }
     }
 }
 /// Generated server implementations.
@@ -447,6 +500,16 @@ pub mod hub_server {
             &self,
             request: tonic::Request<super::WorkStatusReport>,
         ) -> std::result::Result<tonic::Response<super::WorkStatusAck>, tonic::Status>;
+        /// RenewCredential exchanges the caller's credential for a new one, valid for the hub's
+        /// credential lifetime from now. The old one keeps working for at most an hour more (never past
+        /// its own expiry), so an agent that lost the answer asks again.
+        async fn renew_credential(
+            &self,
+            request: tonic::Request<super::RenewCredentialRequest>,
+        ) -> std::result::Result<
+            tonic::Response<super::RenewCredentialResponse>,
+            tonic::Status,
+        >;
     }
     #[derive(Debug)]
     pub struct HubServer<T> {
@@ -684,6 +747,51 @@ pub mod hub_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ReportWorkStatusSvc(inner);
+                        let codec = tonic_prost::ProstCodec::default();
+                        let mut grpc = tonic::server::Grpc::new(codec)
+                            .apply_compression_config(
+                                accept_compression_encodings,
+                                send_compression_encodings,
+                            )
+                            .apply_max_message_size_config(
+                                max_decoding_message_size,
+                                max_encoding_message_size,
+                            );
+                        let res = grpc.unary(method, req).await;
+                        Ok(res)
+                    };
+                    Box::pin(fut)
+                }
+                "/atoll.hub.v1.Hub/RenewCredential" => {
+                    #[allow(non_camel_case_types)]
+                    struct RenewCredentialSvc<T: Hub>(pub Arc<T>);
+                    impl<
+                        T: Hub,
+                    > tonic::server::UnaryService<super::RenewCredentialRequest>
+                    for RenewCredentialSvc<T> {
+                        type Response = super::RenewCredentialResponse;
+                        type Future = BoxFuture<
+                            tonic::Response<Self::Response>,
+                            tonic::Status,
+                        >;
+                        fn call(
+                            &mut self,
+                            request: tonic::Request<super::RenewCredentialRequest>,
+                        ) -> Self::Future {
+                            let inner = Arc::clone(&self.0);
+                            let fut = async move {
+                                <T as Hub>::renew_credential(&inner, request).await
+                            };
+                            Box::pin(fut)
+                        }
+                    }
+                    let accept_compression_encodings = self.accept_compression_encodings;
+                    let send_compression_encodings = self.send_compression_encodings;
+                    let max_decoding_message_size = self.max_decoding_message_size;
+                    let max_encoding_message_size = self.max_encoding_message_size;
+                    let inner = self.inner.clone();
+                    let fut = async move {
+                        let method = RenewCredentialSvc(inner);
                         let codec = tonic_prost::ProstCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
