@@ -465,7 +465,13 @@ async fn a_placement_follows_its_clusterset_and_reports_counts() {
         "north never got it"
     );
 
-    // Deleting the placement removes its Works everywhere.
+    // Deleting the placement removes its Works everywhere, before the placement goes.
+    let held = api.get("hello").await.unwrap().metadata.finalizers;
+    assert_eq!(
+        held,
+        Some(vec![atoll_hub::placement::FINALIZER.to_owned()]),
+        "the placement holds no finalizer"
+    );
     api.delete("hello", &DeleteParams::default()).await.unwrap();
     assert!(
         eventually(WAIT, || async {

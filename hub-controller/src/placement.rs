@@ -6,6 +6,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
+
+use futures::StreamExt as _;
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::finalizer::{Event as FinalizerEvent, finalizer};
+use kube::runtime::reflector::{ObjectRef, Store};
 use std::time::{Duration, Instant};
 
 use atoll_api::names::{
@@ -16,13 +21,15 @@ use atoll_api::placement::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use tokio::sync::watch;
 
 use crate::conditions::{Verdict, merge};
 use crate::fleet::Fleet;
-use crate::sources;
 use crate::work::{ANNOTATION_PLACEMENT_GENERATION, Entry, LABEL_PLACEMENT, WorkIndex};
+
+/// How far past a soak's end or a deadline a placement is woken, so that the check there holds.
+const WAKE_MARGIN: Duration = Duration::from_millis(50);
 
 /// How many Works the hub stamps at once.
 const STAMP_CONCURRENCY: usize = 64;
@@ -85,80 +92,171 @@ pub fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> b
     plain && expressions
 }
 
-/// The placement loop: watches WorkPlacements and reconciles them whenever membership, labels,
-/// their Works or time (soak and deadlines) move.
+/// Finalizer on a WorkPlacement: the hub deletes the Works it stamped before the placement goes.
+pub const FINALIZER: &str = "atoll.dev/placement-cleanup";
+/// Placements reconciled at once.
+const CONCURRENCY: u16 = 8;
+/// How often an unchanged placement is reconciled anyway (as controller-rs does), and how often
+/// Works of placements that are gone (deleted while no hub ran) are looked for.
+const RESYNC: Duration = Duration::from_secs(300);
+
+/// What the placement controller keeps between reconciles.
+struct Context {
+    index: Arc<WorkIndex>,
+    fleet: Arc<Fleet>,
+    client: kube::Client,
+    memory: Mutex<Memory>,
+}
+
+/// Per placement (by key): its rollout timings by cluster, the status last written, and how
+/// many reconciles in a row failed.
+#[derive(Default)]
+struct Memory {
+    timings: HashMap<String, HashMap<String, Timing>>,
+    written: HashMap<String, WorkPlacementStatus>,
+    failures: HashMap<String, u32>,
+}
+
+impl Context {
+    fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
+        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Why a placement could not be reconciled.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+    #[error(transparent)]
+    Finalizer(Box<kube::runtime::finalizer::Error<kube::Error>>),
+}
+
+/// The WorkPlacement controller: one reconcile per placement on a work queue (kube-runtime's
+/// `Controller`), woken by the placement's changes, by membership and label changes of the
+/// fleet (every placement), by changes of the Works it stamped (that placement), and by time
+/// (soak and deadlines, as the reconcile asks).
 pub async fn run(
     index: Arc<WorkIndex>,
     fleet: Arc<Fleet>,
     client: kube::Client,
+    shutdown: watch::Receiver<bool>,
+) {
+    let ctx = Arc::new(Context {
+        index: index.clone(),
+        fleet: fleet.clone(),
+        client: client.clone(),
+        memory: Mutex::default(),
+    });
+    let membership = futures::stream::unfold(fleet, |fleet| async move {
+        fleet.placements_dirty.notified().await;
+        Some(((), fleet))
+    });
+    let touched = futures::stream::unfold(index.clone(), |index| async move {
+        let keys = index.next_touched().await;
+        Some((futures::stream::iter(keys), index))
+    })
+    .flatten()
+    .filter_map(|key| async move { object_ref(&key) });
+    let controller = Controller::new(
+        Api::<WorkPlacement>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .reconcile_all_on(membership)
+    .reconcile_on(touched)
+    .with_config(controller::Config::default().concurrency(CONCURRENCY));
+    let store = controller.store();
+    let mut stop = shutdown.clone();
+    let sweeper = tokio::spawn(sweep(store, index, client, shutdown));
+    controller
+        .graceful_shutdown_on(async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| async {})
+        .await;
+    sweeper.abort();
+}
+
+/// The placement `namespace.name` as an object reference.
+fn object_ref(key: &str) -> Option<ObjectRef<WorkPlacement>> {
+    let (namespace, name) = key.split_once('.')?;
+    Some(ObjectRef::new(name).within(namespace))
+}
+
+/// Deletes, every resync period, the Works of placements that are gone without the hub having
+/// cleaned up after them (deleted while no hub ran, or before placements held a finalizer).
+async fn sweep(
+    store: Store<WorkPlacement>,
+    index: Arc<WorkIndex>,
+    client: kube::Client,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let placements: Arc<Mutex<BTreeMap<String, WorkPlacement>>> = Arc::default();
-    let watched = placements.clone();
-    let wake = fleet.clone();
-    let api: Api<WorkPlacement> = Api::all(client.clone());
-    let watch_stop = shutdown.clone();
-    tokio::spawn(async move {
-        sources::run(
-            watcher::watcher(api, watcher::Config::default()),
-            watch_stop,
-            "WorkPlacements",
-            |event| {
-                let mut map = watched.lock().unwrap_or_else(|e| e.into_inner());
-                match event {
-                    Event::Apply(p) | Event::InitApply(p) => {
-                        map.insert(key(&p), p);
-                    }
-                    Event::Delete(p) => {
-                        map.remove(&key(&p));
-                    }
-                    Event::Init | Event::InitDone => {}
-                }
-                drop(map);
-                wake.placements_dirty.notify_one();
-            },
-        )
-        .await;
-    });
-    let mut timings: HashMap<(String, String), Timing> = HashMap::new();
-    let mut written: HashMap<String, WorkPlacementStatus> = HashMap::new();
+    if store.wait_until_ready().await.is_err() {
+        return;
+    }
     loop {
-        tokio::select! {
-            _ = fleet.placements_dirty.notified() => {}
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-            _ = shutdown.changed() => return,
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let current: Vec<WorkPlacement> = placements
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        for placement in &current {
-            if let Err(error) = reconcile(
-                placement,
-                &index,
-                &fleet,
-                &client,
-                &mut timings,
-                &mut written,
-            )
-            .await
-            {
-                tracing::warn!(placement = %key(placement), %error, "cannot reconcile a WorkPlacement; retrying");
-            }
-        }
-        // Works of placements that are gone go too.
-        let live: Vec<String> = current.iter().map(key).collect();
+        let live: std::collections::HashSet<String> =
+            store.state().iter().map(|p| key(p)).collect();
         for (cluster, name, placement) in index.all_stamped() {
             if !live.contains(&placement) {
                 delete_work(&client, &cluster, &name).await;
             }
         }
-        written.retain(|k, _| live.contains(k));
-        timings.retain(|(k, _), _| live.contains(k));
+        tokio::select! {
+            _ = tokio::time::sleep(RESYNC) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
     }
+}
+
+#[tracing::instrument(skip_all, fields(placement = %key(&placement)))]
+async fn reconcile(placement: Arc<WorkPlacement>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let key = key(&placement);
+    let api: Api<WorkPlacement> = Api::namespaced(
+        ctx.client.clone(),
+        placement.metadata.namespace.as_deref().unwrap_or_default(),
+    );
+    let result = finalizer(&api, FINALIZER, placement, |event| async {
+        match event {
+            FinalizerEvent::Apply(placement) => apply(&placement, &ctx).await,
+            FinalizerEvent::Cleanup(placement) => cleanup(&placement, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer(Box::new(e)));
+    if result.is_ok() {
+        ctx.memory().failures.remove(&key);
+    }
+    result
+}
+
+fn error_policy(placement: Arc<WorkPlacement>, error: &Error, ctx: Arc<Context>) -> Action {
+    let key = key(&placement);
+    let attempts = {
+        let mut memory = ctx.memory();
+        let n = memory.failures.entry(key.clone()).or_default();
+        *n = n.saturating_add(1);
+        *n
+    };
+    let delay = Duration::from_millis(250)
+        .saturating_mul(1 << attempts.min(10))
+        .min(RESYNC);
+    tracing::warn!(placement = %key, %error, attempts, ?delay, "cannot reconcile a WorkPlacement; retrying");
+    Action::requeue(delay)
+}
+
+/// A deleted placement: its Works go, and the hub forgets it.
+async fn cleanup(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kube::Error> {
+    let key = key(placement);
+    for (cluster, (name, _)) in ctx.index.stamped(&key) {
+        delete_work(&ctx.client, &cluster, &name).await;
+    }
+    let mut memory = ctx.memory();
+    memory.timings.remove(&key);
+    memory.written.remove(&key);
+    tracing::info!(placement = %key, "WorkPlacement deleted; its Works go");
+    Ok(Action::await_change())
 }
 
 async fn delete_work(client: &kube::Client, cluster: &str, name: &str) {
@@ -214,6 +312,8 @@ struct Plan {
     halted: Option<(usize, usize)>,
     /// Why the rollout strategy cannot be followed: nothing is stamped.
     invalid: Option<InvalidField>,
+    /// When the plan changes with time alone (a cluster's soak ends, or its deadline passes).
+    wake: Option<Duration>,
 }
 
 /// Plans a placement's rollout: where each selected cluster stands (`timings` remembers when
@@ -222,10 +322,9 @@ fn rollout_plan(
     placement: &WorkPlacement,
     selected: &[String],
     stamped: &HashMap<String, (String, Entry)>,
-    timings: &mut HashMap<(String, String), Timing>,
+    timings: &mut HashMap<String, Timing>,
     now: Instant,
 ) -> Plan {
-    let key = key(placement);
     let generation = placement.metadata.generation.unwrap_or(0);
     let strategy = &placement.spec.rollout_strategy;
     let settings = strategy.settings(selected.len());
@@ -233,6 +332,7 @@ fn rollout_plan(
         .as_ref()
         .map_or((Duration::ZERO, None), |s| (s.min_success, s.deadline));
     let mut progress = Vec::with_capacity(selected.len());
+    let mut wake: Option<Duration> = None;
     for cluster in selected {
         let state = match stamped.get(cluster) {
             Some((_, entry))
@@ -241,13 +341,11 @@ fn rollout_plan(
                     .as_ref()
                     .is_some_and(|(_, g)| *g == generation) =>
             {
-                let timing = timings
-                    .entry((key.clone(), cluster.clone()))
-                    .or_insert(Timing {
-                        generation,
-                        stamped: now,
-                        available_since: None,
-                    });
+                let timing = timings.entry(cluster.clone()).or_insert(Timing {
+                    generation,
+                    stamped: now,
+                    available_since: None,
+                });
                 if timing.generation != generation {
                     *timing = Timing {
                         generation,
@@ -255,7 +353,21 @@ fn rollout_plan(
                         available_since: None,
                     };
                 }
-                cluster_progress(entry, timing, now, min_success, deadline)
+                let state = cluster_progress(entry, timing, now, min_success, deadline);
+                // A little past the moment, so that the check there holds.
+                let after = |at: Instant| at.saturating_duration_since(now) + WAKE_MARGIN;
+                let at = match state {
+                    Progress::Soaking => timing
+                        .available_since
+                        .map(|since| after(since + min_success)),
+                    Progress::Updating => deadline.map(|d| after(timing.stamped + d)),
+                    _ => None,
+                };
+                wake = match (wake, at) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                state
             }
             _ => Progress::Outdated,
         };
@@ -269,6 +381,7 @@ fn rollout_plan(
                 to_stamp: Vec::new(),
                 halted: None,
                 invalid: Some(invalid),
+                wake: None,
             };
         }
     };
@@ -301,6 +414,7 @@ fn rollout_plan(
         to_stamp,
         halted,
         invalid: None,
+        wake,
     }
 }
 
@@ -448,24 +562,42 @@ fn status_of(
     }
 }
 
-/// Reconciles one placement: stamps the Works its plan says, deletes those of clusters it no
-/// longer selects, and writes its status. A Work that cannot be stamped does not stop the others,
-/// the pruning or the status; the first such error is returned, for a retry.
-async fn reconcile(
-    placement: &WorkPlacement,
-    index: &WorkIndex,
-    fleet: &Fleet,
-    client: &kube::Client,
-    timings: &mut HashMap<(String, String), Timing>,
-    written: &mut HashMap<String, WorkPlacementStatus>,
-) -> kube::Result<()> {
-    if placement.metadata.deletion_timestamp.is_some() {
-        return Ok(());
+/// Reconciles one placement, keeping what the controller remembers of it between reconciles;
+/// asks to be woken when its plan changes with time, or at the resync period.
+async fn apply(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kube::Error> {
+    let key = key(placement);
+    let (mut timings, mut written) = {
+        let mut memory = ctx.memory();
+        (
+            memory.timings.remove(&key).unwrap_or_default(),
+            memory.written.remove(&key),
+        )
+    };
+    let result = roll_out(placement, ctx, &mut timings, &mut written).await;
+    let mut memory = ctx.memory();
+    memory.timings.insert(key.clone(), timings);
+    if let Some(written) = written {
+        memory.written.insert(key, written);
     }
+    let wake = result?;
+    Ok(Action::requeue(wake.map_or(RESYNC, |w| w.min(RESYNC))))
+}
+
+/// Stamps the Works a placement's plan says, deletes those of clusters it no longer selects,
+/// and writes its status; returns when its plan changes with time. A Work that cannot be
+/// stamped does not stop the others, the pruning or the status; the first such error is
+/// returned, for a retry.
+async fn roll_out(
+    placement: &WorkPlacement,
+    ctx: &Context,
+    timings: &mut HashMap<String, Timing>,
+    written: &mut Option<WorkPlacementStatus>,
+) -> kube::Result<Option<Duration>> {
+    let client = &ctx.client;
     let key = key(placement);
     let generation = placement.metadata.generation.unwrap_or(0);
-    let (selected, missing_set) = select(placement, fleet);
-    let stamped = index.stamped(&key);
+    let (selected, missing_set) = select(placement, &ctx.fleet);
+    let stamped = ctx.index.stamped(&key);
     let now = Instant::now();
     let plan = rollout_plan(placement, &selected, &stamped, timings, now);
 
@@ -486,7 +618,7 @@ async fn reconcile(
             match result {
                 Ok(()) => {
                     timings.insert(
-                        (key.clone(), cluster),
+                        cluster,
                         Timing {
                             generation,
                             stamped: now,
@@ -508,10 +640,10 @@ async fn reconcile(
             }
         }
     }
+    timings.retain(|cluster, _| selected.contains(cluster));
 
     let previous = written
-        .get(&key)
-        .cloned()
+        .clone()
         .or_else(|| placement.status.clone())
         .unwrap_or_default();
     let status = status_of(
@@ -521,9 +653,10 @@ async fn reconcile(
         missing_set.as_deref(),
         &previous.conditions,
     );
-    if written.get(&key) == Some(&status) || placement.status.as_ref() == Some(&status) {
-        written.insert(key, status);
-        return first_error.map_or(Ok(()), Err);
+    let done = |result: Option<kube::Error>| result.map_or(Ok(plan.wake), Err);
+    if written.as_ref() == Some(&status) || placement.status.as_ref() == Some(&status) {
+        *written = Some(status);
+        return done(first_error);
     }
     let api: Api<WorkPlacement> = Api::namespaced(
         client.clone(),
@@ -539,8 +672,8 @@ async fn reconcile(
         &Patch::Merge(serde_json::json!({ "status": body })),
     )
     .await?;
-    written.insert(key, status);
-    first_error.map_or(Ok(()), Err)
+    *written = Some(status);
+    done(first_error)
 }
 
 fn cluster_progress(

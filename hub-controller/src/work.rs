@@ -2,7 +2,7 @@
 //! agent's sync stream as it changes, diffed against what an agent has when it (re)connects, and
 //! let go once the agent reports it cleaned up (or its cluster is gone).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -126,10 +126,13 @@ impl Entry {
     }
 }
 
-/// Every Work on the hub, by cluster and name.
+/// Every Work on the hub, by cluster and name, and the WorkPlacements whose Works changed since
+/// the placement controller last looked.
 #[derive(Default)]
 pub struct WorkIndex {
     inner: Mutex<HashMap<String, HashMap<String, Entry>>>,
+    touched: Mutex<HashSet<String>>,
+    touched_notify: tokio::sync::Notify,
 }
 
 impl WorkIndex {
@@ -152,12 +155,43 @@ impl WorkIndex {
             && old.deleting == deleting
             && old.force_delete == force_delete(work)
         {
-            old.reported = reported(work);
+            let now = reported(work);
+            if old.reported != now {
+                old.reported = now;
+                self.touch(old.placement.as_ref());
+            }
             return None;
         }
         let entry = entry_of(work, uid, generation, deleting);
+        self.touch(entry.placement.as_ref());
         works.insert(name.clone(), entry.clone());
         Some((cluster, name, entry))
+    }
+
+    /// Notes that a Work of a placement changed.
+    fn touch(&self, placement: Option<&(String, i64)>) {
+        if let Some((key, _)) = placement {
+            let mut touched = self.touched.lock().unwrap_or_else(|e| e.into_inner());
+            if touched.insert(key.clone()) {
+                self.touched_notify.notify_one();
+            }
+        }
+    }
+
+    /// Waits until a placement's Work changed, then takes the placements (by key) that did.
+    pub async fn next_touched(&self) -> Vec<String> {
+        loop {
+            let taken: Vec<String> = self
+                .touched
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .drain()
+                .collect();
+            if !taken.is_empty() {
+                return taken;
+            }
+            self.touched_notify.notified().await;
+        }
     }
 
     /// Forgets a Work that is gone from the hub.
@@ -167,6 +201,9 @@ impl WorkIndex {
         let removed = works.remove(name);
         if works.is_empty() {
             index.remove(cluster);
+        }
+        if let Some(entry) = &removed {
+            self.touch(entry.placement.as_ref());
         }
         removed
     }
