@@ -135,7 +135,7 @@ async fn until(dir: &Path, what: &str, timeout: Duration, mut check: impl FnMut(
         if path.extension().is_some_and(|e| e == "log") {
             let text = std::fs::read_to_string(&path).unwrap_or_default();
             let lines: Vec<&str> = text.lines().collect();
-            let tail = lines[lines.len().saturating_sub(15)..].join("\n");
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
             logs.push_str(&format!("--- {}\n{tail}\n", path.display()));
         }
     }

@@ -1929,3 +1929,92 @@ async fn denied_namespaces_and_kinds_fail_alone_and_say_why() {
     );
     east.stop_agent().await;
 }
+
+/// A restarted hub does not tell its agents that their Works are gone before it has listed
+/// them: the objects they applied stay in place through the restart (no deletion event), and the
+/// rollout goes on.
+#[tokio::test]
+async fn a_restarted_hub_never_makes_agents_delete_what_they_applied() {
+    let (mut hub, mut east) = start().await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "east");
+    for i in 0..20 {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("keep-{i}"), "namespace": "default"}, "data": {"v": "1"}});
+        works
+            .create(
+                &PostParams::default(),
+                &work(&format!("w{i}"), "east", vec![cm]),
+            )
+            .await
+            .unwrap();
+    }
+    let configmaps: Api<ConfigMap> = Api::namespaced(east.client.clone(), "default");
+    assert!(
+        eventually(WAIT, || async {
+            configmaps
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .items
+                .iter()
+                .filter(|c| {
+                    c.metadata
+                        .name
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with("keep-"))
+                })
+                .count()
+                == 20
+        })
+        .await
+    );
+    // Watch the member for deletions through the restart.
+    let deleted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let watch = {
+        let deleted = deleted.clone();
+        let stream = kube::runtime::watcher::watcher(configmaps.clone(), Default::default());
+        tokio::spawn(async move {
+            use futures::StreamExt as _;
+            let mut stream = std::pin::pin!(stream);
+            while let Some(event) = stream.next().await {
+                if let Ok(kube::runtime::watcher::Event::Delete(_)) = event {
+                    deleted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        })
+    };
+    for _ in 0..3 {
+        let addr = hub.hub.as_ref().unwrap().grpc_addr();
+        hub.hub.take().unwrap().shutdown().await;
+        hub.hub = Some(
+            atoll_tests::in_process::start_hub(&hub.client, addr, true, Leases::default()).await,
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    // A change after the restarts still arrives.
+    let patch = json!({"spec": {"workload": {"manifests": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "keep-0", "namespace": "default"}, "data": {"v": "2"}}]}}});
+    works
+        .patch("w0", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    assert!(
+        eventually(WAIT, || async {
+            configmaps
+                .get("keep-0")
+                .await
+                .unwrap()
+                .data
+                .is_some_and(|d| d["v"] == "2")
+        })
+        .await,
+        "the change after the restarts did not arrive"
+    );
+    watch.abort();
+    assert_eq!(
+        deleted.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "objects were deleted in the member while the hub restarted"
+    );
+    east.stop_agent().await;
+}

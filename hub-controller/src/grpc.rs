@@ -43,6 +43,8 @@ const JOIN_SECRET_MIN_LEN: usize = 16;
 /// How many events may wait for a slow agent before the hub drops its stream (the agent then
 /// reconnects and receives what it missed).
 const SYNC_BUFFER: usize = 256;
+/// How long a call waits for the hub's first list of Works before it is told to try again.
+const WORKS_LOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The most Works an agent may list as its own when it opens a sync stream (which fit in
 /// `guard::SYNC_MAX_BYTES` with names of any length).
 const SYNC_KNOWN_MAX: usize = 25_000;
@@ -116,6 +118,14 @@ impl HubService {
             )));
         }
         Ok(identity)
+    }
+
+    /// Waits for the hub's first list of Works: until then it would tell an agent that every
+    /// Work it has is gone (and the agent would delete what they applied).
+    async fn works_loaded(&self) -> Result<(), Status> {
+        tokio::time::timeout(WORKS_LOAD_WAIT, self.works.wait_loaded())
+            .await
+            .map_err(|_| Status::unavailable("the hub is still loading its Works; try again"))
     }
 
     fn lease_seconds(&self) -> u32 {
@@ -492,6 +502,7 @@ impl Hub for HubService {
         request: Request<SyncRequest>,
     ) -> Result<Response<Self::SyncStream>, Status> {
         let name = self.identify(&request, &request.get_ref().cluster_name)?;
+        self.works_loaded().await?;
         let known = &request.get_ref().works;
         if known.len() > SYNC_KNOWN_MAX {
             return Err(Status::invalid_argument(format!(
@@ -545,6 +556,7 @@ impl Hub for HubService {
             }
             return Ok(Response::new(WorkStatusAck {}));
         }
+        self.works_loaded().await?;
         // The hub's own index says whether this cluster has that Work (no read of the API).
         let known = self
             .works

@@ -142,6 +142,12 @@ pub async fn run(
     client: kube::Client,
     shutdown: watch::Receiver<bool>,
 ) {
+    // Until the Works are listed, every placement would look as if it had stamped none.
+    let mut stop = shutdown.clone();
+    tokio::select! {
+        _ = index.wait_loaded() => {}
+        _ = stop.wait_for(|s| *s) => return,
+    }
     let ctx = Arc::new(Context {
         index: index.clone(),
         fleet: fleet.clone(),

@@ -133,6 +133,9 @@ pub struct WorkIndex {
     inner: Mutex<HashMap<String, HashMap<String, Entry>>>,
     touched: Mutex<HashSet<String>>,
     touched_notify: tokio::sync::Notify,
+    /// Whether the first list of Works is in, and who waits for it.
+    loaded: std::sync::atomic::AtomicBool,
+    loaded_notify: tokio::sync::Notify,
 }
 
 impl WorkIndex {
@@ -166,6 +169,24 @@ impl WorkIndex {
         self.touch(entry.placement.as_ref());
         works.insert(name.clone(), entry.clone());
         Some((cluster, name, entry))
+    }
+
+    /// Notes that the first list of Works is in.
+    fn mark_loaded(&self) {
+        self.loaded.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.loaded_notify.notify_waiters();
+    }
+
+    /// Waits until the first list of Works is in: before, the index would say a placement
+    /// stamped nothing.
+    pub async fn wait_loaded(&self) {
+        loop {
+            let notified = self.loaded_notify.notified();
+            if self.loaded.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Notes that a Work of a placement changed.
@@ -398,7 +419,8 @@ pub async fn watch_works(
                     fleet.send(&cluster, gone.event(&name));
                 }
             }
-            Event::Init | Event::InitDone => {}
+            Event::InitDone => index.mark_loaded(),
+            Event::Init => {}
         },
     )
     .await;

@@ -298,7 +298,11 @@ impl Works {
             .unwrap_or_default();
         let same_version = annotations.get(ANNOTATION_WORK_UID) == Some(&upsert.uid)
             && annotations.get(ANNOTATION_WORK_GENERATION) == Some(&upsert.generation.to_string());
-        if same_version && !resync {
+        // A version whose last report did not reach the hub (it restarted, say) is reported again.
+        let unreported = lock(&self.reported)
+            .get(&upsert.name)
+            .is_some_and(|(fingerprint, _)| fingerprint.is_empty());
+        if same_version && !resync && !unreported {
             tracing::debug!(work = %upsert.name, generation = upsert.generation, "already applied");
             return Ok(());
         }
@@ -407,7 +411,8 @@ impl Works {
                 }
                 keep_transition_times(&mut status, before);
             }
-            reported.insert(upsert.name.clone(), (fingerprint, status.clone()));
+            // Until the hub has it, the fingerprint is empty: the next sync or resync reports.
+            reported.insert(upsert.name.clone(), (String::new(), status.clone()));
         }
         self.report(
             client,
@@ -416,7 +421,11 @@ impl Works {
             upsert.generation,
             &status,
         )
-        .await
+        .await?;
+        if let Some(entry) = lock(&self.reported).get_mut(&upsert.name) {
+            entry.0 = fingerprint;
+        }
+        Ok(())
     }
 
     /// Records which Work applied each object and watches their kinds, so that a change made in
