@@ -28,6 +28,8 @@ use crate::conditions::{Verdict, merge};
 use crate::fleet::Fleet;
 use crate::work::{ANNOTATION_PLACEMENT_GENERATION, Entry, LABEL_PLACEMENT, WorkIndex};
 
+/// The shortest time between two plans of one placement at one generation.
+const PLAN_INTERVAL: Duration = Duration::from_millis(250);
 /// How far past a soak's end or a deadline a placement is woken, so that the check there holds.
 const WAKE_MARGIN: Duration = Duration::from_millis(50);
 
@@ -115,6 +117,8 @@ struct Memory {
     timings: HashMap<String, HashMap<String, Timing>>,
     written: HashMap<String, WorkPlacementStatus>,
     failures: HashMap<String, u32>,
+    /// When each placement was last planned, and at which generation.
+    planned: HashMap<String, (Instant, i64)>,
 }
 
 impl Context {
@@ -261,6 +265,7 @@ async fn cleanup(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kub
     let mut memory = ctx.memory();
     memory.timings.remove(&key);
     memory.written.remove(&key);
+    memory.planned.remove(&key);
     tracing::info!(placement = %key, "WorkPlacement deleted; its Works go");
     Ok(Action::await_change())
 }
@@ -572,8 +577,20 @@ fn status_of(
 /// asks to be woken when its plan changes with time, or at the resync period.
 async fn apply(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kube::Error> {
     let key = key(placement);
+    let generation = placement.metadata.generation.unwrap_or(0);
     let (mut timings, mut written) = {
         let mut memory = ctx.memory();
+        // While its Works report (a fan-out to thousands of clusters, each report and each
+        // status write a trigger), a placement is planned at most once per interval; a change
+        // of its spec is planned at once.
+        let now = Instant::now();
+        if let Some((at, seen)) = memory.planned.get(&key)
+            && *seen == generation
+            && now.duration_since(*at) < PLAN_INTERVAL
+        {
+            return Ok(Action::requeue(PLAN_INTERVAL - now.duration_since(*at)));
+        }
+        memory.planned.insert(key.clone(), (now, generation));
         (
             memory.timings.remove(&key).unwrap_or_default(),
             memory.written.remove(&key),
