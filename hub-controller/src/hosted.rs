@@ -362,15 +362,7 @@ async fn reconcile(hc: Arc<HostedCluster>, ctx: Arc<Context>) -> Result<Action, 
 
 fn error_policy(hc: Arc<HostedCluster>, error: &Error, ctx: Arc<Context>) -> Action {
     let key = key_of(&hc);
-    let attempts = {
-        let mut memory = ctx.memory();
-        let n = memory.failures.entry(key.clone()).or_default();
-        *n = n.saturating_add(1);
-        *n
-    };
-    let delay = Duration::from_millis(250)
-        .saturating_mul(1 << attempts.min(10))
-        .min(Duration::from_secs(300));
+    let (attempts, delay) = crate::backoff::after_failure(&mut ctx.memory().failures, &key);
     tracing::warn!(cluster = %key, error = %atoll_apiserver::error::chain(error), attempts, ?delay, "cannot reconcile HostedCluster; retrying");
     Action::requeue(delay)
 }

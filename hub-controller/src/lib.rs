@@ -11,6 +11,7 @@
 //! leases), `clusterset` (membership), `work` and `placement` (Work and WorkPlacements), `hosted`
 //! (HostedClusters), `sources` (the watches feeding the view), `setup` (namespaces, CRDs, CA).
 
+pub mod backoff;
 pub mod bootstrap;
 pub mod clusterset;
 pub mod conditions;

@@ -243,15 +243,7 @@ async fn reconcile(placement: Arc<WorkPlacement>, ctx: Arc<Context>) -> Result<A
 
 fn error_policy(placement: Arc<WorkPlacement>, error: &Error, ctx: Arc<Context>) -> Action {
     let key = key(&placement);
-    let attempts = {
-        let mut memory = ctx.memory();
-        let n = memory.failures.entry(key.clone()).or_default();
-        *n = n.saturating_add(1);
-        *n
-    };
-    let delay = Duration::from_millis(250)
-        .saturating_mul(1 << attempts.min(10))
-        .min(RESYNC);
+    let (attempts, delay) = crate::backoff::after_failure(&mut ctx.memory().failures, &key);
     tracing::warn!(placement = %key, %error, attempts, ?delay, "cannot reconcile a WorkPlacement; retrying");
     Action::requeue(delay)
 }
@@ -429,50 +421,17 @@ fn rollout_plan(
     }
 }
 
-/// A placement's status, from its plan and what its clusters reported.
-fn status_of(
-    placement: &WorkPlacement,
+/// `Progressing`: why the rollout cannot go on (an invalid strategy, a missing set, nothing
+/// selected, too many failures), or how far it is.
+fn progressing(
     plan: &Plan,
-    stamped: &HashMap<String, (String, Entry)>,
     missing_set: Option<&str>,
-    previous: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
-) -> WorkPlacementStatus {
-    let generation = placement.metadata.generation.unwrap_or(0);
-    let current = |cluster: &str| {
-        stamped.get(cluster).map(|(_, e)| e).filter(|e| {
-            e.placement.as_ref().is_some_and(|(_, g)| *g == generation)
-                && e.reported.generation == Some(e.generation)
-        })
-    };
-    let count = |f: &dyn Fn(&Entry) -> bool| {
-        plan.progress
-            .iter()
-            .filter(|(c, _)| current(c).is_some_and(f))
-            .count() as i32
-    };
-    let applied = count(&|e| e.reported.applied == Some(true));
-    let available = count(&|e| e.reported.available == Some(true));
-    let degraded = count(&|e| e.reported.degraded == Some(true));
-    let failed_clusters: Vec<FailedCluster> = plan
-        .progress
-        .iter()
-        .filter_map(|(c, p)| match p {
-            Progress::Failed(reason, why) => Some(FailedCluster {
-                name: c.clone(),
-                reason: (*reason).to_owned(),
-                message: why.clone(),
-            }),
-            _ => None,
-        })
-        .collect();
+    failed_clusters: &[FailedCluster],
+    done: usize,
+) -> Verdict {
     let total = plan.progress.len();
-    let done = plan
-        .progress
-        .iter()
-        .filter(|(_, p)| matches!(p, Progress::Succeeded | Progress::Failed(..)))
-        .count();
     let pending = total - done;
-    let progressing = if let Some(invalid) = &plan.invalid {
+    if let Some(invalid) = &plan.invalid {
         Verdict::new(
             CONDITION_PROGRESSING,
             "False",
@@ -522,7 +481,53 @@ fn status_of(
             "RolloutComplete",
             format!("all {total} clusters done"),
         )
+    }
+}
+
+/// A placement's status, from its plan and what its clusters reported.
+fn status_of(
+    placement: &WorkPlacement,
+    plan: &Plan,
+    stamped: &HashMap<String, (String, Entry)>,
+    missing_set: Option<&str>,
+    previous: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+) -> WorkPlacementStatus {
+    let generation = placement.metadata.generation.unwrap_or(0);
+    let current = |cluster: &str| {
+        stamped.get(cluster).map(|(_, e)| e).filter(|e| {
+            e.placement.as_ref().is_some_and(|(_, g)| *g == generation)
+                && e.reported.generation == Some(e.generation)
+        })
     };
+    let count = |f: &dyn Fn(&Entry) -> bool| {
+        plan.progress
+            .iter()
+            .filter(|(c, _)| current(c).is_some_and(f))
+            .count() as i32
+    };
+    let applied = count(&|e| e.reported.applied == Some(true));
+    let available = count(&|e| e.reported.available == Some(true));
+    let degraded = count(&|e| e.reported.degraded == Some(true));
+    let failed_clusters: Vec<FailedCluster> = plan
+        .progress
+        .iter()
+        .filter_map(|(c, p)| match p {
+            Progress::Failed(reason, why) => Some(FailedCluster {
+                name: c.clone(),
+                reason: (*reason).to_owned(),
+                message: why.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    let total = plan.progress.len();
+    let done = plan
+        .progress
+        .iter()
+        .filter(|(_, p)| matches!(p, Progress::Succeeded | Progress::Failed(..)))
+        .count();
+    let pending = total - done;
+    let progressing = progressing(plan, missing_set, &failed_clusters, done);
     let available_verdict = if total > 0 && available as usize == total {
         Verdict::new(
             CONDITION_AVAILABLE,
