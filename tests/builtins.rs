@@ -476,6 +476,16 @@ fn reviews_and_component_statuses_answer() {
             )
             .success()
             .json();
+        // The truth: alice is bound to nothing, and a member of system:masters may.
+        assert_eq!(review["status"]["allowed"], false, "{review}");
+        let review = k
+            .run_with_stdin(
+                &["create", "-o", "json", "-f", "-"],
+                r#"{"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                    "spec": {"user": "alice", "groups": ["system:masters"], "resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "default"}}}"#,
+            )
+            .success()
+            .json();
         assert_eq!(review["status"]["allowed"], true, "{review}");
         k.run_with_stdin(
             &["create", "-f", "-"],

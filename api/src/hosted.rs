@@ -194,7 +194,8 @@ pub struct HostedLimits {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub objects: Option<i64>,
-    /// Requests served at once (watches aside); more are answered 429 with `Retry-After`.
+    /// Requests served at once, read-only and mutating each (watches aside); more are answered
+    /// 429 with `Retry-After`. Without it, kube-apiserver's defaults: 400 and 200.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub requests_in_flight: Option<i32>,

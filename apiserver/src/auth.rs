@@ -10,7 +10,7 @@
 //! until when, so they survive restarts, and a cluster restored from a backup (which carries
 //! the key) accepts them too.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -29,20 +29,28 @@ pub const SIGNING_KEY_FILE: &str = "sa.key";
 const ISSUER: &str = "https://kubernetes.default.svc";
 
 /// Who made a request.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct User {
     pub name: String,
     pub uid: String,
     pub groups: Vec<String>,
+    /// What an authenticator or impersonation adds (`authentication.kubernetes.io/...`).
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
 impl User {
+    /// Whether the caller presented no credentials.
+    pub fn is_anonymous(&self) -> bool {
+        self.name == "system:anonymous"
+    }
+
     /// The caller of a public endpoint without credentials.
     pub fn anonymous() -> Self {
         User {
             name: "system:anonymous".into(),
             uid: String::new(),
             groups: vec!["system:unauthenticated".into()],
+            ..User::default()
         }
     }
 
@@ -52,7 +60,39 @@ impl User {
             name: "atoll-admin".into(),
             uid: "atoll-admin".into(),
             groups: vec!["system:masters".into(), "system:authenticated".into()],
+            ..User::default()
         }
+    }
+}
+
+/// The user a connection's client certificate names (the TLS handshake verified it against the
+/// cluster CA): its common name, its organizations as groups and `system:authenticated`, as
+/// kube-apiserver's x509 authenticator maps them. Set on every request of the connection.
+#[derive(Clone, Debug)]
+pub struct ClientCertificate(pub User);
+
+impl ClientCertificate {
+    /// The user of a verified DER certificate, `None` when it names no one (no common name).
+    pub fn of(der: &[u8]) -> Option<Self> {
+        let subject = pki::client::subject_of(der)?;
+        if subject.user.is_empty() {
+            return None;
+        }
+        let mut groups = subject.groups;
+        groups.push("system:authenticated".into());
+        let fingerprint: String = Sha256::digest(der)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Some(ClientCertificate(User {
+            name: subject.user,
+            uid: String::new(),
+            groups,
+            extra: BTreeMap::from([(
+                "authentication.kubernetes.io/credential-id".to_owned(),
+                vec![format!("X509SHA256={fingerprint}")],
+            )]),
+        }))
     }
 }
 
@@ -171,6 +211,7 @@ impl Authenticator {
                 .flatten()
                 .filter_map(|g| g.as_str().map(str::to_owned))
                 .collect(),
+            ..User::default()
         })
     }
 
@@ -240,6 +281,7 @@ fn parse_line(line: &str) -> Option<(&str, User)> {
             name: name.to_owned(),
             uid: uid.to_owned(),
             groups,
+            ..User::default()
         },
     ))
 }
@@ -324,6 +366,7 @@ mod tests {
             name: "system:serviceaccount:default:builder".into(),
             uid: "u".into(),
             groups: vec![],
+            ..User::default()
         };
         let live = auth.issue(user.clone(), Duration::from_secs(60));
         assert_eq!(
@@ -342,6 +385,7 @@ mod tests {
             name: "system:serviceaccount:default:builder".into(),
             uid: "u1".into(),
             groups: vec!["system:serviceaccounts".into()],
+            ..User::default()
         };
         let token = auth.issue(user.clone(), Duration::from_secs(600));
         let header = format!("Bearer {token}");

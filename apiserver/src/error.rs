@@ -78,10 +78,19 @@ pub enum Error {
     MethodNotAllowed,
     #[error("{0}")]
     Forbidden(String),
+    /// A refusal of the authorizer (or of RBAC's escalation check), with what it refused.
+    #[error("{message}")]
+    Denied {
+        target: Option<Target>,
+        message: String,
+    },
     #[error("Unauthorized")]
     Unauthorized,
     #[error("Request entity too large: limit is {0}")]
     TooLarge(usize),
+    /// A request that would make or hold more than the server allows (413).
+    #[error("Request entity too large: {0}")]
+    EntityTooLarge(String),
     #[error("{0}")]
     Timeout(String),
     #[error("{0}")]
@@ -129,9 +138,9 @@ impl Error {
             Error::Expired(_) => StatusCode::GONE,
             Error::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Error::Forbidden(_) => StatusCode::FORBIDDEN,
+            Error::Forbidden(_) | Error::Denied { .. } => StatusCode::FORBIDDEN,
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
-            Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::TooLarge(_) | Error::EntityTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Error::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
@@ -150,9 +159,9 @@ impl Error {
             Error::Expired(_) => "Expired",
             Error::UnsupportedMediaType(_) => "UnsupportedMediaType",
             Error::MethodNotAllowed => "MethodNotAllowed",
-            Error::Forbidden(_) => "Forbidden",
+            Error::Forbidden(_) | Error::Denied { .. } => "Forbidden",
             Error::Unauthorized => "Unauthorized",
-            Error::TooLarge(_) => "RequestEntityTooLarge",
+            Error::TooLarge(_) | Error::EntityTooLarge(_) => "RequestEntityTooLarge",
             Error::Timeout(_) => "Timeout",
             Error::Internal(_) => "InternalError",
             Error::TooManyRequests => "TooManyRequests",
@@ -195,6 +204,20 @@ impl Error {
                 Some(details)
             }
             Error::UnknownPath => Some(json!({})),
+            Error::Denied { target, .. } => Some(match target {
+                // Upstream leaves out an empty name and the core group.
+                Some(t) => {
+                    let mut details = json!({"kind": t.resource});
+                    if !t.name.is_empty() {
+                        details["name"] = json!(t.name);
+                    }
+                    if !t.group.is_empty() {
+                        details["group"] = json!(t.group);
+                    }
+                    details
+                }
+                None => json!({}),
+            }),
             Error::TooManyRequests => Some(json!({"retryAfterSeconds": RETRY_AFTER_SECONDS})),
             _ => None,
         };

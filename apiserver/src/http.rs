@@ -12,7 +12,8 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
-use crate::auth::Authenticator;
+use crate::auth::{Authenticator, User};
+use crate::authz::{Attributes, Authorizer};
 use crate::discovery;
 use crate::error::{Error, Result};
 use crate::registry::ResourceType;
@@ -48,13 +49,25 @@ pub struct ApiState {
     pub store: Arc<Store>,
     pub cache: Arc<WatchCache>,
     pub auth: Authenticator,
+    /// Decides what each caller may do.
+    pub authz: Arc<Authorizer>,
     pub shutdown: watch::Receiver<bool>,
     /// `host:port` clients reach the server at (for legacy `/api`).
     pub server_address: String,
     /// One permit per request served at once, when their number is limited.
-    pub in_flight: Option<Arc<Semaphore>>,
+    pub in_flight: InFlight,
     /// What `GET /atoll/v1/backup` reads.
     pub(crate) backup: Arc<crate::backup::Source>,
+}
+
+/// The limits on requests served at once, read-only and mutating apart (`None`: unlimited).
+#[derive(Clone, Default)]
+pub struct InFlight {
+    pub read_only: Option<Arc<Semaphore>>,
+    pub mutating: Option<Arc<Semaphore>>,
+    /// Members of `system:masters` take no slot, as kube-apiserver's filter lets them through
+    /// (a hosted cluster's limits bound its admin too: they protect the hub from a tenant).
+    pub exempt_masters: bool,
 }
 
 /// The router of the whole API.
@@ -63,16 +76,19 @@ pub fn router(state: Arc<ApiState>) -> Router {
 }
 
 async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Response {
-    let _in_flight = match admit(&state, &request) {
-        Ok(permit) => permit,
-        Err(err) => {
-            tracing::debug!(path = %request.uri().path(), error = %err, "request refused");
-            return error_response(&err);
-        }
-    };
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    match serve(&state, request).await {
+    // A panic serving one request fails that request with 500; the server goes on.
+    let served =
+        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(serve(&state, request)))
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::Internal(
+                    "the server hit a bug serving this request (it panicked); its log says where"
+                        .into(),
+                ))
+            });
+    match served {
         Ok(response) => response,
         Err(err) => {
             if err.code().is_server_error() {
@@ -97,18 +113,32 @@ pub fn error_response(err: &Error) -> Response {
     response
 }
 
-/// Takes a slot of the requests-in-flight limit, held until the response is ready, or refuses
+/// Takes a slot of the requests-in-flight limit of its kind (read-only or mutating, as
+/// kube-apiserver counts them), held until the response is ready, or refuses
 /// the request with 429 when none is left. Long-running requests (watches, streaming lists, a
 /// backup's download) and the health and version endpoints take none, as kube-apiserver's
 /// max-in-flight filter leaves them out.
-fn admit(state: &ApiState, request: &Request) -> Result<Option<OwnedSemaphorePermit>> {
-    let Some(limit) = &state.in_flight else {
+fn admit(
+    state: &ApiState,
+    request: &http::request::Parts,
+    user: &User,
+) -> Result<Option<OwnedSemaphorePermit>> {
+    if state.in_flight.exempt_masters && user.groups.iter().any(|g| g == crate::authz::MASTERS) {
+        return Ok(None);
+    }
+    let read_only = matches!(request.method, Method::GET | Method::HEAD | Method::OPTIONS);
+    let limit = if read_only {
+        &state.in_flight.read_only
+    } else {
+        &state.in_flight.mutating
+    };
+    let Some(limit) = limit else {
         return Ok(None);
     };
-    let path = request.uri().path();
+    let path = request.uri.path();
     let long_running = is_public(path)
         || path == path::BACKUP
-        || Query::parse(request.uri().query().unwrap_or_default()).flag("watch");
+        || Query::parse(request.uri.query().unwrap_or_default()).flag("watch");
     if long_running {
         return Ok(None);
     }
@@ -176,19 +206,88 @@ fn is_public(path: &str) -> bool {
     )
 }
 
+/// Who the request is from: the client certificate's user, the bearer token's, `system:anonymous`
+/// without either (a token
+/// that is not valid is refused with 401), or whom the caller impersonates.
+async fn caller(state: &ApiState, parts: &http::request::Parts) -> Result<User> {
+    let headers = &parts.headers;
+    let certificate = parts.extensions.get::<crate::auth::ClientCertificate>();
+    let user = match headers.get(header::AUTHORIZATION) {
+        // A client certificate comes first, as kube-apiserver's x509 authenticator does.
+        _ if certificate.is_some() => certificate.map(|c| c.0.clone()).unwrap_or_default(),
+        None => User::anonymous(),
+        Some(value) => state
+            .auth
+            .authenticate(value.to_str().ok())
+            .ok_or(Error::Unauthorized)?,
+    };
+    // A service account's token stops working with the account it was issued for.
+    if certificate.is_none() && !review::service_account_lives(&state.store, &user).await? {
+        return Err(Error::Unauthorized);
+    }
+    crate::authz::impersonation::resolve(&state.authz, user, headers)
+}
+
+/// What a request asks to do, as upstream's `RequestInfoFactory` reads it: the verb from the
+/// method (a nameless GET lists, or watches with `watch=true`; a nameless DELETE deletes a
+/// collection), and the resource, subresource, namespace and name from the path (a list or
+/// watch with `fieldSelector=metadata.name=x` is for `x`). Paths that are no resource are
+/// authorized by path and lower-cased method.
+fn attributes(method: &Method, path: &str, at: Option<&ApiPath>, query: &Query) -> Attributes {
+    let Some(ApiPath::Resource(r)) = at else {
+        return Attributes {
+            verb: method.as_str().to_ascii_lowercase(),
+            request: crate::authz::Request::Path(path.to_owned()),
+        };
+    };
+    let named = r.name.is_some();
+    let verb = match *method {
+        Method::GET | Method::HEAD if named => "get",
+        Method::GET | Method::HEAD if query.flag("watch") => "watch",
+        Method::GET | Method::HEAD => "list",
+        Method::POST => "create",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE if named => "delete",
+        Method::DELETE => "deletecollection",
+        _ => "",
+    };
+    let mut name = r.name.clone();
+    if !named
+        && matches!(verb, "list" | "watch")
+        && let Some(selected) = query
+            .get("fieldSelector")
+            .and_then(|s| s.strip_prefix("metadata.name="))
+            .filter(|n| !n.contains(','))
+    {
+        name = Some(selected.to_owned());
+    }
+    let namespace = match (&r.namespace, r.group.as_str(), r.resource.as_str()) {
+        (None, "", "namespaces") => r.name.clone(),
+        (ns, _, _) => ns.clone(),
+    };
+    Attributes::resource(
+        verb,
+        crate::authz::ResourceRequest {
+            group: r.group.clone(),
+            resource: r.resource.clone(),
+            subresource: r.subresource.clone(),
+            namespace,
+            name,
+        },
+    )
+}
+
 async fn serve(state: &ApiState, request: Request) -> Result<Response> {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_owned();
-    let authorization = parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    let user = match state.auth.authenticate(authorization) {
-        Some(user) => user,
-        None if is_public(&path) => crate::auth::User::anonymous(),
-        None => return Err(Error::Unauthorized),
-    };
+    let user = caller(state, &parts).await?;
+    // Held until the response is ready.
+    let _in_flight = admit(state, &parts, &user)?;
     let query = Query::parse(parts.uri.query().unwrap_or_default());
+    let api_path = path::parse(&path);
+    let asked = attributes(&parts.method, &path, api_path.as_ref(), &query);
+    state.authz.check(&user, &asked)?;
     let accept = parts
         .headers
         .get(header::ACCEPT)
@@ -196,7 +295,7 @@ async fn serve(state: &ApiState, request: Request) -> Result<Response> {
         .unwrap_or_default()
         .to_owned();
     let catalog = state.store.registry().catalog();
-    let api_path = path::parse(&path).ok_or(Error::UnknownPath)?;
+    let api_path = api_path.ok_or(Error::UnknownPath)?;
     let resource = match api_path {
         ApiPath::Version => return Ok(json_response(StatusCode::OK, &discovery::version())),
         ApiPath::OpenApiIndex => {
@@ -270,7 +369,96 @@ async fn serve(state: &ApiState, request: Request) -> Result<Response> {
         user: &user,
     };
     let response = serve_resource(state, &request, representation, body).await?;
+    if rt.group == crate::authz::GROUP
+        && parts.method != Method::GET
+        && query.get("dryRun").is_none()
+    {
+        // The caller's next request is decided by the policy this write made.
+        state.authz.catch_up(&state.store, &state.cache).await;
+    }
     Ok(response)
+}
+
+/// The options of a write, with RBAC's escalation check when it writes an RBAC object.
+fn writing(state: &ApiState, request: &ResourceRequest<'_>) -> Result<WriteOptions> {
+    let mut options = write_options(request.headers, request.query)?;
+    if request.rt.group == crate::authz::GROUP {
+        options.admission = Some(Arc::new(crate::authz::escalation::Escalation {
+            authorizer: state.authz.clone(),
+            user: request.user.clone(),
+        }));
+    }
+    Ok(options)
+}
+
+/// Approving or denying a certificate signing request needs `approve` on its signer (upstream's
+/// CertificateApproval admission): on `signers` named as the signer, or `<domain>/*`.
+async fn may_approve(state: &ApiState, request: &ResourceRequest<'_>) -> Result<()> {
+    let Some(name) = request.at.name.as_deref() else {
+        return Ok(());
+    };
+    let csr = state.store.get(request.rt, None, name).await?;
+    let signer = csr["spec"]["signerName"].as_str().unwrap_or_default();
+    let approve = |name: String| {
+        Attributes::resource(
+            "approve",
+            crate::authz::ResourceRequest {
+                group: "certificates.k8s.io".into(),
+                resource: "signers".into(),
+                name: Some(name),
+                ..Default::default()
+            },
+        )
+    };
+    let exact = approve(signer.to_owned());
+    let domain = signer.split('/').next().unwrap_or_default();
+    if state.authz.authorize(request.user, &exact).allowed()
+        || state
+            .authz
+            .authorize(request.user, &approve(format!("{domain}/*")))
+            .allowed()
+    {
+        return Ok(());
+    }
+    Err(Error::Denied {
+        target: Some(crate::error::Target::new(
+            &request.rt.group,
+            &request.rt.plural,
+            name,
+        )),
+        message: format!(
+            "certificatesigningrequests.certificates.k8s.io {name:?} is forbidden: user not permitted to approve requests with signerName {signer:?}"
+        ),
+    })
+}
+
+/// An update or apply that would create the object needs `create` too, as upstream's
+/// handlers ask for it.
+async fn may_create(state: &ApiState, request: &ResourceRequest<'_>) -> Result<()> {
+    let (Some(name), None) = (request.at.name.as_deref(), &request.at.subresource) else {
+        return Ok(());
+    };
+    let create = Attributes::resource(
+        "create",
+        crate::authz::ResourceRequest {
+            group: request.rt.group.clone(),
+            resource: request.rt.plural.clone(),
+            subresource: None,
+            namespace: request.at.namespace.clone(),
+            name: Some(name.to_owned()),
+        },
+    );
+    if state.authz.authorize(request.user, &create).allowed() {
+        return Ok(());
+    }
+    match state
+        .store
+        .get(request.rt, request.at.namespace.as_deref(), name)
+        .await
+    {
+        Err(Error::NotFound(_)) => Err(create.forbidden(request.user, "")),
+        _ => Ok(()),
+    }
 }
 
 /// One request for a resource, parsed.
@@ -305,6 +493,9 @@ async fn serve_resource(
             "status" => rt.status,
             "scale" => rt.scale.is_some(),
             "finalize" => rt.group.is_empty() && rt.plural == "namespaces",
+            "approval" => {
+                rt.group == "certificates.k8s.io" && rt.plural == "certificatesigningrequests"
+            }
             "token" => rt.group.is_empty() && rt.plural == "serviceaccounts",
             _ => pods::serves(rt, sub),
         };
@@ -376,7 +567,7 @@ async fn serve_resource(
         }
         (&Method::POST, None) => {
             let object = decode_object(headers, &body)?;
-            let options = write_options(headers, query)?;
+            let options = writing(state, request)?;
             let written = store.create(rt, ns, object, &options).await?;
             Ok(written_response(
                 StatusCode::CREATED,
@@ -388,7 +579,11 @@ async fn serve_resource(
         }
         (&Method::PUT, Some(name)) => {
             let object = decode_object(headers, &body)?;
-            let options = write_options(headers, query)?;
+            let options = writing(state, request)?;
+            may_create(state, request).await?;
+            if sub == Some("approval") {
+                may_approve(state, request).await?;
+            }
             if sub == Some("scale") {
                 let written = scale::update(store, rt, ns, name, object, &options).await?;
                 return Ok(written_response(
@@ -410,7 +605,13 @@ async fn serve_resource(
         }
         (&Method::PATCH, Some(name)) => {
             let patch_type = patch_type(headers)?;
-            let options = write_options(headers, query)?;
+            let options = writing(state, request)?;
+            if patch_type == PatchType::Apply {
+                may_create(state, request).await?;
+            }
+            if sub == Some("approval") {
+                may_approve(state, request).await?;
+            }
             if sub == Some("scale") {
                 let written =
                     scale::patch(store, rt, ns, name, patch_type, &body, &options).await?;
@@ -514,7 +715,16 @@ async fn serve_virtual(
         }
         (_, &Method::POST, None) if rt.verbs == ["create"] => {
             let object = decode_object(headers, &body)?;
-            let review = review::answer(rt, user, &state.auth, ns, object)?;
+            let review = review::answer(
+                rt,
+                user,
+                &state.store,
+                &state.auth,
+                &state.authz,
+                ns,
+                object,
+            )
+            .await?;
             Ok(json_response(StatusCode::CREATED, &review))
         }
         _ => Err(Error::MethodNotAllowed),
@@ -638,6 +848,7 @@ fn write_options(headers: &HeaderMap, query: &Query) -> Result<WriteOptions> {
         },
         field_validation: FieldValidation::parse(query.get("fieldValidation"))?,
         force: query.flag("force"),
+        admission: None,
     })
 }
 

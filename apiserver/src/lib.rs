@@ -26,6 +26,7 @@ use tokio::task::JoinHandle;
 
 pub mod apply;
 pub mod auth;
+pub mod authz;
 pub mod backup;
 pub mod discovery;
 pub mod error;
@@ -66,15 +67,32 @@ pub struct Limits {
     pub objects: Option<u64>,
     /// Bytes of stored object values: a write that grows the data past this is refused.
     pub storage_bytes: Option<u64>,
-    /// Requests served at once; more are answered 429 (watches and /livez, /readyz, /healthz,
-    /// /version aside).
+    /// Read-only requests served at once; more are answered 429 (watches and /livez, /readyz,
+    /// /healthz, /version aside). kube-apiserver's `--max-requests-inflight`.
     pub requests_in_flight: Option<u32>,
+    /// Mutating requests (create, update, patch, delete) served at once; more are answered
+    /// 429. kube-apiserver's `--max-mutating-requests-inflight`.
+    pub mutating_requests_in_flight: Option<u32>,
+    /// Whether members of `system:masters` pass the in-flight limits, as on kube-apiserver.
+    pub exempt_masters: bool,
     /// Where the limits come from, named in refusals, e.g. "spec.limits of HostedCluster
     /// clusters/c1" or "the server's flags".
     pub source: String,
 }
 
 impl Limits {
+    /// kube-apiserver's defaults: 400 read-only and 200 mutating requests in flight, nothing
+    /// else bounded.
+    pub fn kube_defaults(source: &str) -> Self {
+        Limits {
+            requests_in_flight: Some(400),
+            mutating_requests_in_flight: Some(200),
+            exempt_masters: true,
+            source: source.to_owned(),
+            ..Limits::default()
+        }
+    }
+
     /// Whether stored objects or bytes are limited.
     pub fn bounds_storage(&self) -> bool {
         self.objects.is_some() || self.storage_bytes.is_some()
@@ -128,7 +146,7 @@ impl Config {
             compaction_interval: Duration::from_secs(5 * 60),
             watch_cache_events: 10_000,
             watch_cache_bytes: 8 * 1024 * 1024,
-            limits: Limits::default(),
+            limits: Limits::kube_defaults("the server's defaults"),
             max_restore_bytes: 1024 * 1024 * 1024,
         }
     }
@@ -184,7 +202,7 @@ pub struct Server {
     #[cfg(test)]
     router: axum::Router,
     #[cfg(test)]
-    in_flight: Option<(Arc<tokio::sync::Semaphore>, usize)>,
+    in_flight: (http::InFlight, Limits),
 }
 
 impl Server {
@@ -200,6 +218,11 @@ impl Server {
             path: config.data_dir.clone(),
             source,
         })?;
+        // The directory holds the CA key, the tokens and every Secret: its owner's only.
+        restrict(&config.data_dir, 0o700).map_err(|source| Error::DataDir {
+            path: config.data_dir.clone(),
+            source,
+        })?;
         let lock = lock_data_dir(&config.data_dir)?;
         let prepared = {
             let data_dir = config.data_dir.clone();
@@ -209,11 +232,11 @@ impl Server {
                 .map_err(|e| storage::Error::Backend(Box::new(e)))?
         };
         let backend = open_backend(&config, prepared.waiting, prepared.memory).await?;
-        let ca = pki::CertificateAuthority::load_or_create(
+        let ca = Arc::new(pki::CertificateAuthority::load_or_create(
             &config.data_dir,
             "ca",
             "atoll-apiserver-ca",
-        )?;
+        )?);
         let (authenticator, admin_token) = auth::Authenticator::load_or_create(&config.data_dir)?;
 
         let listener = TcpListener::bind(config.listen)
@@ -233,7 +256,7 @@ impl Server {
         hosts.extend(config.extra_hosts.iter().cloned());
         hosts.dedup();
         let serving = ca.issue_serving(&hosts)?;
-        let tls = pki::server_config(&serving)?;
+        let tls = pki::server_config(&serving, Some(ca.cert_pem()))?;
 
         let server_host = if addr.ip().is_unspecified() {
             SocketAddr::new([127, 0, 0, 1].into(), addr.port())
@@ -252,10 +275,13 @@ impl Server {
             compaction: compaction.clone(),
             waiting: prepared.waiting,
         });
-        let in_flight = config
-            .limits
-            .requests_in_flight
-            .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
+        let semaphore =
+            |n: Option<u32>| n.map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
+        let in_flight = http::InFlight {
+            read_only: semaphore(config.limits.requests_in_flight),
+            mutating: semaphore(config.limits.mutating_requests_in_flight),
+            exempt_masters: config.limits.exempt_masters,
+        };
 
         let mut restart_sender = None;
         let (router, mut tasks) = if prepared.waiting {
@@ -278,6 +304,7 @@ impl Server {
             let state = Serving {
                 backend: backend.clone(),
                 ca_pem: ca.cert_pem().to_owned(),
+                ca: ca.clone(),
                 authenticator,
                 server_address: server_host.to_string(),
                 in_flight: in_flight.clone(),
@@ -304,7 +331,7 @@ impl Server {
             shutdown_rx,
         )));
         #[cfg(test)]
-        let in_flight = in_flight.zip(config.limits.requests_in_flight.map(|n| n as usize));
+        let in_flight = (in_flight, config.limits.clone());
         Ok(Server {
             _lock: lock,
             addr,
@@ -397,9 +424,15 @@ impl Server {
     /// How many requests hold a slot of the requests-in-flight limit now.
     #[cfg(test)]
     pub(crate) fn requests_in_flight(&self) -> usize {
-        self.in_flight
-            .as_ref()
-            .map_or(0, |(limit, total)| total - limit.available_permits())
+        let (in_flight, limits) = &self.in_flight;
+        let taken = |semaphore: &Option<Arc<tokio::sync::Semaphore>>, limit: Option<u32>| {
+            semaphore
+                .as_ref()
+                .zip(limit)
+                .map_or(0, |(s, n)| n as usize - s.available_permits())
+        };
+        taken(&in_flight.read_only, limits.requests_in_flight)
+            + taken(&in_flight.mutating, limits.mutating_requests_in_flight)
     }
 
     /// Stops accepting connections, ends watches, and waits for in-flight requests.
@@ -425,6 +458,15 @@ async fn open_backend(
         (StorageKind::Memory, None) => Arc::new(storage::memory::MemoryBackend::new()),
         (StorageKind::Sqlite, _) => {
             let path = config.data_dir.join(DATABASE_FILE);
+            // Made 0600 before SQLite opens it (SQLite gives its journal files the database's
+            // mode), and made so if an older server left it readable.
+            if !path.exists() {
+                pki::write_private(&path, b"")?;
+            }
+            restrict(&path, 0o600).map_err(|source| Error::DataDir {
+                path: path.clone(),
+                source,
+            })?;
             Arc::new(
                 tokio::task::spawn_blocking(move || storage::sqlite::SqliteBackend::open(&path))
                     .await
@@ -439,9 +481,11 @@ struct Serving {
     backend: Arc<dyn Backend>,
     /// The cluster CA every namespace's `kube-root-ca.crt` carries.
     ca_pem: String,
+    /// The same CA, which signs approved client certificate requests.
+    ca: Arc<pki::CertificateAuthority>,
     authenticator: auth::Authenticator,
     server_address: String,
-    in_flight: Option<Arc<tokio::sync::Semaphore>>,
+    in_flight: http::InFlight,
     backup: Arc<backup::Source>,
     compaction: Arc<tokio::sync::RwLock<()>>,
     shutdown: signal::Receiver<bool>,
@@ -466,10 +510,13 @@ async fn serve_api(
     )
     .await?;
     store.read_through(cache.clone());
+    let rbac = cache.feed(authz::wants);
+    let authorizer = authz::prepare(&store, rbac.clone()).await?;
     let state = Arc::new(http::ApiState {
         store: store.clone(),
         cache: cache.clone(),
         auth: s.authenticator,
+        authz: authorizer.clone(),
         shutdown: s.shutdown.clone(),
         server_address: s.server_address,
         in_flight: s.in_flight,
@@ -483,8 +530,21 @@ async fn serve_api(
     let garbage = cache.feed(registry::garbage::wants);
     let endpoints = cache.feed(registry::endpoints::wants);
     let contents = cache.feed(registry::namespace_contents::wants);
+    let certificates = cache.feed(registry::certificates::wants);
     let settled = registry::namespace_contents::settle(&store, &s.ca_pem).await;
     let tasks = vec![
+        tokio::spawn(authz::run(
+            store.clone(),
+            authorizer,
+            rbac,
+            s.shutdown.clone(),
+        )),
+        tokio::spawn(registry::certificates::run(
+            store.clone(),
+            s.ca,
+            certificates,
+            s.shutdown.clone(),
+        )),
         tokio::spawn(registry::garbage::run(
             store.clone(),
             garbage,
@@ -511,6 +571,18 @@ async fn serve_api(
         )),
     ];
     Ok((http::router(state), tasks))
+}
+
+/// Sets a file's or directory's mode (on Unix; elsewhere nothing).
+fn restrict(path: &std::path::Path, mode: u32) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    }
+    #[cfg(not(unix))]
+    let _ = (path, mode);
+    Ok(())
 }
 
 /// Takes the data directory's lock file, so that a second server on the same directory fails

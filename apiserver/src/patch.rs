@@ -111,6 +111,17 @@ pub enum PatchError {
         /// The destination pointer.
         path: String,
     },
+    /// More operations than a patch may hold (CVE-2019-1002100: a small body of many `copy`
+    /// operations grew to gigabytes). Answered 413, as kube-apiserver does.
+    #[error(
+        "Request entity too large: The allowed maximum operations in a JSON patch is {MAX_OPERATIONS}, got {0}"
+    )]
+    TooManyOperations(usize),
+    /// `copy` operations together copied more than [`MAX_COPIED_BYTES`].
+    #[error(
+        "Unable to complete the copy, the accumulated size increase of copy is {0}, exceeding the limit {MAX_COPIED_BYTES}"
+    )]
+    CopiedTooMuch(usize),
     /// An operation addresses the whole document in a way that cannot apply (removing it).
     #[error("{op} operation does not apply: cannot {op} the whole document")]
     WholeDocument {
@@ -131,7 +142,9 @@ impl PatchError {
     /// The position of the failing operation in the patch, when one failed.
     pub fn operation_index(&self) -> Option<usize> {
         match self {
-            PatchError::Malformed(_) => None,
+            PatchError::Malformed(_)
+            | PatchError::TooManyOperations(_)
+            | PatchError::CopiedTooMuch(_) => None,
             PatchError::UnknownOperation { index, .. }
             | PatchError::MissingMember { index, .. }
             | PatchError::InvalidPointer { index, .. }
@@ -193,6 +206,9 @@ pub fn json_patch(target: &mut Value, ops: &Value) -> Result<(), PatchError> {
             json_kind(ops)
         )));
     };
+    if operations.len() > MAX_OPERATIONS {
+        return Err(PatchError::TooManyOperations(operations.len()));
+    }
     let mut parsed = Vec::with_capacity(operations.len());
     for operation in operations {
         let Value::Object(members) = operation else {
@@ -204,12 +220,35 @@ pub fn json_patch(target: &mut Value, ops: &Value) -> Result<(), PatchError> {
         parsed.push(members);
     }
     let mut doc = target.clone();
+    let mut copied = 0;
     for (index, members) in parsed.into_iter().enumerate() {
-        Operation::parse(index, members)?.apply(&mut doc)?;
+        Operation::parse(index, members)?.apply(&mut doc, &mut copied)?;
     }
     *target = doc;
     Ok(())
 }
+
+/// The length of `value` as JSON, counted without writing it anywhere.
+fn encoded_len(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.0
+}
+
+/// The most operations a JSON patch may hold (kube-apiserver's limit).
+pub const MAX_OPERATIONS: usize = 10_000;
+/// The most bytes a JSON patch's `copy` operations may copy in all (`JSONPatchMaxCopyBytes`).
+pub const MAX_COPIED_BYTES: usize = 3 * 1024 * 1024;
 
 /// The Go-style name of a JSON value's kind, for decode errors.
 fn json_kind(value: &Value) -> &'static str {
@@ -311,7 +350,8 @@ impl<'a> Operation<'a> {
         })
     }
 
-    fn apply(&self, doc: &mut Value) -> Result<(), PatchError> {
+    /// Applies the operation; `copied` counts the bytes `copy` operations copied so far.
+    fn apply(&self, doc: &mut Value, copied: &mut usize) -> Result<(), PatchError> {
         match self.op {
             Op::Add => self.add(doc, &self.path, &self.tokens, self.value_or_null()),
             Op::Remove => self.remove(doc, &self.path, &self.tokens).map(drop),
@@ -331,8 +371,13 @@ impl<'a> Operation<'a> {
             }
             Op::Copy => {
                 let (from, from_tokens) = self.source_pointer();
-                let copied = self.get(doc, from, from_tokens)?.clone();
-                self.add(doc, &self.path, &self.tokens, copied)
+                let value = self.get(doc, from, from_tokens)?;
+                *copied += encoded_len(value);
+                if *copied > MAX_COPIED_BYTES {
+                    return Err(PatchError::CopiedTooMuch(*copied));
+                }
+                let value = value.clone();
+                self.add(doc, &self.path, &self.tokens, value)
             }
         }
     }

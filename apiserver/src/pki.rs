@@ -28,7 +28,11 @@ pub enum Error {
     Tls(#[from] rustls::Error),
     #[error("{path} holds no usable PEM data")]
     Pem { path: PathBuf },
+    #[error("{0}")]
+    Invalid(String),
 }
+
+pub mod client;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -148,8 +152,12 @@ fn ca_params(common_name: &str) -> Result<CertificateParams> {
 }
 
 /// A rustls server configuration for a serving certificate, offering HTTP/2 and HTTP/1.1
-/// ([`crate::serve::ALPN_PROTOCOLS`]).
-pub fn server_config(serving: &CertifiedKey) -> Result<Arc<rustls::ServerConfig>> {
+/// ([`crate::serve::ALPN_PROTOCOLS`]). With `client_ca` (PEM), clients may present a
+/// certificate that CA signed (they need not: tokens and anonymous requests remain).
+pub fn server_config(
+    serving: &CertifiedKey,
+    client_ca: Option<&str>,
+) -> Result<Arc<rustls::ServerConfig>> {
     let certs = rustls_pemfile::certs(&mut serving.cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|source| Error::Io {
@@ -165,10 +173,30 @@ pub fn server_config(serving: &CertifiedKey) -> Result<Arc<rustls::ServerConfig>
             path: PathBuf::from("<serving key>"),
         })?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)?;
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in rustls_pemfile::certs(&mut ca.as_bytes()) {
+                let cert = cert.map_err(|source| Error::Io {
+                    path: PathBuf::from("<client CA>"),
+                    source,
+                })?;
+                roots.add(cert)?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| Error::Invalid(format!("the client CA cannot verify: {e}")))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut config = builder.with_single_cert(certs, key)?;
     config.alpn_protocols = crate::serve::ALPN_PROTOCOLS
         .iter()
         .map(|p| p.to_vec())
@@ -242,7 +270,7 @@ mod tests {
         let serving = ca
             .issue_serving(&["127.0.0.1".into(), "localhost".into()])
             .unwrap();
-        let config = server_config(&serving).unwrap();
+        let config = server_config(&serving, Some(ca.cert_pem())).unwrap();
         assert_eq!(
             config.alpn_protocols,
             vec![b"h2".to_vec(), b"http/1.1".to_vec()]

@@ -89,6 +89,9 @@ fn message_for(api_version: &str, kind: &str) -> Option<&'static Message> {
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
             &catalog::SELF_SUBJECT_ACCESS_REVIEW
         }
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
+            &catalog::SELF_SUBJECT_RULES_REVIEW
+        }
         ("authentication.k8s.io/v1", "TokenRequest") => &catalog::TOKEN_REQUEST,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => &catalog::SELF_SUBJECT_REVIEW,
         // The other `kubectl create` generators.

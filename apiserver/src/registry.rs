@@ -11,6 +11,7 @@ use std::sync::{Arc, LazyLock, RwLock};
 use serde_json::Value;
 
 pub mod builtin;
+pub mod certificates;
 pub mod conversion;
 pub mod crd;
 pub mod defaults;

@@ -95,7 +95,7 @@ pub async fn run(
                 };
                 let _ = tcp.set_nodelay(true);
                 let acceptor = acceptor.clone();
-                let service = TowerToHyperService::new(router.clone());
+                let router = router.clone();
                 let watcher = graceful.watcher();
                 let (http1, http2) = (http1.clone(), http2.clone());
                 tokio::spawn(async move {
@@ -108,11 +108,26 @@ pub async fn run(
                         Err(_) => return,
                     };
                     // As Go's server: HTTP/2 only when ALPN chose it.
-                    let builder = if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                    let tls = stream.get_ref().1;
+                    let builder = if tls.alpn_protocol() == Some(b"h2") {
                         &http2
                     } else {
                         &http1
                     };
+                    // Every request of the connection carries who its certificate names.
+                    let certificate = tls
+                        .peer_certificates()
+                        .and_then(|chain| chain.first())
+                        .and_then(|leaf| crate::auth::ClientCertificate::of(leaf));
+                    let service = TowerToHyperService::new(tower::ServiceExt::map_request(
+                        router,
+                        move |mut request: http::Request<hyper::body::Incoming>| {
+                            if let Some(certificate) = &certificate {
+                                request.extensions_mut().insert(certificate.clone());
+                            }
+                            request
+                        },
+                    ));
                     let connection = builder.serve_connection(TokioIo::new(stream), service);
                     if let Err(err) = watcher.watch(connection).await {
                         tracing::debug!(%peer, error = %err, "connection ended with an error");

@@ -19,6 +19,7 @@ mod backup;
 mod http2;
 mod limits;
 mod openapi;
+mod rbac;
 
 /// How long any one test may take.
 const TEST_TIMEOUT: Duration = Duration::from_secs(60);

@@ -10,6 +10,12 @@ const EMBEDDED_KUBECONFIG: &str = ".atoll/hub.kubeconfig";
 /// A client for the hub: `--kubeconfig`, else `$KUBECONFIG`, else the embedded hub's kubeconfig
 /// in `.atoll/` when it exists, else the usual kubeconfig.
 pub async fn hub(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
+    let config = hub_config(kubeconfig).await?;
+    kube::Client::try_from(config).context("cannot build a client for the hub")
+}
+
+/// The client configuration [`hub`] builds its client from.
+pub async fn hub_config(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Config> {
     let path = kubeconfig.map(Path::to_path_buf).or_else(|| {
         let embedded = Path::new(EMBEDDED_KUBECONFIG);
         (std::env::var_os("KUBECONFIG").is_none() && embedded.exists())
@@ -30,7 +36,7 @@ pub async fn hub(kubeconfig: Option<&Path>) -> anyhow::Result<kube::Client> {
             .await
             .context("no hub kubeconfig: start one with `atoll up` or pass --kubeconfig")?,
     };
-    kube::Client::try_from(config).context("cannot build a client for the hub")
+    Ok(config)
 }
 
 /// Turns a kube error into a sentence about what failed.

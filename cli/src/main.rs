@@ -13,6 +13,7 @@ mod logging;
 mod output;
 mod tokens;
 mod up;
+mod users;
 mod works;
 
 /// mimalloc: the API server allocates many small JSON values per request, and glibc's malloc
@@ -61,6 +62,11 @@ enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// People and tools who use the hub without being its admin.
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
     /// Fan manifests out to clusters (WorkPlacements) and see what happened.
     Work {
         #[command(subcommand)]
@@ -81,6 +87,26 @@ enum Command {
         /// Write it to this file (mode 0600) instead of printing it.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Write a kubeconfig for a new user, with a client certificate the hub's API server signs
+    /// (through a CertificateSigningRequest). The user may do nothing until a role is bound.
+    Create {
+        /// The user's name (the certificate's common name).
+        name: String,
+        /// A group the user is in (repeat for more).
+        #[arg(long = "group", value_name = "GROUP")]
+        groups: Vec<String>,
+        /// How long the certificate is valid, e.g. 90m, 720h (at least 10m; the signer gives a
+        /// year at most).
+        #[arg(long, default_value = "720h", value_parser = atoll_api::placement::parse_duration)]
+        ttl: std::time::Duration,
+        /// The kubeconfig to write (mode 0600).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
     },
 }
 
@@ -200,12 +226,25 @@ struct ApiserverArgs {
     /// refused.
     #[arg(long, env = "ATOLL_MAX_STORAGE_BYTES", value_parser = up::parse_bytes)]
     max_storage_bytes: Option<u64>,
-    /// Most requests served at once (watches aside); more are answered 429.
-    #[arg(long, env = "ATOLL_MAX_REQUESTS_INFLIGHT", value_parser = clap::value_parser!(u32).range(1..))]
-    max_requests_inflight: Option<u32>,
+    /// Most read-only requests served at once (watches aside); more are answered 429. 0: no
+    /// limit.
+    #[arg(long, env = "ATOLL_MAX_REQUESTS_INFLIGHT", default_value_t = 400)]
+    max_requests_inflight: u32,
+    /// Most mutating requests (create, update, patch, delete) served at once; more are
+    /// answered 429. 0: no limit.
+    #[arg(
+        long,
+        env = "ATOLL_MAX_MUTATING_REQUESTS_INFLIGHT",
+        default_value_t = 200
+    )]
+    max_mutating_requests_inflight: u32,
     /// What refusals name as the source of the limits.
     #[arg(long, hide = true, default_value = "the flags of atoll apiserver")]
     limits_source: String,
+    /// The in-flight limits bind members of system:masters too (a hosted cluster's process:
+    /// they protect the hub from a tenant, whose admin is one).
+    #[arg(long, hide = true)]
+    limit_masters: bool,
     /// Stop when standard input closes: a supervisor's child never outlives it.
     #[arg(long)]
     exit_on_stdin_close: bool,
@@ -372,6 +411,23 @@ fn main() -> anyhow::Result<()> {
                 let client = client::hub(kubeconfig.as_deref()).await?;
                 hosted::kubeconfig(client, &namespace, &name, output.as_deref()).await
             }
+            Command::User {
+                command:
+                    UserCommand::Create {
+                        name,
+                        groups,
+                        ttl,
+                        output,
+                    },
+            } => {
+                let user = users::NewUser {
+                    name: &name,
+                    groups: &groups,
+                    ttl,
+                    output: &output,
+                };
+                users::create(kubeconfig.as_deref(), user).await
+            }
             Command::Token { command } => {
                 let client = client::hub(kubeconfig.as_deref()).await?;
                 match command {
@@ -422,7 +478,10 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
         limits: atoll_apiserver::Limits {
             objects: args.max_objects,
             storage_bytes: args.max_storage_bytes,
-            requests_in_flight: args.max_requests_inflight,
+            requests_in_flight: Some(args.max_requests_inflight).filter(|n| *n > 0),
+            mutating_requests_in_flight: Some(args.max_mutating_requests_inflight)
+                .filter(|n| *n > 0),
+            exempt_masters: !args.limit_masters,
             source: args.limits_source,
         },
         exit_on_stdin_close: args.exit_on_stdin_close,

@@ -1,14 +1,14 @@
 //! What the server answers about its callers: access and rules reviews (`kubectl auth can-i`),
 //! `SelfSubjectReview` (`kubectl auth whoami`), and service-account tokens (`kubectl create token`).
 //!
-//! atoll authenticates every request but does not enforce RBAC: an authenticated caller may do
-//! everything, and the reviews say so.
+//! Access and rules reviews ask the authorizer that decides requests, so they tell the truth.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::auth::{Authenticator, User};
+use crate::authz::{Attributes, Authorizer, Decision, Request, ResourceRequest};
 use crate::error::{Error, Result};
 use crate::registry::ResourceType;
 use crate::registry::store::{Store, now};
@@ -19,10 +19,12 @@ const DEFAULT_TOKEN_SECONDS: u64 = 3600;
 const MIN_TOKEN_SECONDS: u64 = 600;
 
 /// Answers a review of kind `rt` posted by `user` (in namespace `ns` for a local review).
-pub fn answer(
+pub async fn answer(
     rt: &ResourceType,
     user: &User,
+    store: &Store,
     auth: &Authenticator,
+    authz: &Authorizer,
     ns: Option<&str>,
     mut review: Value,
 ) -> Result<Value> {
@@ -35,34 +37,132 @@ pub fn answer(
         review["metadata"] = json!({});
     }
     review["metadata"]["creationTimestamp"] = Value::Null;
-    let allowed = json!({
-        "allowed": true,
-        "reason": "atoll allows every authenticated user",
-    });
     let status = match rt.kind.as_str() {
-        "SelfSubjectAccessReview" => allowed,
+        "SelfSubjectAccessReview" => access(rt, authz, user, &review)?,
         "SubjectAccessReview" => {
             subject_required(rt, &review)?;
-            allowed
+            access(rt, authz, &subject(&review), &review)?
         }
         "LocalSubjectAccessReview" => {
             subject_required(rt, &review)?;
             local_namespace(&mut review, ns.unwrap_or_default())?;
-            allowed
+            access(rt, authz, &subject(&review), &review)?
         }
-        "SelfSubjectRulesReview" => json!({
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            "incomplete": false,
-        }),
-        "SelfSubjectReview" => json!({
-            "userInfo": {"username": user.name, "uid": user.uid, "groups": user.groups},
-        }),
-        "TokenReview" => token_review(rt, auth, &review)?,
+        "SelfSubjectRulesReview" => rules(authz, user, &review),
+        "SelfSubjectReview" => {
+            let mut info = json!({"username": user.name, "uid": user.uid, "groups": user.groups});
+            if !user.extra.is_empty() {
+                info["extra"] = json!(user.extra);
+            }
+            json!({ "userInfo": info })
+        }
+        "TokenReview" => token_review(rt, store, auth, &review).await?,
         _ => return Err(Error::MethodNotAllowed),
     };
     review["status"] = status;
     Ok(review)
+}
+
+/// The user a SubjectAccessReview asks about, as its spec gives it.
+fn subject(review: &Value) -> User {
+    let spec = &review["spec"];
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect()
+    };
+    User {
+        name: text(&spec["user"]),
+        uid: text(&spec["uid"]),
+        groups: strings(&spec["groups"]),
+        extra: spec["extra"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), strings(v)))
+            .collect(),
+    }
+}
+
+/// The status of an access review: whether `user` may do what the spec asks.
+fn access(rt: &ResourceType, authz: &Authorizer, user: &User, review: &Value) -> Result<Value> {
+    let spec = &review["spec"];
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let resource = &spec["resourceAttributes"];
+    let path = &spec["nonResourceAttributes"];
+    let attributes = if resource.is_object() {
+        let optional = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
+        Attributes::resource(
+            &text(&resource["verb"]),
+            ResourceRequest {
+                group: text(&resource["group"]),
+                resource: text(&resource["resource"]),
+                subresource: optional(&resource["subresource"]),
+                namespace: optional(&resource["namespace"]),
+                name: optional(&resource["name"]),
+            },
+        )
+    } else if path.is_object() {
+        Attributes {
+            verb: text(&path["verb"]),
+            request: Request::Path(text(&path["path"])),
+        }
+    } else {
+        return Err(Error::invalid(
+            &rt.qualified_kind(),
+            rt.target(""),
+            vec![crate::validation::FieldError {
+                cause: crate::validation::CauseType::Invalid,
+                field: "spec.resourceAttributes".into(),
+                message:
+                    "exactly one of nonResourceAttributes or resourceAttributes must be specified"
+                        .into(),
+                value: None,
+            }],
+        ));
+    };
+    let (allowed, reason) = match authz.authorize(user, &attributes) {
+        Decision::Allow(reason) => (true, reason),
+        Decision::Deny(reason) => (false, reason),
+    };
+    let mut status = json!({ "allowed": allowed });
+    if !reason.is_empty() {
+        status["reason"] = json!(reason);
+    }
+    Ok(status)
+}
+
+/// The status of a rules review: every rule the caller holds in the spec's namespace.
+fn rules(authz: &Authorizer, user: &User, review: &Value) -> Value {
+    let ns = review["spec"]["namespace"]
+        .as_str()
+        .filter(|ns| !ns.is_empty());
+    let (rules, errors) = authz.rules_for(user, ns);
+    let (paths, resources): (Vec<_>, Vec<_>) =
+        rules.iter().partition(|r| !r.non_resource_urls.is_empty());
+    let resource_rules: Vec<Value> = resources
+        .iter()
+        .map(|r| {
+            json!({"verbs": r.verbs, "apiGroups": r.api_groups, "resources": r.resources,
+                   "resourceNames": r.resource_names})
+        })
+        .collect();
+    let path_rules: Vec<Value> = paths
+        .iter()
+        .map(|r| json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls}))
+        .collect();
+    let mut status = json!({
+        "resourceRules": resource_rules,
+        "nonResourceRules": path_rules,
+        "incomplete": !errors.is_empty(),
+    });
+    if !errors.is_empty() {
+        status["evaluationError"] = json!(errors.join(", "));
+    }
+    status
 }
 
 /// Upstream's `ValidateSubjectAccessReviewSpec`: whose access is asked about.
@@ -122,7 +222,12 @@ fn local_namespace(review: &mut Value, ns: &str) -> Result<()> {
 }
 
 /// `TokenReview`: who a bearer token belongs to, as this server authenticates it.
-fn token_review(rt: &ResourceType, auth: &Authenticator, review: &Value) -> Result<Value> {
+async fn token_review(
+    rt: &ResourceType,
+    store: &Store,
+    auth: &Authenticator,
+    review: &Value,
+) -> Result<Value> {
     let Some(token) = review["spec"]["token"].as_str().filter(|t| !t.is_empty()) else {
         return Err(Error::invalid(
             &rt.qualified_kind(),
@@ -136,7 +241,13 @@ fn token_review(rt: &ResourceType, auth: &Authenticator, review: &Value) -> Resu
         ));
     };
     let audiences = review["spec"]["audiences"].clone();
-    Ok(match auth.authenticate(Some(&format!("Bearer {token}"))) {
+    let user = match auth.authenticate(Some(&format!("Bearer {token}"))) {
+        Some(user) if !service_account_lives(store, &user).await? => {
+            return Ok(json!({"user": {}, "error": "service account token has been invalidated"}));
+        }
+        user => user,
+    };
+    Ok(match user {
         Some(user) => {
             let mut status = json!({
                 "authenticated": true,
@@ -149,6 +260,28 @@ fn token_review(rt: &ResourceType, auth: &Authenticator, review: &Value) -> Resu
         }
         None => json!({"user": {}, "error": "invalid bearer token"}),
     })
+}
+
+/// Whether the service account a token was issued for still exists, with the same UID (a
+/// service account deleted and made again does not inherit the old one's tokens). True for
+/// users that are no service account, or whose token names no UID.
+pub async fn service_account_lives(store: &Store, user: &User) -> Result<bool> {
+    let Some((ns, name)) = crate::authz::impersonation::service_account(&user.name) else {
+        return Ok(true);
+    };
+    if user.uid.is_empty() {
+        return Ok(true);
+    }
+    let accounts = store
+        .registry()
+        .catalog()
+        .lookup("", "v1", "serviceaccounts")
+        .ok_or(Error::UnknownPath)?;
+    match store.get(&accounts, Some(ns), name).await {
+        Ok(account) => Ok(account["metadata"]["uid"] == user.uid.as_str()),
+        Err(Error::NotFound(_)) => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 /// `POST .../serviceaccounts/<name>/token`: a TokenRequest answered with a token for that
@@ -189,6 +322,7 @@ pub async fn token(
             format!("system:serviceaccounts:{ns}"),
             "system:authenticated".into(),
         ],
+        ..User::default()
     };
     let token = auth.issue(user, Duration::from_secs(seconds));
     let expires = jiff::Timestamp::now()

@@ -126,6 +126,28 @@ pub(super) static TOKEN_REQUEST: Message = Message::new(
     ],
 );
 
+/// `authorization/v1 SelfSubjectRulesReview` (`kubectl auth can-i --list`): the request carries
+/// the namespace; the status is the server's answer.
+pub(super) static SELF_SUBJECT_RULES_REVIEW: Message = Message::new(
+    "SelfSubjectRulesReview",
+    &[
+        f(1, "metadata", Object(&OBJECT_META), Single, Omit),
+        f(
+            2,
+            "spec",
+            Object(&SELF_SUBJECT_RULES_REVIEW_SPEC),
+            Single,
+            Always,
+        ),
+    ],
+);
+
+/// `authorization/v1 SelfSubjectRulesReviewSpec`.
+pub(super) static SELF_SUBJECT_RULES_REVIEW_SPEC: Message = Message::new(
+    "SelfSubjectRulesReviewSpec",
+    &[f(1, "namespace", String, Single, Omit)],
+);
+
 /// `authentication/v1 SelfSubjectReview` (`kubectl auth whoami`): the request carries only
 /// metadata; the status is the server's answer.
 pub(super) static SELF_SUBJECT_REVIEW: Message = Message::new(

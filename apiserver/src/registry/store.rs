@@ -57,6 +57,21 @@ pub struct WriteOptions {
     pub field_validation: FieldValidation,
     /// For server-side apply: take ownership of conflicting fields.
     pub force: bool,
+    /// What the caller's write must also pass once the object is valid (RBAC's escalation
+    /// check, for one): the object as it would be stored, and what it replaces.
+    pub admission: Option<Arc<dyn Admission>>,
+}
+
+/// A check of a write's outcome that depends on who writes, run after validation and before
+/// anything is stored.
+pub trait Admission: Send + Sync {
+    fn admit(&self, rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<()>;
+}
+
+impl std::fmt::Debug for dyn Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Admission")
+    }
 }
 
 /// The result of a write.
@@ -514,8 +529,9 @@ impl Store {
             );
         }
         if options.dry_run {
-            if admit == Admit::WithinLimits && self.limits.bounds_storage() {
+            if admit == Admit::WithinLimits {
                 let size = to_storage(&mut object, rt)?.len();
+                within_object_limit(rt, name, size)?;
                 self.admit(rt, name, None, size)?;
             }
             convert(&mut object, rt);
@@ -651,8 +667,16 @@ impl Store {
                     patch::strategic::apply(&mut patched, &patch_doc, &meta)
                         .map_err(|err| patch_failed(rt, name, err.is_bad_request(), &err))?
                 }
-                PatchType::Json => patch::json_patch(&mut patched, &patch_doc)
-                    .map_err(|err| patch_failed(rt, name, err.is_malformed(), &err))?,
+                PatchType::Json => match patch::json_patch(&mut patched, &patch_doc) {
+                    Ok(()) => {}
+                    Err(patch::PatchError::TooManyOperations(n)) => {
+                        return Err(Error::EntityTooLarge(format!(
+                            "The allowed maximum operations in a JSON patch is {}, got {n}",
+                            patch::MAX_OPERATIONS
+                        )));
+                    }
+                    Err(err) => return Err(patch_failed(rt, name, err.is_malformed(), &err)),
+                },
                 PatchType::Apply => unreachable!("apply is handled above"),
             }
             if !patched.is_object() {
@@ -810,6 +834,15 @@ impl Store {
                     new["metadata"]["managedFields"] = managed_fields;
                 }
             }
+            // The approval subresource changes the request's conditions only.
+            Some("approval")
+                if rt.group == "certificates.k8s.io"
+                    && rt.plural == "certificatesigningrequests" =>
+            {
+                let mut merged = current.clone();
+                merged["status"]["conditions"] = new["status"]["conditions"].clone();
+                new = merged;
+            }
             Some("finalize") if rt.group.is_empty() && rt.plural == "namespaces" => {
                 let mut merged = current.clone();
                 merged["spec"]["finalizers"] = new["spec"]["finalizers"].clone();
@@ -935,8 +968,9 @@ impl Store {
             Admit::WithinLimits
         };
         if options.dry_run {
-            if admit == Admit::WithinLimits && self.limits.bounds_storage() {
+            if admit == Admit::WithinLimits {
                 let size = to_storage(&mut new, rt)?.len();
+                within_object_limit(rt, name, size)?;
                 self.admit(rt, name, Some(kv.value.len()), size)?;
             }
             set_resource_version(&mut new, kv.mod_revision);
@@ -948,6 +982,10 @@ impl Store {
             });
         }
         let stored = to_storage(&mut new, rt)?;
+        if admit == Admit::WithinLimits {
+            // The server's own writes (marking a deletion, say) always go through.
+            within_object_limit(rt, name, stored.len())?;
+        }
         let _room = match admit {
             Admit::WithinLimits => self.admit(rt, name, Some(kv.value.len()), stored.len())?,
             Admit::Always => None,
@@ -1229,6 +1267,7 @@ impl Store {
         admit: Admit,
     ) -> Result<Revision> {
         let stored = to_storage(object, rt)?;
+        within_object_limit(rt, name, stored.len())?;
         let _room = match admit {
             Admit::WithinLimits => self.admit(rt, name, None, stored.len())?,
             Admit::Always => None,
@@ -1345,14 +1384,16 @@ impl Store {
             validation::crd_defaults(object);
             errors.extend(validation::validate_crd(object));
         }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::invalid(
+        if !errors.is_empty() {
+            return Err(Error::invalid(
                 &rt.qualified_kind(),
                 rt.target(&name),
                 errors,
-            ))
+            ));
+        }
+        match &options.admission {
+            Some(admission) => admission.admit(rt, object, old),
+            None => Ok(()),
         }
     }
 
@@ -1621,6 +1662,28 @@ fn keep_as(object: &mut Value, current: &Value, except: &str) {
 
 /// The bytes stored for an object: without `resourceVersion` (storage assigns it), at the storage
 /// version. Serializes in place rather than cloning the object.
+/// The largest object a write may store: what etcd takes in one request by default
+/// (`--max-request-bytes`, 1.5 MiB), so that a cluster moved to etcd holds what SQLite held.
+pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
+
+/// Refuses a write whose object would be larger than [`MAX_OBJECT_BYTES`] stored. kube-apiserver
+/// passes etcd's refusal on as a 500 (`etcdserver: request is too large`); atoll answers 413,
+/// naming the object, since the client's request is at fault.
+fn within_object_limit(rt: &ResourceType, name: &str, stored: usize) -> Result<()> {
+    if stored <= MAX_OBJECT_BYTES {
+        return Ok(());
+    }
+    let target = rt.target(name);
+    Err(Error::EntityTooLarge(format!(
+        "{} {name:?} would take {stored} bytes stored, more than the {MAX_OBJECT_BYTES} an object may",
+        if target.group.is_empty() {
+            target.resource.clone()
+        } else {
+            format!("{}.{}", target.resource, target.group)
+        }
+    )))
+}
+
 fn to_storage(object: &mut Value, rt: &ResourceType) -> Result<Bytes> {
     if rt.builtin && rt.version != rt.storage_version {
         // Versions of a built-in differ in shape: store a converted copy.
@@ -1847,11 +1910,12 @@ fn generate_name(object: &mut Value) {
     let suffix: String = (0..5)
         .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
         .collect();
-    let prefix = if prefix.len() > 58 {
-        &prefix[..58]
-    } else {
-        &prefix
-    };
+    // At most 58 bytes, cut where a character ends (a cut inside one panicked before).
+    let mut end = prefix.len().min(58);
+    while !prefix.is_char_boundary(end) {
+        end -= 1;
+    }
+    let prefix = &prefix[..end];
     meta_mut(object).insert("name".into(), json!(format!("{prefix}{suffix}")));
 }
 

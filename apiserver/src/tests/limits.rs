@@ -293,11 +293,14 @@ async fn a_namespace_at_the_limit_is_still_deleted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_past_the_limit_in_flight_are_answered_429() {
     within(async {
+        // As a hosted cluster's limits: they bind its admin too.
         let server = TestServer::start(StorageKind::Memory, |config| {
             config.limits.requests_in_flight = Some(1);
+            config.limits.mutating_requests_in_flight = Some(1);
+            config.limits.exempt_masters = false;
         })
         .await;
-        // A create whose body arrives only when the test sends it holds the one slot.
+        // A create whose body arrives only when the test sends it holds the one mutating slot.
         let (chunks, body) = mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
         let held = Request::builder()
             .method(Method::POST)
@@ -312,7 +315,8 @@ async fn requests_past_the_limit_in_flight_are_answered_429() {
             tokio::task::yield_now().await;
         }
 
-        let refused = server.send(Method::GET, "/api/v1/namespaces", None).await;
+        let another = config_map("another", json!({}));
+        let refused = server.send(Method::POST, CONFIG_MAPS, Some(another)).await;
         assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
         assert_eq!(refused.headers[header::RETRY_AFTER], "1");
         let status = refused.json();
@@ -322,6 +326,10 @@ async fn requests_past_the_limit_in_flight_are_answered_429() {
             "Too many requests, please try again later."
         );
         assert_eq!(status["details"]["retryAfterSeconds"], 1);
+
+        // Reads have their own slots.
+        let read = server.send(Method::GET, "/api/v1/namespaces", None).await;
+        assert_eq!(read.status, StatusCode::OK);
 
         // Health, version and watches are not counted.
         for path in ["/livez", "/readyz", "/healthz", "/version"] {
@@ -349,6 +357,94 @@ async fn requests_past_the_limit_in_flight_are_answered_429() {
         assert_eq!(server.server.requests_in_flight(), 0);
         let served = server.send(Method::GET, "/api/v1/namespaces", None).await;
         assert_eq!(served.status, StatusCode::OK);
+    })
+    .await;
+}
+
+/// A JSON patch with many operations, or whose copies grow the object past what a body may
+/// hold, and an object larger than etcd would take: each is refused with its reason, nothing
+/// stored changes, and the server serves the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patch_amplification_and_oversized_objects_are_refused() {
+    within(async {
+        let server = TestServer::start(StorageKind::Memory, |_| {}).await;
+        server.create_config_maps("default", &["target"]).await;
+        let target = format!("{CONFIG_MAPS}/target");
+        let before = server.send(Method::GET, &target, None).await.json();
+        let json_patch = |ops: serde_json::Value| {
+            Request::builder()
+                .method(Method::PATCH)
+                .uri(&target)
+                .header(header::AUTHORIZATION, format!("Bearer {}", server.token()))
+                .header(header::CONTENT_TYPE, "application/json-patch+json")
+                .body(Body::from(serde_json::to_vec(&ops).unwrap()))
+                .unwrap()
+        };
+        let many: Vec<_> = (0..10_001)
+            .map(|_| json!({"op": "test", "path": "/kind", "value": "ConfigMap"}))
+            .collect();
+        let refused = answer(&server.router(), json_patch(json!(many))).await;
+        assert_eq!(refused.status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(
+            refused.json()["message"],
+            "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
+        );
+
+        // Each copy doubles the data: 64 KiB grows past 3 MiB in six steps.
+        let mut ops = vec![json!({"op": "add", "path": "/x", "value": {"v": "x".repeat(64 * 1024)}})];
+        for i in 1..40 {
+            ops.push(json!({"op": "copy", "from": "/x", "path": format!("/x/c{i}")}));
+        }
+        let refused = answer(&server.router(), json_patch(json!(ops))).await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+        assert!(
+            refused.text().contains("the accumulated size increase of copy is"),
+            "{}",
+            refused.text()
+        );
+        let after = server.send(Method::GET, &target, None).await.json();
+        assert_eq!(after, before, "nothing stored changed");
+
+        // 1.6 MB in a PodTemplate (no size rule of its own): within the 3 MiB a body may
+        // hold, past the 1.5 MiB an object may.
+        let big = json!({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "big"},
+            "template": {"spec": {"containers": [{"name": "a", "image": "x",
+                "env": [{"name": "A", "value": "x".repeat(1_600_000)}]}]}}});
+        let refused = server
+            .send(Method::POST, "/api/v1/namespaces/default/podtemplates", Some(big))
+            .await;
+        assert_eq!(refused.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", refused.text());
+        let message = refused.json()["message"].as_str().unwrap().to_owned();
+        assert!(message.starts_with("Request entity too large: podtemplates \"big\" would take"), "{message}");
+        let gone = server
+            .send(Method::GET, "/api/v1/namespaces/default/podtemplates/big", None)
+            .await;
+        assert_eq!(gone.status, StatusCode::NOT_FOUND);
+        assert_eq!(server.send(Method::GET, &target, None).await.status, StatusCode::OK);
+    })
+    .await;
+}
+
+/// A `generateName` whose 58th byte falls inside a character panicked the server's request
+/// task before: it is a validation error now.
+#[tokio::test]
+async fn a_generate_name_cut_inside_a_character_is_refused_not_a_crash() {
+    within(async {
+        let server = TestServer::start(StorageKind::Memory, |_| {}).await;
+        let prefix = format!("{}é-", "a".repeat(57));
+        let object =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": prefix}});
+        let answer = server.send(Method::POST, CONFIG_MAPS, Some(object)).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            answer.text()
+        );
+        assert_eq!(
+            server.send(Method::GET, CONFIG_MAPS, None).await.status,
+            StatusCode::OK
+        );
     })
     .await;
 }

@@ -115,7 +115,11 @@ fn command(run: &Run<'_>, binary: &std::path::Path, port: u16) -> Command {
     }
     if let Some(n) = limits.requests_in_flight {
         command.arg("--max-requests-inflight").arg(n.to_string());
+        command
+            .arg("--max-mutating-requests-inflight")
+            .arg(n.to_string());
     }
+    command.arg("--limit-masters");
     if limits != &Default::default() {
         command.arg("--limits-source").arg(run.limits().source);
     }

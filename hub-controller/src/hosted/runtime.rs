@@ -457,7 +457,11 @@ impl Run<'_> {
         atoll_apiserver::Limits {
             objects: l.objects,
             storage_bytes: l.storage_bytes,
-            requests_in_flight: l.requests_in_flight,
+            // One limit for each kind, read-only and mutating; kube-apiserver's defaults
+            // without one.
+            requests_in_flight: l.requests_in_flight.or(Some(400)),
+            mutating_requests_in_flight: l.requests_in_flight.or(Some(200)),
+            exempt_masters: false,
             source: format!("spec.limits of HostedCluster {}", self.key),
         }
     }
