@@ -169,12 +169,16 @@ const PHASES: [(&str, Phase); 6] = [
 enum Backend {
     /// atoll's API server over one of its storage backends.
     Atoll(StorageKind),
+    /// atoll's API server over SQLite, driven by a user RBAC authorizes (not `system:masters`,
+    /// whom the authorizer lets through before RBAC): the cost of authorization.
+    AtollRbac,
     /// etcd, driven directly through its gRPC API.
     Etcd,
 }
 
-const BACKENDS: [(&str, Backend); 3] = [
+const BACKENDS: [(&str, Backend); 4] = [
     ("sqlite", Backend::Atoll(StorageKind::Sqlite)),
+    ("sqlite-rbac", Backend::AtollRbac),
     ("memory", Backend::Atoll(StorageKind::Memory)),
     ("etcd", Backend::Etcd),
 ];
@@ -184,6 +188,7 @@ impl Backend {
         match self {
             Backend::Atoll(StorageKind::Sqlite) => "sqlite",
             Backend::Atoll(StorageKind::Memory) => "memory",
+            Backend::AtollRbac => "sqlite-rbac",
             Backend::Etcd => "etcd",
         }
     }
@@ -278,12 +283,19 @@ fn main() -> anyhow::Result<()> {
     for &backend in &options.backends {
         let dir = data_root.path().join(backend.name());
         let outcome = match backend {
-            Backend::Atoll(storage) => {
-                let server = ServerRuntime::start(storage, &dir)?;
-                let target = AtollTarget {
-                    storage,
-                    endpoint: server.endpoint()?,
+            Backend::Atoll(_) | Backend::AtollRbac => {
+                let storage = match backend {
+                    Backend::Atoll(storage) => storage,
+                    _ => StorageKind::Sqlite,
                 };
+                let rbac = backend == Backend::AtollRbac;
+                let server = ServerRuntime::start(storage, &dir, rbac)?;
+                let endpoint = if rbac {
+                    client.block_on(server.rbac_user())?
+                } else {
+                    server.endpoint()?
+                };
+                let target = AtollTarget { backend, endpoint };
                 let outcome = client.block_on(drive(&options, &target, deadline, &mut results));
                 server.stop();
                 outcome
@@ -321,6 +333,7 @@ fn main() -> anyhow::Result<()> {
     print_loads(&results.loads, &mut report);
     print_watches(&plan, &results.watches, &mut report);
     print_comparison(&options, &results, &etcd);
+    print_authorization(&results);
     println!("Total time: {:.1} s.", started.elapsed().as_secs_f64());
     report.finish()
 }
@@ -345,6 +358,10 @@ enum EtcdRun {
 // ---------------------------------------------------------------------------------------------
 // The server under test
 
+/// The user of the `sqlite-rbac` backend, and its bearer token.
+const RBAC_USER: &str = "bench-writer";
+const RBAC_TOKEN: &str = "bench-writer-token-0123456789abcdef";
+
 /// An in-process API server on a runtime of its own.
 struct ServerRuntime {
     runtime: Runtime,
@@ -352,7 +369,18 @@ struct ServerRuntime {
 }
 
 impl ServerRuntime {
-    fn start(storage: StorageKind, dir: &Path) -> anyhow::Result<Self> {
+    /// With `rbac`, the server also knows the bearer token of [`RBAC_USER`] (in its token
+    /// file), who [`ServerRuntime::rbac_user`] binds.
+    fn start(storage: StorageKind, dir: &Path, rbac: bool) -> anyhow::Result<Self> {
+        if rbac {
+            std::fs::create_dir_all(dir)?;
+            let lines = format!(
+                "{},bench-admin,bench-admin,\"system:masters,system:authenticated\"\n\
+                 {RBAC_TOKEN},{RBAC_USER},{RBAC_USER},\"system:authenticated\"\n",
+                atoll_apiserver::auth::new_token()
+            );
+            atoll_apiserver::pki::write_private(&dir.join("tokens.csv"), lines.as_bytes())?;
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
             .thread_name("apiserver")
@@ -370,6 +398,48 @@ impl ServerRuntime {
             self.server.ca_pem(),
             self.server.admin_token(),
         )
+    }
+
+    /// Gives [`RBAC_USER`] what the workloads need through RBAC, as a hub's users get it: a
+    /// ClusterRole for namespaces and ConfigMaps bound by a ClusterRoleBinding named after 20
+    /// others (of other users, to `view`) that the authorizer looks at first. The endpoint
+    /// speaks as that user.
+    async fn rbac_user(&self) -> anyhow::Result<Endpoint> {
+        let admin = self.endpoint()?;
+        let mut connection = admin.connect().await?;
+        let rbac = "/apis/rbac.authorization.k8s.io/v1";
+        let binding = |name: &str, user: &str, role: &str| {
+            format!(
+                r#"{{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{{"name":"{name}"}},"roleRef":{{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"{role}"}},"subjects":[{{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"{user}"}}]}}"#
+            )
+        };
+        for i in 0..20 {
+            let body = binding(&format!("a-reader-{i}"), &format!("reader-{i}"), "view");
+            let call = Call::json(
+                Method::POST,
+                format!("{rbac}/clusterrolebindings"),
+                "application/json",
+                body,
+            );
+            connection.call(call).await?;
+        }
+        let role = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"bench-writer"},"rules":[{"apiGroups":[""],"resources":["namespaces","configmaps"],"verbs":["*"]}]}"#;
+        let call = Call::json(
+            Method::POST,
+            format!("{rbac}/clusterroles"),
+            "application/json",
+            role.into(),
+        );
+        connection.call(call).await?;
+        let body = binding("z-bench-writer", RBAC_USER, "bench-writer");
+        let call = Call::json(
+            Method::POST,
+            format!("{rbac}/clusterrolebindings"),
+            "application/json",
+            body,
+        );
+        connection.call(call).await?;
+        Endpoint::new(self.server.addr(), self.server.ca_pem(), RBAC_TOKEN)
     }
 
     fn stop(self) {
@@ -702,7 +772,7 @@ trait Target {
 
 /// atoll's API server over HTTPS.
 struct AtollTarget {
-    storage: StorageKind,
+    backend: Backend,
     endpoint: Endpoint,
 }
 
@@ -749,7 +819,7 @@ impl Target for AtollTarget {
     type Worker = AtollWorker;
 
     fn backend(&self) -> Backend {
-        Backend::Atoll(self.storage)
+        self.backend
     }
 
     fn server_pid(&self) -> Option<u32> {
@@ -1859,6 +1929,129 @@ fn figure(value: Option<f64>, decimals: usize) -> String {
 }
 
 /// The side-by-side table: both atoll backends against etcd, with the ratios atoll/etcd.
+/// The cost of authorization: the same workloads as `system:masters` (let through before RBAC)
+/// and as a user RBAC allows, on SQLite, side by side.
+fn print_authorization(results: &Results) {
+    let off = Backend::Atoll(StorageKind::Sqlite);
+    let on = Backend::AtollRbac;
+    let find = |backend: Backend, operation: Operation, clients: usize| {
+        results
+            .loads
+            .iter()
+            .find(|r| r.backend == backend && r.operation == operation && r.clients == clients)
+    };
+    let mut table = String::from(
+        "## RBAC on against off\n\n\
+         The same workloads over SQLite as the admin (group system:masters, allowed before RBAC is \
+         consulted) and as a user whose access RBAC grants (a ClusterRoleBinding that 20 other \
+         bindings precede). Ratios are on/off: 1 is no cost.\n\n\
+         | op | clients | off /s | on /s | ratio on/off | off p50 ms | on p50 ms |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let mut rows = 0;
+    for operation in OPERATIONS {
+        for clients in LEVELS {
+            let (Some(a), Some(b)) = (find(off, operation, clients), find(on, operation, clients))
+            else {
+                continue;
+            };
+            rows += 1;
+            let _ = writeln!(
+                table,
+                "| {} | {clients} | {:.0} | {:.0} | {} | {:.2} | {:.2} |",
+                operation.name(),
+                a.measured.rate(),
+                b.measured.rate(),
+                ratio(Some(b.measured.rate()), Some(a.measured.rate())),
+                quantile(&a.measured.latencies, 0.5),
+                quantile(&b.measured.latencies, 0.5),
+            );
+        }
+    }
+    if rows > 0 {
+        println!("{table}");
+        print_decision_cost();
+    }
+}
+
+/// What one authorization decision costs, measured alone (the load figures above vary more
+/// from run to run than it could move them): the default policy plus the benchmark's 22
+/// bindings in memory, decided for `system:masters` and for the RBAC user.
+fn print_decision_cost() {
+    use atoll_apiserver::auth::User;
+    use atoll_apiserver::authz::{Attributes, Authorizer, ResourceRequest};
+    const DECISIONS: u32 = 200_000;
+    let authorizer = Authorizer::new(None);
+    let (roles, bindings) = atoll_apiserver::authz::defaults::objects();
+    let mut objects: Vec<(String, serde_json::Value)> = Vec::new();
+    let key =
+        |plural: &str, name: &str| format!("/registry/rbac.authorization.k8s.io/{plural}/{name}");
+    for role in roles {
+        objects.push((
+            key("clusterroles", role["metadata"]["name"].as_str().unwrap()),
+            role,
+        ));
+    }
+    for binding in bindings {
+        objects.push((
+            key(
+                "clusterrolebindings",
+                binding["metadata"]["name"].as_str().unwrap(),
+            ),
+            binding,
+        ));
+    }
+    let binding = |user: &str, role: &str| {
+        serde_json::json!({"roleRef": {"kind": "ClusterRole", "name": role},
+                           "subjects": [{"kind": "User", "name": user}]})
+    };
+    for i in 0..20 {
+        objects.push((
+            key("clusterrolebindings", &format!("a-reader-{i}")),
+            binding(&format!("reader-{i}"), "view"),
+        ));
+    }
+    objects.push((
+        key("clusterroles", "bench-writer"),
+        serde_json::json!({"rules": [{"apiGroups": [""], "resources": ["namespaces", "configmaps"], "verbs": ["*"]}]}),
+    ));
+    objects.push((
+        key("clusterrolebindings", "z-bench-writer"),
+        binding(RBAC_USER, "bench-writer"),
+    ));
+    authorizer.load_objects(objects.iter().map(|(k, v)| (k.as_str(), v)));
+    let get = Attributes::resource(
+        "get",
+        ResourceRequest {
+            resource: "configmaps".into(),
+            namespace: Some("bench".into()),
+            name: Some("cm-1".into()),
+            ..ResourceRequest::default()
+        },
+    );
+    let user = |name: &str, groups: &[&str]| User {
+        name: name.into(),
+        groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+        ..User::default()
+    };
+    let admin = user("admin", &["system:masters", "system:authenticated"]);
+    let writer = user(RBAC_USER, &["system:authenticated"]);
+    let mut table = String::from("| decision | allowed | ns per decision |\n|---|---|---:|\n");
+    for (who, caller) in [
+        ("system:masters", &admin),
+        ("RBAC user (27th binding)", &writer),
+    ] {
+        let started = Instant::now();
+        let mut allowed = 0;
+        for _ in 0..DECISIONS {
+            allowed += u32::from(authorizer.check(std::hint::black_box(caller), &get).is_ok());
+        }
+        let ns = started.elapsed().as_nanos() as f64 / f64::from(DECISIONS);
+        let _ = writeln!(table, "| {who} | {allowed}/{DECISIONS} | {ns:.0} |");
+    }
+    println!("{table}");
+}
+
 fn print_comparison(options: &Options, results: &Results, etcd: &EtcdRun) {
     let version = match etcd {
         EtcdRun::NotAsked => return,

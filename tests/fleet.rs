@@ -819,11 +819,70 @@ async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api() {
     // The hub cluster: any Kubernetes API; here atoll's own server, as a real cluster stands in.
     let hub_cluster =
         Process::apiserver(&dir.path().join("hub-cluster"), free_addr().unwrap()).unwrap();
+    // The hub runs as manifests/hub runs it: ServiceAccount atoll-hub, with only the
+    // ClusterRole there (the API server enforces RBAC, so a permission the hub needs and the
+    // manifest lacks fails this test).
+    let admin = hub_cluster.kubeconfig();
+    let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/hub");
+    kubectl(&admin, &["apply", "-k", manifests.to_str().unwrap()]).success();
+    let token = kubectl(
+        &admin,
+        &[
+            "create",
+            "token",
+            "atoll-hub",
+            "-n",
+            "atoll-system",
+            "--duration=2h",
+        ],
+    )
+    .success();
+    let hub_kubeconfig = dir.path().join("atoll-hub.kubeconfig");
+    std::fs::copy(&admin, &hub_kubeconfig).unwrap();
+    kubectl(
+        &hub_kubeconfig,
+        &[
+            "config",
+            "set-credentials",
+            "atoll-admin",
+            "--token",
+            token.stdout.trim(),
+        ],
+    )
+    .success();
+    kubectl(
+        &hub_kubeconfig,
+        &[
+            "config",
+            "set-context",
+            "--current",
+            "--user",
+            "atoll-admin",
+        ],
+    )
+    .success();
+    kubectl(
+        &hub_kubeconfig,
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+    )
+    .success()
+    .stdout_is("system:serviceaccount:atoll-system:atoll-hub");
+    kubectl(
+        &hub_kubeconfig,
+        &["auth", "can-i", "create", "clusterroles"],
+    )
+    .failure()
+    .stdout_is("no");
     let grpc = free_addr().unwrap().to_string();
     let log = std::fs::File::create(dir.path().join("hub-controller.log")).unwrap();
     let mut controller = Command::new(atoll_tests::hub_controller_binary().unwrap())
         .env_clear()
-        .env("KUBECONFIG", hub_cluster.kubeconfig())
+        .env("KUBECONFIG", &hub_kubeconfig)
         .args([
             "--grpc-addr",
             &grpc,

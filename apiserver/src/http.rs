@@ -78,16 +78,24 @@ pub fn router(state: Arc<ApiState>) -> Router {
 async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    let limit = match time_limit(&request) {
+        Ok(limit) => limit,
+        Err(err) => return error_response(&err),
+    };
     // A panic serving one request fails that request with 500; the server goes on.
-    let served =
-        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(serve(&state, request)))
+    let serving =
+        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(serve(&state, request)));
+    let served = match limit {
+        Some(limit) => tokio::time::timeout(limit, serving)
             .await
-            .unwrap_or_else(|_| {
-                Err(Error::Internal(
-                    "the server hit a bug serving this request (it panicked); its log says where"
-                        .into(),
-                ))
-            });
+            .unwrap_or_else(|_| Ok(Err(Error::Timeout(TIMED_OUT.into())))),
+        None => serving.await,
+    }
+    .unwrap_or_else(|_| {
+        Err(Error::Internal(
+            "the server hit a bug serving this request (it panicked); its log says where".into(),
+        ))
+    });
     match served {
         Ok(response) => response,
         Err(err) => {
@@ -99,6 +107,57 @@ async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Respons
             error_response(&err)
         }
     }
+}
+
+/// How long a request that is not a watch may take (kube-apiserver's `--request-timeout`).
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+const TIMED_OUT: &str = "Timeout: request did not complete within the allotted timeout";
+
+/// How long the request may take: [`REQUEST_TIMEOUT`], or its `timeout` parameter when
+/// shorter; none for watches and backups, which last as long as they stream.
+fn time_limit(request: &Request) -> Result<Option<std::time::Duration>> {
+    let query = Query::parse(request.uri().query().unwrap_or_default());
+    if query.flag("watch") || request.uri().path() == path::BACKUP {
+        return Ok(None);
+    }
+    let asked = match query.get("timeout").filter(|t| !t.is_empty()) {
+        None => REQUEST_TIMEOUT,
+        Some(text) => parse_go_duration(text).ok_or_else(|| {
+            Error::BadRequest(format!(
+                "invalid timeout specified in the request URL: {text:?} (a duration such as 30s or 1m)"
+            ))
+        })?,
+    };
+    Ok(Some(asked.min(REQUEST_TIMEOUT)))
+}
+
+/// A Go duration of whole units (`500ms`, `30s`, `1m30s`, `2h`); `None` when it is not one or
+/// overflows.
+fn parse_go_duration(text: &str) -> Option<std::time::Duration> {
+    let mut rest = text;
+    let mut total = std::time::Duration::ZERO;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let number: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let millis = match &rest[..unit] {
+            "ms" => 1,
+            "s" => 1_000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            _ => return None,
+        };
+        rest = &rest[unit..];
+        total = total.checked_add(std::time::Duration::from_millis(
+            number.checked_mul(millis)?,
+        ))?;
+    }
+    Some(total)
 }
 
 /// The `Status` response of an error.
@@ -989,5 +1048,31 @@ mod tests {
         // Nothing is lost or repeated.
         let back: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(back, err.to_status());
+    }
+
+    #[test]
+    fn request_timeouts_are_go_durations_and_never_longer_than_a_minute() {
+        let secs = |t: &str| parse_go_duration(t).map(|d| d.as_millis());
+        assert_eq!(secs("32s"), Some(32_000));
+        assert_eq!(secs("1m30s"), Some(90_000));
+        assert_eq!(secs("250ms"), Some(250));
+        assert_eq!(secs("10"), None, "a unit is needed");
+        assert_eq!(secs("5 minutes"), None);
+        assert_eq!(secs("99999999999999999999h"), None, "overflow is an error");
+        let limit = |query: &str| {
+            let request = Request::builder()
+                .uri(format!("/api/v1/pods?{query}"))
+                .body(Body::empty())
+                .unwrap();
+            time_limit(&request)
+        };
+        assert_eq!(limit("").unwrap(), Some(REQUEST_TIMEOUT));
+        assert_eq!(
+            limit("timeout=5s").unwrap(),
+            Some(std::time::Duration::from_secs(5))
+        );
+        assert_eq!(limit("timeout=2h").unwrap(), Some(REQUEST_TIMEOUT));
+        assert_eq!(limit("watch=true").unwrap(), None);
+        assert!(limit("timeout=soon").is_err());
     }
 }

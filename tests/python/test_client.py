@@ -56,6 +56,9 @@ def api():
                 time.sleep(0.05)
             api_client = config.new_client_from_config(
                 config_file=str(data_dir / "admin.kubeconfig"))
+            # Where tests that make other users find the server's binary and admin kubeconfig.
+            api_client.atoll = {"binary": binary, "kubeconfig": data_dir / "admin.kubeconfig",
+                                "tmp": pathlib.Path(tmp)}
             yield api_client
             api_client.close()
         finally:
@@ -450,3 +453,53 @@ def test_jobs_and_every_namespace_has_its_service_account(api, ns):
         time.sleep(0.1)
     ca = core.read_namespaced_config_map("kube-root-ca.crt", ns, _request_timeout=TIMEOUT)
     assert ca.data["ca.crt"].startswith("-----BEGIN CERTIFICATE-----")
+
+
+def test_a_client_certificate_user_and_a_service_account_get_what_they_are_bound_to(api, ns):
+    """A user made by `atoll user create` (client certificate) and a ServiceAccount token, each
+    bound to `view` in one namespace: reads there work, the rest is 403 in kube-apiserver's
+    words."""
+    atoll = api.atoll
+    carol_config = atoll["tmp"] / f"carol-{ns}.kubeconfig"
+    subprocess.run(
+        [atoll["binary"], "--kubeconfig", str(atoll["kubeconfig"]), "user", "create", "carol",
+         "--group", "qa", "--ttl", "1h", "-o", str(carol_config)],
+        check=True, timeout=60, capture_output=True)
+    rbac = client.RbacAuthorizationV1Api(api)
+    core = client.CoreV1Api(api)
+    core.create_namespaced_service_account(
+        ns, {"metadata": {"name": "reader"}}, _request_timeout=TIMEOUT)
+    rbac.create_namespaced_role_binding(ns, {
+        "metadata": {"name": "readers"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [
+            {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "carol"},
+            {"kind": "ServiceAccount", "name": "reader", "namespace": ns},
+        ],
+    }, _request_timeout=TIMEOUT)
+    token = core.create_namespaced_service_account_token(
+        "reader", ns, {"spec": {}}, _request_timeout=TIMEOUT).status.token
+
+    carol = config.new_client_from_config(config_file=str(carol_config))
+    by_token = client.Configuration()
+    by_token.host = api.configuration.host
+    by_token.ssl_ca_cert = api.configuration.ssl_ca_cert
+    by_token.api_key = {"authorization": "Bearer " + token}
+    reader = client.ApiClient(by_token)
+    for who, api_client in [("carol", carol), (f"system:serviceaccount:{ns}:reader", reader)]:
+        as_user = client.CoreV1Api(api_client)
+        names = [c.metadata.name for c in as_user.list_namespaced_config_map(
+            ns, _request_timeout=TIMEOUT).items]
+        assert "kube-root-ca.crt" in names
+        with pytest.raises(ApiException) as refused:
+            as_user.list_namespaced_secret(ns, _request_timeout=TIMEOUT)
+        assert refused.value.status == 403
+        assert json.loads(refused.value.body)["message"] == (
+            f'secrets is forbidden: User "{who}" cannot list resource "secrets" in API group "" '
+            f'in the namespace "{ns}"')
+        with pytest.raises(ApiException) as refused:
+            as_user.create_namespaced_config_map(
+                ns, {"metadata": {"name": "nope"}}, _request_timeout=TIMEOUT)
+        assert refused.value.status == 403
+        api_client.close()
+

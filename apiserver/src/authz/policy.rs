@@ -262,8 +262,18 @@ impl Policy {
         errors
     }
 
-    /// Whether RBAC allows the request.
+    /// Whether RBAC allows the request, and why.
     pub fn authorize(&self, user: &User, attributes: &Attributes) -> Verdict {
+        self.decide(user, attributes, true)
+    }
+
+    /// Whether RBAC allows the request; the reason of an allowed one left empty (requests need
+    /// no reason, and writing it costs more than deciding).
+    pub fn allows(&self, user: &User, attributes: &Attributes) -> Verdict {
+        self.decide(user, attributes, false)
+    }
+
+    fn decide(&self, user: &User, attributes: &Attributes, reason: bool) -> Verdict {
         let namespace = match &attributes.request {
             Request::Resource(r) => r.namespace.as_deref(),
             Request::Path(_) => None,
@@ -271,7 +281,11 @@ impl Policy {
         let mut allowed = None;
         let errors = self.visit(user, namespace, |source, rule| {
             if rule.allows(attributes) {
-                allowed = Some(format!("RBAC: allowed by {source}"));
+                allowed = Some(if reason {
+                    format!("RBAC: allowed by {source}")
+                } else {
+                    String::new()
+                });
                 return false;
             }
             true

@@ -71,12 +71,8 @@ impl Rule {
         }
         match &attributes.request {
             Request::Resource(r) => {
-                let combined = match &r.subresource {
-                    Some(sub) => format!("{}/{sub}", r.resource),
-                    None => r.resource.clone(),
-                };
                 group_matches(&self.api_groups, &r.group)
-                    && resource_matches(&self.resources, &combined, r.subresource.as_deref())
+                    && resource_matches(&self.resources, &r.resource, r.subresource.as_deref())
                     && name_matches(&self.resource_names, r.name.as_deref())
             }
             Request::Path(path) => url_matches(&self.non_resource_urls, path),
@@ -185,12 +181,16 @@ fn group_matches(groups: &[String], group: &str) -> bool {
 }
 
 /// `resources` holds `*`, the resource (with its subresource as `res/sub`), or `*/sub`; a rule
-/// for `pods` does not grant `pods/log`.
-fn resource_matches(resources: &[String], combined: &str, subresource: Option<&str>) -> bool {
+/// for `pods` does not grant `pods/log`. Compared in place: a decision allocates nothing.
+fn resource_matches(resources: &[String], resource: &str, subresource: Option<&str>) -> bool {
     resources.iter().any(|r| {
         r == ALL
-            || r == combined
-            || subresource.is_some_and(|sub| r.strip_prefix("*/") == Some(sub))
+            || match subresource {
+                None => r == resource,
+                Some(sub) => {
+                    r.split_once('/') == Some((resource, sub)) || r.strip_prefix("*/") == Some(sub)
+                }
+            }
     })
 }
 
