@@ -203,20 +203,7 @@ impl Authorizer {
     /// Every rule `user` holds in `namespace`, and the roles bindings named that are missing.
     pub fn rules_for(&self, user: &User, namespace: Option<&str>) -> (Vec<Rule>, Vec<String>) {
         if user.groups.iter().any(|g| g == MASTERS) {
-            let everything = vec![
-                Rule {
-                    verbs: vec!["*".into()],
-                    api_groups: vec!["*".into()],
-                    resources: vec!["*".into()],
-                    ..Rule::default()
-                },
-                Rule {
-                    verbs: vec!["*".into()],
-                    non_resource_urls: vec!["*".into()],
-                    ..Rule::default()
-                },
-            ];
-            return (everything, Vec::new());
+            return (Rule::everything().to_vec(), Vec::new());
         }
         self.policy().rules_for(user, namespace)
     }
@@ -383,7 +370,8 @@ fn aggregated_rules(policy: &Policy) -> Vec<(String, Vec<Rule>)> {
             for selector in &selectors {
                 for other in names.iter().filter(|n| *n != name) {
                     let picked = &roles[other];
-                    if !selector_matches(selector, &picked.labels) {
+                    if !crate::registry::selector::matches_label_selector(selector, &picked.labels)
+                    {
                         continue;
                     }
                     for rule in &picked.rules {
@@ -436,42 +424,6 @@ async fn aggregate(store: &Store, authorizer: &Authorizer) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Whether a `metav1.LabelSelector` picks an object with `labels` (an empty selector picks
-/// everything, as upstream's `LabelSelectorAsSelector`).
-pub fn selector_matches(selector: &Value, labels: &Value) -> bool {
-    let label = |key: &str| labels.get(key).and_then(Value::as_str);
-    let match_labels = selector["matchLabels"].as_object().into_iter().flatten();
-    for (key, value) in match_labels {
-        if label(key) != value.as_str() {
-            return false;
-        }
-    }
-    let expressions = selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten();
-    for expression in expressions {
-        let key = expression["key"].as_str().unwrap_or_default();
-        let values: Vec<&str> = expression["values"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let holds = match expression["operator"].as_str().unwrap_or_default() {
-            "In" => label(key).is_some_and(|v| values.contains(&v)),
-            "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
-            "Exists" => label(key).is_some(),
-            "DoesNotExist" => label(key).is_none(),
-            _ => false,
-        };
-        if !holds {
-            return false;
-        }
-    }
-    true
 }
 
 #[cfg(test)]
@@ -557,27 +509,5 @@ mod tests {
             ["pods", "things"],
             "by name order, each rule once"
         );
-    }
-
-    #[test]
-    fn selectors_pick_by_labels_and_expressions() {
-        let labels = json!({"tier": "web", "env": "prod"});
-        assert!(selector_matches(&json!({}), &labels));
-        assert!(selector_matches(
-            &json!({"matchLabels": {"tier": "web"}}),
-            &labels
-        ));
-        assert!(!selector_matches(
-            &json!({"matchLabels": {"tier": "db"}}),
-            &labels
-        ));
-        assert!(selector_matches(
-            &json!({"matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "qa"]}]}),
-            &labels
-        ));
-        assert!(!selector_matches(
-            &json!({"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]}),
-            &labels
-        ));
     }
 }

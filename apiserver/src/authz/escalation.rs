@@ -69,20 +69,7 @@ impl Escalation {
         }
         let aggregates = |role: &Value| role["aggregationRule"].is_object();
         if aggregates(object) || old.is_some_and(aggregates) {
-            let everything = [
-                Rule {
-                    verbs: vec!["*".into()],
-                    api_groups: vec!["*".into()],
-                    resources: vec!["*".into()],
-                    ..Rule::default()
-                },
-                Rule {
-                    verbs: vec!["*".into()],
-                    non_resource_urls: vec!["*".into()],
-                    ..Rule::default()
-                },
-            ];
-            if !self.missing(&everything, ns).0.is_empty() {
+            if !self.missing(&Rule::everything(), ns).0.is_empty() {
                 return Err(forbidden(
                     rt,
                     name,

@@ -27,6 +27,24 @@ fn strings(value: &Value) -> Vec<String> {
 }
 
 impl Rule {
+    /// What `cluster-admin` holds: every verb on every resource and every path.
+    pub fn everything() -> [Rule; 2] {
+        let all = || vec![ALL.to_owned()];
+        [
+            Rule {
+                verbs: all(),
+                api_groups: all(),
+                resources: all(),
+                ..Rule::default()
+            },
+            Rule {
+                verbs: all(),
+                non_resource_urls: all(),
+                ..Rule::default()
+            },
+        ]
+    }
+
     /// A rule as stored (`verbs`, `apiGroups`, `resources`, `resourceNames`, `nonResourceURLs`).
     pub fn from_json(rule: &Value) -> Rule {
         Rule {

@@ -312,6 +312,42 @@ pub fn supported_fields(group: &str, plural: &str) -> &'static [&'static str] {
     }
 }
 
+/// Whether a `metav1.LabelSelector` picks an object with `labels` (an empty selector picks
+/// everything, as upstream's `LabelSelectorAsSelector`).
+pub fn matches_label_selector(selector: &Value, labels: &Value) -> bool {
+    let label = |key: &str| labels.get(key).and_then(Value::as_str);
+    let match_labels = selector["matchLabels"].as_object().into_iter().flatten();
+    for (key, value) in match_labels {
+        if label(key) != value.as_str() {
+            return false;
+        }
+    }
+    let expressions = selector["matchExpressions"]
+        .as_array()
+        .into_iter()
+        .flatten();
+    for expression in expressions {
+        let key = expression["key"].as_str().unwrap_or_default();
+        let values: Vec<&str> = expression["values"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let holds = match expression["operator"].as_str().unwrap_or_default() {
+            "In" => label(key).is_some_and(|v| values.contains(&v)),
+            "NotIn" => label(key).is_none_or(|v| !values.contains(&v)),
+            "Exists" => label(key).is_some(),
+            "DoesNotExist" => label(key).is_none(),
+            _ => false,
+        };
+        if !holds {
+            return false;
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -383,5 +419,27 @@ mod tests {
         );
         let err = FieldSelector::parse("spec.foo=1", &[]).unwrap_err();
         assert_eq!(err.to_string(), "field label not supported: spec.foo");
+    }
+
+    #[test]
+    fn selectors_pick_by_labels_and_expressions() {
+        let labels = json!({"tier": "web", "env": "prod"});
+        assert!(matches_label_selector(&json!({}), &labels));
+        assert!(matches_label_selector(
+            &json!({"matchLabels": {"tier": "web"}}),
+            &labels
+        ));
+        assert!(!matches_label_selector(
+            &json!({"matchLabels": {"tier": "db"}}),
+            &labels
+        ));
+        assert!(matches_label_selector(
+            &json!({"matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "qa"]}]}),
+            &labels
+        ));
+        assert!(!matches_label_selector(
+            &json!({"matchExpressions": [{"key": "env", "operator": "DoesNotExist"}]}),
+            &labels
+        ));
     }
 }

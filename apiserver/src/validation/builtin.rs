@@ -256,18 +256,7 @@ fn selector_matches(object: &Value, deployment: bool, errors: &mut Vec<FieldErro
         return;
     }
     let labels = &object["spec"]["template"]["metadata"]["labels"];
-    let empty = serde_json::Map::new();
-    let label_map = labels.as_object().unwrap_or(&empty);
-    let matches_labels = selector["matchLabels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .all(|(k, v)| label_map.get(k) == Some(v));
-    let matches_expressions = selector["matchExpressions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .all(|e| expression_matches(e, label_map));
+    let matches = crate::registry::selector::matches_label_selector(selector, labels);
     let selects_nothing = selector["matchLabels"]
         .as_object()
         .is_none_or(|m| m.is_empty())
@@ -280,30 +269,12 @@ fn selector_matches(object: &Value, deployment: bool, errors: &mut Vec<FieldErro
             selector.clone(),
             "empty selector is invalid for deployment",
         ));
-    } else if !(selects_nothing || matches_labels && matches_expressions) {
+    } else if !(selects_nothing || matches) {
         errors.push(FieldError::invalid(
             "spec.template.metadata.labels",
             labels.clone(),
             "`selector` does not match template `labels`",
         ));
-    }
-}
-
-fn expression_matches(expression: &Value, labels: &serde_json::Map<String, Value>) -> bool {
-    let key = expression["key"].as_str().unwrap_or_default();
-    let values: Vec<&str> = expression["values"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let value = labels.get(key).and_then(Value::as_str);
-    match expression["operator"].as_str() {
-        Some("In") => value.is_some_and(|v| values.contains(&v)),
-        Some("NotIn") => value.is_none_or(|v| !values.contains(&v)),
-        Some("Exists") => value.is_some(),
-        Some("DoesNotExist") => value.is_none(),
-        _ => false,
     }
 }
 
