@@ -1,0 +1,173 @@
+//! Property tests of what a request brings in, before anything is checked: label and field
+//! selectors, JSON, merge and strategic merge patches, apply bodies (YAML) and protobuf bodies.
+//! Each property is that any input gets an answer (a value or an error) and never a panic, and
+//! that what a patch makes stays bounded. The case count is `PROPTEST_CASES` (256 by default,
+//! what the test command runs); a longer search sets it higher.
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use crate::patch;
+use crate::registry::selector::{FieldSelector, LabelSelector};
+
+/// JSON values a few levels deep, with the keys and strings Kubernetes objects use.
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
+        "[a-z0-9/~.$:-]{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 64, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z$/~.]{0,6}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// JSON pointers, valid or not.
+fn pointer() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "(/[a-z0-9~-]{0,4}){0,4}",
+        "[a-z/~0-9-]{0,10}",
+        Just("/-".to_owned()),
+    ]
+}
+
+/// JSON patch operations, mostly well-formed, some not.
+fn operation() -> impl Strategy<Value = Value> {
+    let op = prop_oneof!["(add|remove|replace|move|copy|test)", "[a-z]{0,6}",];
+    (op, pointer(), pointer(), json_value(), any::<u8>()).prop_map(
+        |(op, path, from, value, shape)| {
+            let mut operation = json!({"op": op, "path": path});
+            if shape & 1 == 1 {
+                operation["from"] = json!(from);
+            }
+            if shape & 2 == 2 {
+                operation["value"] = value;
+            }
+            if shape == 255 {
+                operation = value_of_wrong_kind(shape);
+            }
+            operation
+        },
+    )
+}
+
+fn value_of_wrong_kind(seed: u8) -> Value {
+    match seed % 3 {
+        0 => json!("add"),
+        1 => json!([1, 2]),
+        _ => Value::Null,
+    }
+}
+
+proptest! {
+    #[test]
+    fn label_selectors_parse_or_fail_and_match_without_panicking(
+        input in "[a-z0-9=!,() .-]{0,40}|[a-z]{1,8}( (in|notin) \\([a-z,]{0,12}\\))?",
+        labels in prop::collection::btree_map("[a-z]{1,4}", "[a-z0-9]{0,4}", 0..5),
+    ) {
+        if let Ok(selector) = LabelSelector::parse(&input) {
+            let labels: Value = json!(labels);
+            let _ = selector.matches(&labels);
+        }
+    }
+
+    #[test]
+    fn field_selectors_parse_or_fail_and_match_without_panicking(
+        input in "[a-z.=!,]{0,30}",
+        object in json_value(),
+    ) {
+        if let Ok(selector) = FieldSelector::parse(&input, &["metadata.name", "metadata.namespace", "status.phase"]) {
+            let _ = selector.matches(&object);
+        }
+    }
+
+    #[test]
+    fn json_patches_apply_or_fail_and_leave_the_target_whole_on_failure(
+        target in json_value(),
+        ops in prop::collection::vec(operation(), 0..12),
+    ) {
+        let mut patched = target.clone();
+        match patch::json_patch(&mut patched, &Value::Array(ops)) {
+            Ok(()) => {
+                // Copies are bounded: what twelve operations make stays far below the limit.
+                prop_assert!(serde_json::to_vec(&patched).unwrap().len() <= 64 * 1024 * 1024);
+            }
+            Err(_) => prop_assert_eq!(patched, target),
+        }
+    }
+
+    #[test]
+    fn merge_patches_apply_without_panicking(target in json_value(), patch_doc in json_value()) {
+        let mut patched = target;
+        patch::merge_patch(&mut patched, &patch_doc);
+        // Applying the same merge patch again changes nothing (RFC 7386 is idempotent).
+        let once = patched.clone();
+        patch::merge_patch(&mut patched, &patch_doc);
+        prop_assert_eq!(patched, once);
+    }
+
+    #[test]
+    fn strategic_merge_patches_apply_or_fail_without_panicking(
+        target in json_value(),
+        patch_doc in json_value(),
+        kind in prop_oneof![Just(("apps", "v1", "Deployment")), Just(("", "v1", "Pod")), Just(("", "v1", "ConfigMap"))],
+    ) {
+        let meta = patch::strategic::BuiltinPatchMeta::for_kind(kind.0, kind.1, kind.2);
+        let mut patched = target.clone();
+        if patch::strategic::apply(&mut patched, &patch_doc, &meta).is_err() {
+            prop_assert_eq!(patched, target);
+        }
+    }
+
+    #[test]
+    fn apply_bodies_decode_or_fail_without_panicking(body in prop::collection::vec(any::<u8>(), 0..256)) {
+        let _ = patch::decode_apply(&body);
+    }
+
+    #[test]
+    fn yaml_looking_apply_bodies_decode_or_fail_without_panicking(body in "[a-z:{}\\[\\] ,\\n&*!|>-]{0,120}") {
+        let _ = patch::decode_apply(body.as_bytes());
+    }
+
+    #[test]
+    fn protobuf_bodies_decode_or_fail_without_panicking(
+        kind in prop_oneof![Just("ConfigMap"), Just("Secret"), Just("Deployment"), Just("SelfSubjectRulesReview"), Just("Nope")],
+        raw in prop::collection::vec(any::<u8>(), 0..200),
+    ) {
+        // The envelope as clients send it (magic, then runtime.Unknown with typeMeta and raw),
+        // around arbitrary bytes.
+        let api_version = if kind == "Deployment" { "apps/v1" } else if kind == "SelfSubjectRulesReview" { "authorization.k8s.io/v1" } else { "v1" };
+        let mut type_meta = Vec::new();
+        for (field, text) in [(1u8, api_version), (2u8, kind)] {
+            type_meta.push(field << 3 | 2);
+            type_meta.push(text.len() as u8);
+            type_meta.extend_from_slice(text.as_bytes());
+        }
+        let mut unknown = vec![1 << 3 | 2, type_meta.len() as u8];
+        unknown.extend_from_slice(&type_meta);
+        unknown.push(2 << 3 | 2);
+        let mut length = raw.len();
+        loop {
+            let byte = (length & 0x7f) as u8;
+            length >>= 7;
+            if length == 0 {
+                unknown.push(byte);
+                break;
+            }
+            unknown.push(byte | 0x80);
+        }
+        unknown.extend_from_slice(&raw);
+        let mut body = b"k8s\x00".to_vec();
+        body.extend_from_slice(&unknown);
+        let _ = crate::protobuf::decode(&body);
+        let _ = crate::protobuf::decode(&raw);
+    }
+}
