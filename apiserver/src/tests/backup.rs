@@ -71,6 +71,23 @@ async fn populated(storage: StorageKind) -> (TestServer, String) {
         .as_str()
         .unwrap()
         .to_owned();
+    // What the server's controllers add to the new namespace (its ServiceAccount and CA) is
+    // part of the state the backup must carry: wait for it, so that the state compared is the
+    // state backed up (under load the controller can still be writing it).
+    for path in [
+        "/api/v1/namespaces/apps/serviceaccounts/default",
+        "/api/v1/namespaces/apps/configmaps/kube-root-ca.crt",
+    ] {
+        let mut present = false;
+        for _ in 0..200 {
+            if server.send(Method::GET, path, None).await.status == StatusCode::OK {
+                present = true;
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        assert!(present, "{path} was never made");
+    }
     (server, token)
 }
 
