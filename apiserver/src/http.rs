@@ -491,6 +491,116 @@ async fn may_approve(state: &ApiState, request: &ResourceRequest<'_>) -> Result<
     })
 }
 
+/// Whether resources of `rt` have the subresource `sub`.
+fn serves_subresource(rt: &ResourceType, sub: &str) -> bool {
+    match sub {
+        "status" => rt.status,
+        "scale" => rt.scale.is_some(),
+        "finalize" => rt.group.is_empty() && rt.plural == "namespaces",
+        "approval" => {
+            rt.group == "certificates.k8s.io" && rt.plural == "certificatesigningrequests"
+        }
+        "token" => rt.group.is_empty() && rt.plural == "serviceaccounts",
+        _ => pods::serves(rt, sub),
+    }
+}
+
+/// PUT of an object or subresource.
+async fn replace(
+    state: &ApiState,
+    request: &ResourceRequest<'_>,
+    representation: Representation,
+    name: &str,
+    body: Bytes,
+) -> Result<Response> {
+    let (rt, ns, sub) = (
+        request.rt,
+        request.at.namespace.as_deref(),
+        request.at.subresource.as_deref(),
+    );
+    let object = decode_object(request.headers, &body)?;
+    let options = writing(state, request)?;
+    may_write(state, request, true).await?;
+    if sub == Some("scale") {
+        let written = scale::update(&state.store, rt, ns, name, object, &options).await?;
+        return Ok(written_response(
+            StatusCode::OK,
+            &Representation::Object,
+            rt,
+            written,
+            &[],
+        ));
+    }
+    let written = state
+        .store
+        .update(rt, ns, name, sub, object, &options)
+        .await?;
+    Ok(written_response(
+        StatusCode::OK,
+        &representation,
+        rt,
+        written.object,
+        &written.warnings,
+    ))
+}
+
+/// PATCH of an object or subresource, in any of the four patch types.
+async fn patch(
+    state: &ApiState,
+    request: &ResourceRequest<'_>,
+    representation: Representation,
+    name: &str,
+    body: Bytes,
+) -> Result<Response> {
+    let (rt, ns, sub) = (
+        request.rt,
+        request.at.namespace.as_deref(),
+        request.at.subresource.as_deref(),
+    );
+    let patch_type = patch_type(request.headers)?;
+    let options = writing(state, request)?;
+    may_write(state, request, patch_type == PatchType::Apply).await?;
+    if sub == Some("scale") {
+        let written = scale::patch(&state.store, rt, ns, name, patch_type, &body, &options).await?;
+        return Ok(written_response(
+            StatusCode::OK,
+            &Representation::Object,
+            rt,
+            written,
+            &[],
+        ));
+    }
+    let written = state
+        .store
+        .patch(rt, ns, name, sub, patch_type, &body, &options)
+        .await?;
+    let code = if written.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(written_response(
+        code,
+        &representation,
+        rt,
+        written.object,
+        &written.warnings,
+    ))
+}
+
+/// What a write of an existing name needs besides its verb: `create` when it may create the
+/// object (a PUT, or an apply), and `approve` on the signer for a certificate request's
+/// approval.
+async fn may_write(state: &ApiState, request: &ResourceRequest<'_>, creates: bool) -> Result<()> {
+    if creates {
+        may_create(state, request).await?;
+    }
+    if request.at.subresource.as_deref() == Some("approval") {
+        may_approve(state, request).await?;
+    }
+    Ok(())
+}
+
 /// An update or apply that would create the object needs `create` too, as upstream's
 /// handlers ask for it.
 async fn may_create(state: &ApiState, request: &ResourceRequest<'_>) -> Result<()> {
@@ -547,20 +657,8 @@ async fn serve_resource(
     let store = &state.store;
     let ns = at.namespace.as_deref();
     let sub = at.subresource.as_deref();
-    if let Some(sub) = sub {
-        let allowed = match sub {
-            "status" => rt.status,
-            "scale" => rt.scale.is_some(),
-            "finalize" => rt.group.is_empty() && rt.plural == "namespaces",
-            "approval" => {
-                rt.group == "certificates.k8s.io" && rt.plural == "certificatesigningrequests"
-            }
-            "token" => rt.group.is_empty() && rt.plural == "serviceaccounts",
-            _ => pods::serves(rt, sub),
-        };
-        if !allowed {
-            return Err(Error::UnknownPath);
-        }
+    if sub.is_some_and(|sub| !serves_subresource(rt, sub)) {
+        return Err(Error::UnknownPath);
     }
     if let (Some(sub), Some(name), Some(ns)) = (sub, at.name.as_deref(), ns)
         && pods::serves(rt, sub)
@@ -636,68 +734,8 @@ async fn serve_resource(
                 &written.warnings,
             ))
         }
-        (&Method::PUT, Some(name)) => {
-            let object = decode_object(headers, &body)?;
-            let options = writing(state, request)?;
-            may_create(state, request).await?;
-            if sub == Some("approval") {
-                may_approve(state, request).await?;
-            }
-            if sub == Some("scale") {
-                let written = scale::update(store, rt, ns, name, object, &options).await?;
-                return Ok(written_response(
-                    StatusCode::OK,
-                    &Representation::Object,
-                    rt,
-                    written,
-                    &[],
-                ));
-            }
-            let written = store.update(rt, ns, name, sub, object, &options).await?;
-            Ok(written_response(
-                StatusCode::OK,
-                &representation,
-                rt,
-                written.object,
-                &written.warnings,
-            ))
-        }
-        (&Method::PATCH, Some(name)) => {
-            let patch_type = patch_type(headers)?;
-            let options = writing(state, request)?;
-            if patch_type == PatchType::Apply {
-                may_create(state, request).await?;
-            }
-            if sub == Some("approval") {
-                may_approve(state, request).await?;
-            }
-            if sub == Some("scale") {
-                let written =
-                    scale::patch(store, rt, ns, name, patch_type, &body, &options).await?;
-                return Ok(written_response(
-                    StatusCode::OK,
-                    &Representation::Object,
-                    rt,
-                    written,
-                    &[],
-                ));
-            }
-            let written = store
-                .patch(rt, ns, name, sub, patch_type, &body, &options)
-                .await?;
-            let code = if written.created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
-            Ok(written_response(
-                code,
-                &representation,
-                rt,
-                written.object,
-                &written.warnings,
-            ))
-        }
+        (&Method::PUT, Some(name)) => replace(state, request, representation, name, body).await,
+        (&Method::PATCH, Some(name)) => patch(state, request, representation, name, body).await,
         (&Method::DELETE, Some(name)) => {
             let options = delete_options(headers, query, &body)?;
             match store.delete(rt, ns, name, &options).await? {
