@@ -97,8 +97,9 @@ struct Plan {
     watch_rate: u32,
     /// Cap on one load phase.
     phase_cap: Duration,
-    /// Cap on the whole run: phases not started by then are skipped.
-    total_cap: Duration,
+    /// Cap on one backend's phases: those not started by then are skipped. Per backend, so that
+    /// a run with more backends gives each the same time.
+    backend_cap: Duration,
     /// How long the separate process idles before its memory is read again.
     idle: Duration,
     /// How long a phase waits for other processes to leave the CPUs before it starts anyway.
@@ -116,7 +117,7 @@ const FULL: Plan = Plan {
     watch_events: 1_000,
     watch_rate: 100,
     phase_cap: Duration::from_secs(60),
-    total_cap: Duration::from_secs(20 * 60),
+    backend_cap: Duration::from_secs(6 * 60),
     idle: Duration::from_secs(5),
     quiet_wait: Duration::from_secs(30),
 };
@@ -130,7 +131,7 @@ const QUICK: Plan = Plan {
     watch_events: 100,
     watch_rate: 100,
     phase_cap: Duration::from_secs(5),
-    total_cap: Duration::from_secs(50),
+    backend_cap: Duration::from_secs(40),
     idle: Duration::from_secs(2),
     quiet_wait: Duration::ZERO,
 };
@@ -255,7 +256,6 @@ fn main() -> anyhow::Result<()> {
     let options = Options::parse(std::env::args().skip(1))?;
     let plan = options.plan;
     let started = Instant::now();
-    let deadline = started + plan.total_cap;
     let mut report = Report::default();
     let data_root = tempfile::tempdir()?;
     println!(
@@ -282,6 +282,7 @@ fn main() -> anyhow::Result<()> {
     let mut etcd = EtcdRun::NotAsked;
     for &backend in &options.backends {
         let dir = data_root.path().join(backend.name());
+        let deadline = Instant::now() + plan.backend_cap;
         let outcome = match backend {
             Backend::Atoll(_) | Backend::AtollRbac => {
                 let storage = match backend {
@@ -1385,7 +1386,7 @@ async fn drive<T: Target>(
         for (level, &clients) in LEVELS.iter().enumerate() {
             if Instant::now() >= deadline {
                 bail!(
-                    "the overall time cap passed before {} at {clients} clients",
+                    "the time cap of this backend passed before {} at {clients} clients",
                     operation.name()
                 );
             }
@@ -1429,7 +1430,9 @@ async fn drive<T: Target>(
             let budget =
                 Duration::from_secs_f64(plan.watch_events as f64 / f64::from(plan.watch_rate));
             if Instant::now() + budget + WATCH_GRACE >= deadline {
-                bail!("the overall time cap passed before the watch with {watchers} watchers");
+                bail!(
+                    "the time cap of this backend passed before the watch with {watchers} watchers"
+                );
             }
             let namespace = format!("bench-watch-{watchers}");
             target.create_namespace(&namespace).await?;
@@ -1482,7 +1485,7 @@ async fn reads<T: Target>(
         for (level, &clients) in LEVELS.iter().enumerate() {
             if Instant::now() >= deadline {
                 bail!(
-                    "the overall time cap passed before {} at {clients} clients",
+                    "the time cap of this backend passed before {} at {clients} clients",
                     operation.name()
                 );
             }
