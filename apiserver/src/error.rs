@@ -95,9 +95,10 @@ pub enum Error {
     Timeout(String),
     #[error("{0}")]
     Internal(String),
-    /// More requests in flight than the server's limit; the client retries after a second.
-    #[error("Too many requests, please try again later.")]
-    TooManyRequests,
+    /// More requests in flight (or watches open) than the server's limit; the client retries
+    /// after a second.
+    #[error("{0}")]
+    TooManyRequests(String),
     #[error("{0}")]
     ServiceUnavailable(String),
     /// Another operation holds what the request needs (409 Conflict, without an object).
@@ -143,7 +144,7 @@ impl Error {
             Error::TooLarge(_) | Error::EntityTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            Error::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            Error::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             Error::ServiceUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Error::NotWaitingForRestore | Error::Busy(_) => StatusCode::CONFLICT,
         }
@@ -164,7 +165,7 @@ impl Error {
             Error::TooLarge(_) | Error::EntityTooLarge(_) => "RequestEntityTooLarge",
             Error::Timeout(_) => "Timeout",
             Error::Internal(_) => "InternalError",
-            Error::TooManyRequests => "TooManyRequests",
+            Error::TooManyRequests(_) => "TooManyRequests",
             Error::ServiceUnavailable(_) => "ServiceUnavailable",
             Error::NotWaitingForRestore | Error::Busy(_) => "Conflict",
         }
@@ -218,7 +219,7 @@ impl Error {
                 }
                 None => json!({}),
             }),
-            Error::TooManyRequests => Some(json!({"retryAfterSeconds": RETRY_AFTER_SECONDS})),
+            Error::TooManyRequests(_) => Some(json!({"retryAfterSeconds": RETRY_AFTER_SECONDS})),
             _ => None,
         };
         let mut status = json!({

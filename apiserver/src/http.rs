@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use serde_json::{Value, json};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::watch;
 
 use crate::auth::{Authenticator, User};
 use crate::authz::{Attributes, Authorizer};
@@ -25,6 +25,7 @@ use crate::registry::store::{
 use crate::watch::WatchCache;
 
 mod backup;
+mod in_flight;
 mod openapi;
 mod path;
 mod pods;
@@ -34,6 +35,7 @@ mod scale;
 mod watch_stream;
 
 pub use backup::{RestoreState, restore_router};
+pub use in_flight::{InFlight, WatchCounts, hold_while_sent};
 use path::{ApiPath, ResourcePath};
 pub use pods::SUBRESOURCES as POD_SUBRESOURCES;
 use representation::Representation;
@@ -58,16 +60,6 @@ pub struct ApiState {
     pub in_flight: InFlight,
     /// What `GET /atoll/v1/backup` reads.
     pub(crate) backup: Arc<crate::backup::Source>,
-}
-
-/// The limits on requests served at once, read-only and mutating apart (`None`: unlimited).
-#[derive(Clone, Default)]
-pub struct InFlight {
-    pub read_only: Option<Arc<Semaphore>>,
-    pub mutating: Option<Arc<Semaphore>>,
-    /// Members of `system:masters` take no slot, as kube-apiserver's filter lets them through
-    /// (a hosted cluster's limits bound its admin too: they protect the hub from a tenant).
-    pub exempt_masters: bool,
 }
 
 /// The router of the whole API.
@@ -163,49 +155,13 @@ fn parse_go_duration(text: &str) -> Option<std::time::Duration> {
 /// The `Status` response of an error.
 pub fn error_response(err: &Error) -> Response {
     let mut response = json_response(err.code(), &err.to_status());
-    if matches!(err, Error::TooManyRequests) {
+    if matches!(err, Error::TooManyRequests(_)) {
         response.headers_mut().insert(
             header::RETRY_AFTER,
             HeaderValue::from(crate::error::RETRY_AFTER_SECONDS),
         );
     }
     response
-}
-
-/// Takes a slot of the requests-in-flight limit of its kind (read-only or mutating, as
-/// kube-apiserver counts them), held until the response is ready, or refuses
-/// the request with 429 when none is left. Long-running requests (watches, streaming lists, a
-/// backup's download) and the health and version endpoints take none, as kube-apiserver's
-/// max-in-flight filter leaves them out.
-fn admit(
-    state: &ApiState,
-    request: &http::request::Parts,
-    user: &User,
-) -> Result<Option<OwnedSemaphorePermit>> {
-    if state.in_flight.exempt_masters && user.groups.iter().any(|g| g == crate::authz::MASTERS) {
-        return Ok(None);
-    }
-    let read_only = matches!(request.method, Method::GET | Method::HEAD | Method::OPTIONS);
-    let limit = if read_only {
-        &state.in_flight.read_only
-    } else {
-        &state.in_flight.mutating
-    };
-    let Some(limit) = limit else {
-        return Ok(None);
-    };
-    let path = request.uri.path();
-    let long_running = is_public(path)
-        || path == path::BACKUP
-        || Query::parse(request.uri.query().unwrap_or_default()).flag("watch");
-    if long_running {
-        return Ok(None);
-    }
-    limit
-        .clone()
-        .try_acquire_owned()
-        .map(Some)
-        .map_err(|_| Error::TooManyRequests)
 }
 
 /// A `Status` serialized with its fields in the order kube-apiserver writes them (`kind` and
@@ -341,8 +297,8 @@ async fn serve(state: &ApiState, request: Request) -> Result<Response> {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_owned();
     let user = caller(state, &parts).await?;
-    // Held until the response is ready.
-    let _in_flight = admit(state, &parts, &user)?;
+    // Held until the response is ready, or for a watch until it ends.
+    let slot = in_flight::admit(state, &parts, &user)?;
     let query = Query::parse(parts.uri.query().unwrap_or_default());
     let api_path = path::parse(&path);
     let asked = attributes(&parts.method, &path, api_path.as_ref(), &query);
@@ -435,7 +391,7 @@ async fn serve(state: &ApiState, request: Request) -> Result<Response> {
         // The caller's next request is decided by the policy this write made.
         state.authz.catch_up(&state.store, &state.cache).await;
     }
-    Ok(response)
+    Ok(slot.hold(response))
 }
 
 /// The options of a write, with RBAC's escalation check when it writes an RBAC object.

@@ -73,20 +73,30 @@ pub struct Limits {
     /// Mutating requests (create, update, patch, delete) served at once; more are answered
     /// 429. kube-apiserver's `--max-mutating-requests-inflight`.
     pub mutating_requests_in_flight: Option<u32>,
-    /// Whether members of `system:masters` pass the in-flight limits, as on kube-apiserver.
+    /// Watches one user may have open at once; more are answered 429. atoll's own bound
+    /// (kube-apiserver leaves watches to priority and fairness).
+    pub watches_per_user: Option<u32>,
+    /// Whether members of `system:masters` pass the in-flight and watch limits, as on
+    /// kube-apiserver.
     pub exempt_masters: bool,
+    /// Client connections open at once; a connection past it is closed as soon as it is
+    /// accepted. atoll's own bound (Go's server has none).
+    pub connections: Option<u32>,
     /// Where the limits come from, named in refusals, e.g. "spec.limits of HostedCluster
     /// clusters/c1" or "the server's flags".
     pub source: String,
 }
 
 impl Limits {
-    /// kube-apiserver's defaults: 400 read-only and 200 mutating requests in flight, nothing
-    /// else bounded.
+    /// kube-apiserver's defaults, 400 read-only and 200 mutating requests in flight, and
+    /// atoll's for what kube-apiserver leaves unbounded: 1,000 watches per user and 10,000
+    /// connections. Stored objects and bytes are not bounded.
     pub fn kube_defaults(source: &str) -> Self {
         Limits {
             requests_in_flight: Some(400),
             mutating_requests_in_flight: Some(200),
+            watches_per_user: Some(DEFAULT_WATCHES_PER_USER),
+            connections: Some(DEFAULT_CONNECTIONS),
             exempt_masters: true,
             source: source.to_owned(),
             ..Limits::default()
@@ -107,6 +117,11 @@ impl Limits {
         }
     }
 }
+
+/// Watches one user may have open at once, by default.
+pub const DEFAULT_WATCHES_PER_USER: u32 = 1_000;
+/// Client connections open at once, by default.
+pub const DEFAULT_CONNECTIONS: u32 = 10_000;
 
 /// How to run one API server.
 #[derive(Clone, Debug)]
@@ -132,6 +147,8 @@ pub struct Config {
     pub limits: Limits,
     /// The largest backup `PUT /atoll/v1/restore` accepts (413 beyond).
     pub max_restore_bytes: u64,
+    /// How long a client may take over a TLS handshake, a request's headers, or nothing.
+    pub timeouts: serve::Timeouts,
 }
 
 impl Config {
@@ -148,6 +165,7 @@ impl Config {
             watch_cache_bytes: 8 * 1024 * 1024,
             limits: Limits::kube_defaults("the server's defaults"),
             max_restore_bytes: 1024 * 1024 * 1024,
+            timeouts: serve::Timeouts::default(),
         }
     }
 }
@@ -280,6 +298,10 @@ impl Server {
         let in_flight = http::InFlight {
             read_only: semaphore(config.limits.requests_in_flight),
             mutating: semaphore(config.limits.mutating_requests_in_flight),
+            watches: config
+                .limits
+                .watches_per_user
+                .map(|n| Arc::new(http::WatchCounts::new(n, config.limits.source()))),
             exempt_masters: config.limits.exempt_masters,
         };
 
@@ -324,10 +346,15 @@ impl Server {
         );
         pki::write_private(&kubeconfig, contents.as_bytes())?;
 
+        let connections = serve::Connections {
+            max: config.limits.connections,
+            timeouts: config.timeouts,
+        };
         tasks.push(tokio::spawn(serve::run(
             listener,
             tls,
             router.clone(),
+            connections,
             shutdown_rx,
         )));
         #[cfg(test)]

@@ -16,6 +16,7 @@ use tower::ServiceExt as _;
 use crate::{Config, Server, StorageKind};
 
 mod backup;
+mod connections;
 mod fuzz;
 mod http2;
 mod limits;

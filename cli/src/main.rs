@@ -238,6 +238,13 @@ struct ApiserverArgs {
         default_value_t = 200
     )]
     max_mutating_requests_inflight: u32,
+    /// Most watches one user may have open at once; more are answered 429. 0: no limit.
+    #[arg(long, env = "ATOLL_MAX_WATCHES_PER_USER", default_value_t = atoll_apiserver::DEFAULT_WATCHES_PER_USER)]
+    max_watches_per_user: u32,
+    /// Most client connections open at once; more are closed as they are accepted. 0: no
+    /// limit.
+    #[arg(long, env = "ATOLL_MAX_CONNECTIONS", default_value_t = atoll_apiserver::DEFAULT_CONNECTIONS)]
+    max_connections: u32,
     /// What refusals name as the source of the limits.
     #[arg(long, hide = true, default_value = "the flags of atoll apiserver")]
     limits_source: String,
@@ -481,6 +488,8 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
             requests_in_flight: Some(args.max_requests_inflight).filter(|n| *n > 0),
             mutating_requests_in_flight: Some(args.max_mutating_requests_inflight)
                 .filter(|n| *n > 0),
+            watches_per_user: Some(args.max_watches_per_user).filter(|n| *n > 0),
+            connections: Some(args.max_connections).filter(|n| *n > 0),
             exempt_masters: !args.limit_masters,
             source: args.limits_source,
         },

@@ -17,6 +17,8 @@ use crate::registry::store::{Store, now};
 const DEFAULT_TOKEN_SECONDS: u64 = 3600;
 /// The shortest lifetime upstream allows.
 const MIN_TOKEN_SECONDS: u64 = 600;
+/// The longest a requested token may last (upstream's validation).
+const MAX_TOKEN_SECONDS: u64 = 1 << 32;
 
 /// Answers a review of kind `rt` posted by `user` (in namespace `ns` for a local review).
 pub async fn answer(
@@ -295,22 +297,18 @@ pub async fn token(
     mut request: Value,
 ) -> Result<Value> {
     let account = store.get(service_accounts, Some(ns), name).await?;
-    let seconds = match request["spec"]["expirationSeconds"].as_u64() {
-        None => DEFAULT_TOKEN_SECONDS,
-        Some(s) if s < MIN_TOKEN_SECONDS => {
-            return Err(Error::invalid(
-                "TokenRequest.authentication.k8s.io",
-                service_accounts.target(name),
-                vec![crate::validation::FieldError {
-                    cause: crate::validation::CauseType::Invalid,
-                    field: "spec.expirationSeconds".into(),
-                    message: "may not specify a duration less than 10 minutes".into(),
-                    value: Some(json!(s)),
-                }],
-            ));
-        }
-        Some(s) => s,
-    };
+    let seconds = token_seconds(&request["spec"]["expirationSeconds"]).map_err(|message| {
+        Error::invalid(
+            "TokenRequest.authentication.k8s.io",
+            service_accounts.target(name),
+            vec![crate::validation::FieldError {
+                cause: crate::validation::CauseType::Invalid,
+                field: "spec.expirationSeconds".into(),
+                message,
+                value: Some(request["spec"]["expirationSeconds"].clone()),
+            }],
+        )
+    })?;
     let user = User {
         name: format!("system:serviceaccount:{ns}:{name}"),
         uid: account["metadata"]["uid"]
@@ -326,7 +324,9 @@ pub async fn token(
     };
     let token = auth.issue(user, Duration::from_secs(seconds));
     let expires = jiff::Timestamp::now()
-        .checked_add(jiff::SignedDuration::from_secs(seconds as i64))
+        .checked_add(jiff::SignedDuration::from_secs(
+            i64::try_from(seconds).unwrap_or(i64::MAX),
+        ))
         .unwrap_or_else(|_| jiff::Timestamp::now());
     if !request.is_object() {
         request = json!({});
@@ -343,4 +343,23 @@ pub async fn token(
         "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
     });
     Ok(request)
+}
+
+/// A TokenRequest's `expirationSeconds`: an hour when it is missing, otherwise an integer from
+/// 10 minutes to 2^32 seconds (upstream's validation), anything else refused with the reason.
+fn token_seconds(value: &Value) -> std::result::Result<u64, String> {
+    match value {
+        Value::Null => Ok(DEFAULT_TOKEN_SECONDS),
+        Value::Number(n) => match n.as_i64() {
+            Some(s) if s < MIN_TOKEN_SECONDS as i64 => {
+                Err("may not specify a duration less than 10 minutes".into())
+            }
+            Some(s) if s > MAX_TOKEN_SECONDS as i64 => {
+                Err("may not specify a duration larger than 2^32 seconds".into())
+            }
+            Some(s) => Ok(s as u64),
+            None => Err("must be a whole number of seconds (a 64-bit integer)".into()),
+        },
+        _ => Err("must be a whole number of seconds".into()),
+    }
 }

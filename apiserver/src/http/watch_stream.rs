@@ -30,6 +30,9 @@ use crate::watch::{CachedEvent, WatchCache, decode_event};
 const BOOKMARK_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a watch without `timeoutSeconds` stays open (upstream picks 30-60 minutes).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// The longest `timeoutSeconds` honoured as asked (a year; longer ones get a year): a deadline
+/// must be a time the clock can hold.
+const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 struct Watcher {
     rt: Arc<ResourceType>,
@@ -77,7 +80,12 @@ pub async fn serve(
         None | Some("") => DEFAULT_TIMEOUT,
         Some(t) => Duration::from_secs(
             t.parse::<u64>()
-                .map_err(|_| Error::BadRequest(format!("timeoutSeconds: Invalid value: {t:?}")))?,
+                .map_err(|_| {
+                    Error::BadRequest(format!(
+                        "timeoutSeconds: Invalid value: {t:?}: must be a whole number of seconds"
+                    ))
+                })?
+                .min(LONGEST_TIMEOUT.as_secs()),
         ),
     };
     let start = match query.get("resourceVersion") {

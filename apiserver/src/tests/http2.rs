@@ -17,7 +17,18 @@ use super::{TestServer, config_map, within};
 use crate::StorageKind;
 
 /// A TLS connection to `server` offering `alpn`, trusting only its CA.
-async fn connect(server: &TestServer, alpn: &[&[u8]]) -> TlsStream<tokio::net::TcpStream> {
+pub(super) async fn connect(
+    server: &TestServer,
+    alpn: &[&[u8]],
+) -> TlsStream<tokio::net::TcpStream> {
+    try_connect(server, alpn).await.expect("TLS connection")
+}
+
+/// A TLS connection to `server` offering `alpn`, or why the server did not take it.
+pub(super) async fn try_connect(
+    server: &TestServer,
+    alpn: &[&[u8]],
+) -> std::io::Result<TlsStream<tokio::net::TcpStream>> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut server.server.ca_pem().as_bytes()) {
         roots
@@ -31,17 +42,14 @@ async fn connect(server: &TestServer, alpn: &[&[u8]]) -> TlsStream<tokio::net::T
         .with_root_certificates(roots)
         .with_no_client_auth();
     tls.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-    let tcp = tokio::net::TcpStream::connect(server.server.addr())
-        .await
-        .expect("connect");
+    let tcp = tokio::net::TcpStream::connect(server.server.addr()).await?;
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").expect("server name");
     tokio_rustls::TlsConnector::from(Arc::new(tls))
         .connect(name, tcp)
         .await
-        .expect("TLS handshake")
 }
 
-fn request(
+pub(super) fn request(
     server: &TestServer,
     method: Method,
     path: &str,
@@ -58,7 +66,7 @@ fn request(
 }
 
 /// Reads a watch's body until a chunk mentions `needle`, or the stream ends (`false`).
-async fn watch_until(body: &mut Incoming, needle: &str) -> bool {
+pub(super) async fn watch_until(body: &mut Incoming, needle: &str) -> bool {
     let mut seen = String::new();
     while let Some(frame) = body.frame().await {
         let Ok(frame) = frame else { return false };

@@ -448,3 +448,171 @@ async fn a_generate_name_cut_inside_a_character_is_refused_not_a_crash() {
     })
     .await;
 }
+
+/// A watch request as `token`, optionally impersonating `as_user` (in `system:masters`, so that
+/// RBAC lets it watch): the response, whose body holds the watch open while it lives.
+async fn open_watch(server: &TestServer, as_user: Option<&str>) -> axum::response::Response {
+    let mut watch = Request::builder()
+        .uri("/api/v1/namespaces/default/configmaps?watch=true")
+        .header(header::AUTHORIZATION, format!("Bearer {}", server.token()));
+    if let Some(user) = as_user {
+        watch = watch
+            .header("Impersonate-User", user)
+            .header("Impersonate-Group", "system:masters");
+    }
+    tower::ServiceExt::oneshot(server.router(), watch.body(Body::empty()).unwrap())
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_past_a_users_bound_are_answered_429_and_others_are_not_held_back() {
+    within(async {
+        let server = TestServer::start(StorageKind::Memory, |config| {
+            config.limits.watches_per_user = Some(3);
+            config.limits.exempt_masters = false;
+            config.limits.source = SOURCE.into();
+        })
+        .await;
+        let mut open = Vec::new();
+        for _ in 0..3 {
+            let watch = open_watch(&server, None).await;
+            assert_eq!(watch.status(), StatusCode::OK);
+            open.push(watch);
+        }
+        let refused = open_watch(&server, None).await;
+        assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(refused.headers()[header::RETRY_AFTER], "1");
+        let body = http_body_util::BodyExt::collect(refused.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status["reason"], "TooManyRequests");
+        assert_eq!(
+            status["message"],
+            format!(
+                "too many watches: user \"atoll-admin\" has 3 open, the most {SOURCE} allows; \
+                 close some or retry later"
+            )
+        );
+
+        // Another user has watches of their own; other requests are not held back.
+        let theirs = open_watch(&server, Some("someone-else")).await;
+        assert_eq!(theirs.status(), StatusCode::OK);
+        let read = server.send(Method::GET, CONFIG_MAPS, None).await;
+        assert_eq!(read.status, StatusCode::OK);
+
+        // A watch that ends gives its slot back.
+        drop(open.pop());
+        let again = open_watch(&server, None).await;
+        assert_eq!(again.status(), StatusCode::OK);
+        drop((open, again, theirs));
+        server.server.shutdown().await;
+    })
+    .await;
+}
+
+/// Durations past what a clock holds: a watch's `timeoutSeconds` and a token's
+/// `expirationSeconds` are answered (a year at most, or 400 with the field), never a crash.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overflowing_durations_are_answered_not_a_crash() {
+    within(async {
+        let server = TestServer::start(StorageKind::Memory, |_| {}).await;
+        let huge = u64::MAX.to_string();
+        let watch = Request::builder()
+            .uri(format!("{CONFIG_MAPS}?watch=true&timeoutSeconds={huge}"))
+            .header(header::AUTHORIZATION, format!("Bearer {}", server.token()))
+            .body(Body::empty())
+            .unwrap();
+        let watch = tower::ServiceExt::oneshot(server.router(), watch)
+            .await
+            .unwrap();
+        assert_eq!(watch.status(), StatusCode::OK);
+        drop(watch);
+        for bad in ["-1", "1e9", "soon", "99999999999999999999999"] {
+            let answer = server
+                .send(
+                    Method::GET,
+                    &format!("{CONFIG_MAPS}?watch=true&timeoutSeconds={bad}"),
+                    None,
+                )
+                .await;
+            assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{bad}");
+            assert!(
+                answer.text().contains("timeoutSeconds"),
+                "{}",
+                answer.text()
+            );
+        }
+        for bad in ["timeout=9999999999999999999h", "timeout=-1s", "timeout=1x"] {
+            let answer = server
+                .send(Method::GET, &format!("{CONFIG_MAPS}?{bad}"), None)
+                .await;
+            assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{bad}");
+            assert!(
+                answer.text().contains("invalid timeout"),
+                "{}",
+                answer.text()
+            );
+        }
+
+        let account =
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}});
+        let made = server
+            .send(
+                Method::POST,
+                "/api/v1/namespaces/default/serviceaccounts",
+                Some(account),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED);
+        let token_request = |seconds: serde_json::Value| {
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                   "spec": {"expirationSeconds": seconds}})
+        };
+        const TOKEN: &str = "/api/v1/namespaces/default/serviceaccounts/robot/token";
+        for (seconds, message) in [
+            (
+                json!(u64::MAX),
+                "must be a whole number of seconds (a 64-bit integer)",
+            ),
+            (
+                json!(i64::MAX),
+                "may not specify a duration larger than 2^32 seconds",
+            ),
+            (json!(-5), "may not specify a duration less than 10 minutes"),
+            (
+                json!(3600.5),
+                "must be a whole number of seconds (a 64-bit integer)",
+            ),
+            (json!("3600"), "must be a whole number of seconds"),
+        ] {
+            let answer = server
+                .send(Method::POST, TOKEN, Some(token_request(seconds.clone())))
+                .await;
+            assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{seconds}");
+            let status = answer.json();
+            assert_eq!(
+                status["details"]["causes"][0]["field"],
+                "spec.expirationSeconds"
+            );
+            assert!(
+                status["message"].as_str().unwrap().contains(message),
+                "{seconds}: {status}"
+            );
+        }
+        let longest = server
+            .send(Method::POST, TOKEN, Some(token_request(json!(1u64 << 32))))
+            .await;
+        assert_eq!(longest.status, StatusCode::CREATED, "{}", longest.text());
+        assert!(longest.json()["status"]["token"].is_string());
+        // The server goes on.
+        assert_eq!(
+            server.send(Method::GET, CONFIG_MAPS, None).await.status,
+            StatusCode::OK
+        );
+        server.server.shutdown().await;
+    })
+    .await;
+}

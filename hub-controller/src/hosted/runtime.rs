@@ -461,6 +461,8 @@ impl Run<'_> {
             // without one.
             requests_in_flight: l.requests_in_flight.or(Some(400)),
             mutating_requests_in_flight: l.requests_in_flight.or(Some(200)),
+            watches_per_user: Some(atoll_apiserver::DEFAULT_WATCHES_PER_USER),
+            connections: Some(atoll_apiserver::DEFAULT_CONNECTIONS),
             exempt_masters: false,
             source: format!("spec.limits of HostedCluster {}", self.key),
         }
