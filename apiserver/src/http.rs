@@ -834,7 +834,7 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<Value> {
         "" | "application/json" | "*/*" => serde_json::from_slice(body).map_err(|e| {
             Error::BadRequest(format!("couldn't get version/kind; json parse error: {e}"))
         })?,
-        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml_ng::from_slice(body)
+        "application/yaml" | "application/x-yaml" | "text/yaml" => crate::yaml::decode(body)
             .map_err(|e| Error::BadRequest(format!("error converting YAML to JSON: {e}")))?,
         crate::protobuf::CONTENT_TYPE => crate::protobuf::decode(body)
             .map_err(|e| Error::BadRequest(format!("error decoding protobuf: {e}")))?,

@@ -42,6 +42,7 @@ pub mod storage;
 pub mod table;
 pub mod validation;
 pub mod watch;
+pub mod yaml;
 
 #[cfg(test)]
 mod tests;

@@ -168,7 +168,7 @@ pub fn decode_apply(body: &[u8]) -> Result<Value, String> {
     {
         return Ok(value);
     }
-    serde_yaml_ng::from_slice(body).map_err(|e| e.to_string())
+    crate::yaml::decode(body)
 }
 
 /// Applies an RFC 7386 JSON merge patch: objects merge recursively, `null` deletes a key, and

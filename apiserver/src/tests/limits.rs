@@ -616,3 +616,112 @@ async fn overflowing_durations_are_answered_not_a_crash() {
     })
     .await;
 }
+
+/// A raw body of `content_type` posted as a ConfigMap: the answer.
+async fn post_raw(server: &TestServer, content_type: &str, body: Vec<u8>) -> super::Answer {
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri(CONFIG_MAPS)
+        .header(header::AUTHORIZATION, format!("Bearer {}", server.token()))
+        .header(header::CONTENT_TYPE, content_type)
+        .body(Body::from(body))
+        .unwrap();
+    answer(&server.router(), request).await
+}
+
+/// Deep documents (JSON and YAML nested 100,000 levels, in a body and in a patch), a YAML alias
+/// bomb, and wide ones (a ConfigMap of 100,000 keys, an array of 500,000 numbers): each is
+/// refused with 400 or 413 naming what is wrong, nothing stored changes, and the server serves
+/// the next request; an unknown field, however wide, is dropped. YAML nested 100,000 deep took
+/// libyaml minutes before it was checked first (`crate::yaml`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_and_wide_documents_are_refused_or_served_without_harm() {
+    within(async {
+        let server = TestServer::start(StorageKind::Memory, |_| {}).await;
+        let made = server
+            .send(Method::POST, CONFIG_MAPS, Some(config_map("kept", json!({"k": "v"}))))
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED);
+        let revision = server.server.backend().current_revision();
+
+        const DEPTH: usize = 100_000;
+        let deep_json = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"deep"}},"x":{}{}}}"#,
+            "[".repeat(DEPTH),
+            "]".repeat(DEPTH)
+        );
+        let got = post_raw(&server, "application/json", deep_json.clone().into_bytes()).await;
+        assert_eq!(got.status, StatusCode::BAD_REQUEST, "{}", got.text());
+        assert!(got.text().contains("recursion limit"), "{}", got.text());
+
+        let deep_yaml = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\nx: {}{}\n",
+            "[".repeat(DEPTH),
+            "]".repeat(DEPTH)
+        );
+        let got = post_raw(&server, "application/yaml", deep_yaml.into_bytes()).await;
+        assert_eq!(got.status, StatusCode::BAD_REQUEST, "{}", got.text());
+        assert!(
+            got.text().contains("recursion limit") || got.text().contains("deeper than 128"),
+            "{}",
+            got.text()
+        );
+
+        // The same depth as a patch of the kept object, each patch type.
+        let deep_patch = format!(r#"{{"data":{{"k":{}{}}}}}"#, "[".repeat(DEPTH), "]".repeat(DEPTH));
+        for patch_type in [
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+            "application/apply-patch+yaml",
+        ] {
+            let patch = Request::builder()
+                .method(Method::PATCH)
+                .uri(format!("{CONFIG_MAPS}/kept?fieldManager=deep"))
+                .header(header::AUTHORIZATION, format!("Bearer {}", server.token()))
+                .header(header::CONTENT_TYPE, patch_type)
+                .body(Body::from(deep_patch.clone()))
+                .unwrap();
+            let answered = answer(&server.router(), patch).await;
+            assert_eq!(
+                answered.status,
+                StatusCode::BAD_REQUEST,
+                "{patch_type}: {}",
+                answered.text()
+            );
+        }
+
+        // A billion laughs: ten aliases of ten aliases, nine levels deep.
+        let mut bomb = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\n");
+        bomb.push_str("a0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+        for level in 1..9 {
+            let previous = format!("*a{}", level - 1);
+            let items = [previous.as_str(); 10].join(",");
+            bomb.push_str(&format!("a{level}: &a{level} [{items}]\n"));
+        }
+        let got = post_raw(&server, "application/yaml", bomb.into_bytes()).await;
+        assert_eq!(got.status, StatusCode::BAD_REQUEST, "{}", got.text());
+
+        // Wide: 100,000 keys (2.3 MiB, past etcd's object size) and 500,000 numbers in a
+        // field the schema does not know.
+        let keys: serde_json::Map<String, serde_json::Value> =
+            (0..100_000).map(|i| (format!("key-{i:06}"), json!("0123456"))).collect();
+        let wide = serde_json::to_vec(&config_map("wide", serde_json::Value::Object(keys))).unwrap();
+        assert!(wide.len() < crate::http::MAX_BODY_BYTES);
+        let got = post_raw(&server, "application/json", wide).await;
+        assert_eq!(got.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", got.text());
+        assert_eq!(server.server.backend().current_revision(), revision, "nothing stored changed");
+        // A field the schema does not know is dropped, as upstream drops it, however wide.
+        let numbers = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"numbers"}},"x":[{}]}}"#,
+            vec!["1"; 500_000].join(",")
+        );
+        let got = post_raw(&server, "application/json", numbers.into_bytes()).await;
+        assert_eq!(got.status, StatusCode::CREATED, "{}", got.text());
+        assert!(got.json().get("x").is_none());
+        let kept = server.send(Method::GET, &format!("{CONFIG_MAPS}/kept"), None).await;
+        assert_eq!(kept.status, StatusCode::OK);
+        assert_eq!(kept.json()["data"], json!({"k": "v"}));
+        server.server.shutdown().await;
+    })
+    .await;
+}
