@@ -17,7 +17,7 @@ use crate::registry::ResourceType;
 mod age;
 mod builtin;
 mod custom;
-mod jsonpath;
+pub(crate) mod jsonpath;
 mod labels;
 
 pub use age::human_duration;

@@ -1,5 +1,7 @@
 //! Property tests of what a request brings in, before anything is checked: label and field
-//! selectors, JSON, merge and strategic merge patches, apply bodies (YAML) and protobuf bodies.
+//! selectors, JSON, merge and strategic merge patches, apply bodies (YAML) and protobuf bodies,
+//! server-side apply of any configuration over any live object, jsonpath expressions of printer
+//! columns, and CRD schemas with the objects they validate.
 //! Each property is that any input gets an answer (a value or an error) and never a panic, and
 //! that what a patch makes stays bounded. The case count is `PROPTEST_CASES` (256 by default,
 //! what the test command runs); a longer search sets it higher.
@@ -7,8 +9,10 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use crate::apply::{ListType, ListTypes, Manager};
 use crate::patch;
 use crate::registry::selector::{FieldSelector, LabelSelector};
+use crate::table::jsonpath::JsonPath;
 
 /// JSON values a few levels deep, with the keys and strings Kubernetes objects use.
 fn json_value() -> impl Strategy<Value = Value> {
@@ -65,6 +69,74 @@ fn value_of_wrong_kind(seed: u8) -> Value {
         1 => json!([1, 2]),
         _ => Value::Null,
     }
+}
+
+/// Lists merged as the pod kinds merge theirs: by key, as sets, or whole.
+struct MixedLists;
+
+impl ListTypes for MixedLists {
+    fn list_type(&self, path: &[&str]) -> ListType {
+        match path.last().map(|last| last.len() % 3) {
+            Some(0) => ListType::Map(vec!["a".into()]),
+            Some(1) => ListType::Set,
+            _ => ListType::Atomic,
+        }
+    }
+}
+
+/// Objects as an apply sees them: metadata and a spec of JSON values, sometimes with the
+/// managed fields a previous write recorded, valid or not.
+fn object() -> impl Strategy<Value = Value> {
+    (json_value(), json_value(), any::<u8>()).prop_map(|(spec, managed, shape)| {
+        let mut object = json!({"apiVersion": "example.com/v1", "kind": "Thing",
+                                "metadata": {"name": "x"}, "spec": spec});
+        if shape & 1 == 1 {
+            object["metadata"]["managedFields"] = match managed {
+                Value::Array(_) => managed,
+                other => json!([{"manager": "m", "operation": "Apply", "apiVersion": "v1",
+                                 "fieldsType": "FieldsV1", "fieldsV1": other}]),
+            };
+        }
+        object
+    })
+}
+
+/// CRD schemas: the keywords a structural schema uses, with values of the right kind or not.
+fn schema() -> impl Strategy<Value = Value> {
+    let keyword_value = prop_oneof![
+        "(string|integer|number|boolean|object|array|[a-z]{0,4})".prop_map(Value::String),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<bool>().prop_map(Value::Bool),
+        r"[a-z^$.*+?()\\\[\]{}|0-9-]{0,12}".prop_map(Value::String),
+        prop::collection::vec("[a-z]{0,3}", 0..3).prop_map(|v| json!(v)),
+    ];
+    let keyword = "(type|format|pattern|enum|minimum|maximum|minLength|maxLength|minItems|maxItems|minProperties|maxProperties|required|multipleOf|exclusiveMinimum|nullable|x-kubernetes-list-type|x-kubernetes-list-map-keys|x-kubernetes-int-or-string|x-kubernetes-preserve-unknown-fields|uniqueItems)";
+    let leaf = prop::collection::btree_map(keyword, keyword_value, 0..4)
+        .prop_map(|m| Value::Object(m.into_iter().collect()));
+    leaf.prop_recursive(4, 32, 4, |inner| {
+        (
+            prop::collection::btree_map("[a-z]{1,3}", inner.clone(), 0..4),
+            inner.clone(),
+            inner,
+            any::<u8>(),
+        )
+            .prop_map(|(properties, items, additional, shape)| {
+                let mut schema = json!({"type": if shape & 1 == 1 { "object" } else { "array" }});
+                if shape & 2 == 2 {
+                    schema["properties"] = Value::Object(properties.into_iter().collect());
+                }
+                if shape & 4 == 4 {
+                    schema["items"] = items;
+                }
+                if shape & 8 == 8 {
+                    schema["additionalProperties"] = additional;
+                }
+                if shape & 16 == 16 {
+                    schema["allOf"] = json!([schema.clone()]);
+                }
+                schema
+            })
+    })
 }
 
 proptest! {
@@ -169,5 +241,56 @@ proptest! {
         body.extend_from_slice(&unknown);
         let _ = crate::protobuf::decode(&body);
         let _ = crate::protobuf::decode(&raw);
+    }
+
+    #[test]
+    fn server_side_apply_answers_any_configuration_over_any_object(
+        live in prop::option::of(object()),
+        config in prop_oneof![object(), json_value()],
+        force in any::<bool>(),
+        manager in "[a-z]{1,3}",
+    ) {
+        let manager = Manager {
+            name: &manager,
+            api_version: "example.com/v1",
+            subresource: None,
+            time: "2026-01-01T00:00:00Z",
+        };
+        let applied = crate::apply::apply(live.as_ref(), &config, &manager, force, &MixedLists).ok();
+        // What the manager applied is now its own: applying it again changes nothing. (An apply
+        // that owns nothing records no entry, and the next apply finds the object untracked, as
+        // upstream's before-first-apply does.)
+        if let Some(applied) = applied.filter(|a| a.pointer("/metadata/managedFields").is_some()) {
+            let again = crate::apply::apply(Some(&applied), &config, &manager, false, &MixedLists);
+            match again {
+                Ok(again) => prop_assert_eq!(again, applied),
+                Err(err) => prop_assert!(false, "a repeated apply fails: {}", err.message()),
+            }
+        }
+    }
+
+    #[test]
+    fn jsonpath_expressions_parse_or_fail_and_evaluate_without_panicking(
+        path in r#"[a-z.\[\]*@?=()'"${}0-9:,!<> -]{0,30}|\.[a-z]{1,4}(\[[0-9*:-]{0,4}\])?(\.[a-z]{1,4}){0,3}"#,
+        root in json_value(),
+    ) {
+        if let Ok(path) = JsonPath::parse(&path) {
+            let found = path.find(&root);
+            let _ = path.first(&root);
+            // What an expression finds is within what it reads.
+            prop_assert!(found.len() <= 1 + serde_json::to_string(&root).unwrap().len());
+        }
+    }
+
+    #[test]
+    fn schemas_validate_any_object_without_panicking(
+        schema in schema(),
+        object in json_value(),
+        old in prop::option::of(json_value()),
+    ) {
+        let _ = crate::validation::schema::validate(&object, old.as_ref(), &schema);
+        let mut pruned = object.clone();
+        let _ = crate::validation::structural::prune(&mut pruned, &schema, &[]);
+        crate::validation::structural::apply_defaults(&mut pruned, &schema, &[]);
     }
 }
