@@ -531,6 +531,48 @@ fn reviews_and_component_statuses_answer() {
                 .is_none_or(|a| a == false),
             "{unknown}"
         );
+
+        // A token for another audience is valid there only: a review for that audience says
+        // so, the API refuses it.
+        k.run(&["create", "serviceaccount", "vault-auth"]).success();
+        let vault = k
+            .run(&["create", "token", "vault-auth", "--audience", "vault"])
+            .success()
+            .stdout;
+        let vault = vault.trim();
+        let for_vault = k
+            .run_with_stdin(
+                &["create", "-o", "json", "-f", "-"],
+                &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                    "spec": {"token": vault, "audiences": ["other", "vault"]}})
+                .to_string(),
+            )
+            .success()
+            .json();
+        assert_eq!(for_vault["status"]["authenticated"], true, "{for_vault}");
+        assert_eq!(for_vault["status"]["audiences"], json!(["vault"]), "{for_vault}");
+        assert_eq!(
+            for_vault["status"]["user"]["username"],
+            "system:serviceaccount:default:vault-auth"
+        );
+        let for_api = review(vault);
+        assert_eq!(
+            for_api["status"]["error"],
+            r#"token audiences ["vault"] is invalid for the target audiences ["https://kubernetes.default.svc"]"#,
+            "{for_api}"
+        );
+        k.run(&["--token", vault, "get", "configmaps"])
+            .failure()
+            .stderr_has("Unauthorized");
+        // kubectl checks the type itself; without its check, the server does.
+        k.run_with_stdin(
+            &["create", "--validate=false", "-f", "-"],
+            &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+                "spec": {"token": vault, "audiences": "vault"}})
+            .to_string(),
+        )
+        .failure()
+        .stderr_has("spec.audiences: Invalid value: \"vault\": must be a list of strings");
     });
     s.step(
         "component statuses: none, with upstream's deprecation warning",

@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use rand::RngCore;
-use serde_json::json;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::pki;
@@ -27,6 +27,9 @@ pub const TOKEN_FILE: &str = "tokens.csv";
 pub const SIGNING_KEY_FILE: &str = "sa.key";
 /// The `iss` of issued tokens.
 const ISSUER: &str = "https://kubernetes.default.svc";
+/// The audience of the API itself (kube-apiserver's default `--api-audiences`, its issuer): a
+/// token is accepted by the API only when issued for it.
+pub const API_AUDIENCE: &str = ISSUER;
 
 /// Who made a request.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -141,23 +144,53 @@ impl Authenticator {
         self.by_digest.insert(digest(token), user);
     }
 
-    /// The user of an `Authorization` header value, if it carries a known bearer token.
+    /// The user of an `Authorization` header value, if it carries a bearer token this server
+    /// accepts for its API.
     pub fn authenticate(&self, authorization: Option<&str>) -> Option<User> {
         let token = authorization?.strip_prefix("Bearer ")?.trim();
-        if token.is_empty() {
-            return None;
-        }
-        if let Some(user) = self.by_digest.get(&digest(token)) {
-            return Some(user.clone());
-        }
-        self.verify_issued(token)
+        self.review(token, &[]).ok().map(|(user, _)| user)
     }
 
-    /// Issues a token for `user` that expires after `ttl`.
-    pub fn issue(&self, user: User, ttl: Duration) -> String {
+    /// Who `token` is, for one of `audiences` (the API's when empty), and which of them it is
+    /// valid for, as a TokenReview answers; or why it is not accepted. Tokens of the token file
+    /// know no audience: they are the API's only (upstream's audience-agnostic authenticators).
+    /// Issued tokens are valid for the audiences they were issued for; one without an `aud`
+    /// claim (issued before atoll recorded them) is the API's.
+    pub fn review(&self, token: &str, audiences: &[String]) -> Result<(User, Vec<String>), String> {
+        let token = token.trim();
+        if token.is_empty() {
+            return Err("invalid bearer token".into());
+        }
+        let asked: Vec<String> = if audiences.is_empty() {
+            vec![API_AUDIENCE.to_owned()]
+        } else {
+            audiences.to_vec()
+        };
+        let (user, holds) = match self.by_digest.get(&digest(token)) {
+            Some(user) => (user.clone(), vec![API_AUDIENCE.to_owned()]),
+            None => self
+                .verify_issued(token)
+                .ok_or_else(|| "invalid bearer token".to_owned())?,
+        };
+        let valid: Vec<String> = asked
+            .iter()
+            .filter(|a| holds.contains(a))
+            .cloned()
+            .collect();
+        if valid.is_empty() {
+            return Err(format!(
+                "token audiences {holds:?} is invalid for the target audiences {asked:?}"
+            ));
+        }
+        Ok((user, valid))
+    }
+
+    /// Issues a token for `user`, valid for `audiences`, that expires after `ttl`.
+    pub fn issue(&self, user: User, ttl: Duration, audiences: &[String]) -> String {
         let now = unix_now();
         let claims = json!({
             "iss": ISSUER,
+            "aud": audiences,
             "sub": user.name,
             "uid": user.uid,
             "groups": user.groups,
@@ -177,8 +210,8 @@ impl Authenticator {
     }
 
     /// The user of a token this server (or one with the same key) issued, if its signature
-    /// holds and it has not expired.
-    fn verify_issued(&self, token: &str) -> Option<User> {
+    /// holds and it has not expired, with the audiences it was issued for.
+    fn verify_issued(&self, token: &str) -> Option<(User, Vec<String>)> {
         let (signed, signature) = token.rsplit_once('.')?;
         let (_, claims) = signed.split_once('.')?;
         let decode = |text: &str| {
@@ -202,7 +235,16 @@ impl Authenticator {
         if claims["exp"].as_u64()? <= unix_now() {
             return None;
         }
-        Some(User {
+        let audiences = match &claims["aud"] {
+            Value::Null => vec![API_AUDIENCE.to_owned()],
+            Value::String(audience) => vec![audience.clone()],
+            Value::Array(audiences) => audiences
+                .iter()
+                .filter_map(|a| a.as_str().map(str::to_owned))
+                .collect(),
+            _ => return None,
+        };
+        let user = User {
             name: claims["sub"].as_str()?.to_owned(),
             uid: claims["uid"].as_str().unwrap_or_default().to_owned(),
             groups: claims["groups"]
@@ -212,7 +254,8 @@ impl Authenticator {
                 .filter_map(|g| g.as_str().map(str::to_owned))
                 .collect(),
             ..User::default()
-        })
+        };
+        Some((user, audiences))
     }
 
     /// Loads `tokens.csv` and the signing key `sa.key` from `dir`, creating them on first start
@@ -368,12 +411,13 @@ mod tests {
             groups: vec![],
             ..User::default()
         };
-        let live = auth.issue(user.clone(), Duration::from_secs(60));
+        let api = [API_AUDIENCE.to_owned()];
+        let live = auth.issue(user.clone(), Duration::from_secs(60), &api);
         assert_eq!(
             auth.authenticate(Some(&format!("Bearer {live}"))),
             Some(user.clone())
         );
-        let expired = auth.issue(user, Duration::ZERO);
+        let expired = auth.issue(user, Duration::ZERO, &api);
         assert_eq!(auth.authenticate(Some(&format!("Bearer {expired}"))), None);
     }
 
@@ -387,7 +431,11 @@ mod tests {
             groups: vec!["system:serviceaccounts".into()],
             ..User::default()
         };
-        let token = auth.issue(user.clone(), Duration::from_secs(600));
+        let token = auth.issue(
+            user.clone(),
+            Duration::from_secs(600),
+            &[API_AUDIENCE.into()],
+        );
         let header = format!("Bearer {token}");
         let (again, _) = Authenticator::load_or_create(dir.path()).unwrap();
         assert_eq!(again.authenticate(Some(&header)), Some(user));
@@ -399,6 +447,59 @@ mod tests {
             .encode(br#"{"sub":"atoll-admin","groups":["system:masters"],"exp":99999999999}"#);
         let forged = format!("Bearer {head}.{claims}.{signature}");
         assert_eq!(again.authenticate(Some(&forged)), None);
+    }
+
+    #[test]
+    fn tokens_are_valid_for_the_audiences_they_were_issued_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let (auth, admin) = Authenticator::load_or_create(dir.path()).unwrap();
+        let user = User {
+            name: "system:serviceaccount:default:builder".into(),
+            ..User::default()
+        };
+        let vault = auth.issue(user.clone(), Duration::from_secs(600), &["vault".into()]);
+        // Not the API's: refused by it, and by a review for the API.
+        assert_eq!(auth.authenticate(Some(&format!("Bearer {vault}"))), None);
+        assert_eq!(
+            auth.review(&vault, &[]).unwrap_err(),
+            r#"token audiences ["vault"] is invalid for the target audiences ["https://kubernetes.default.svc"]"#
+        );
+        let asked = ["other".to_owned(), "vault".to_owned()];
+        assert_eq!(
+            auth.review(&vault, &asked),
+            Ok((user.clone(), vec!["vault".to_owned()]))
+        );
+
+        let both = auth.issue(
+            user.clone(),
+            Duration::from_secs(600),
+            &["vault".into(), API_AUDIENCE.into()],
+        );
+        assert_eq!(
+            auth.authenticate(Some(&format!("Bearer {both}"))),
+            Some(user.clone())
+        );
+
+        // The token file's tokens are the API's only.
+        assert!(auth.review(&admin, &[]).is_ok());
+        assert!(auth.review(&admin, &["vault".into()]).is_err());
+
+        // A token issued before audiences were recorded is the API's.
+        let claims = json!({"sub": user.name, "exp": unix_now() + 600});
+        let encode = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+        let signed = format!(
+            "{}.{}",
+            encode(br#"{"alg":"HS256","typ":"JWT"}"#),
+            encode(claims.to_string().as_bytes())
+        );
+        let old = format!(
+            "{signed}.{}",
+            encode(&hmac_sha256(&auth.signing_key, signed.as_bytes()))
+        );
+        assert_eq!(
+            auth.authenticate(Some(&format!("Bearer {old}"))),
+            Some(user)
+        );
     }
 
     #[test]

@@ -242,26 +242,62 @@ async fn token_review(
             }],
         ));
     };
-    let audiences = review["spec"]["audiences"].clone();
-    let user = match auth.authenticate(Some(&format!("Bearer {token}"))) {
-        Some(user) if !service_account_lives(store, &user).await? => {
-            return Ok(json!({"user": {}, "error": "service account token has been invalidated"}));
-        }
-        user => user,
+    let audiences = string_list(&review["spec"]["audiences"]).map_err(|message| {
+        invalid_field(
+            rt,
+            "",
+            "spec.audiences",
+            message,
+            &review["spec"]["audiences"],
+        )
+    })?;
+    let (user, valid) = match auth.review(token, &audiences) {
+        Ok(found) => found,
+        Err(error) => return Ok(json!({"user": {}, "error": error})),
     };
-    Ok(match user {
-        Some(user) => {
-            let mut status = json!({
-                "authenticated": true,
-                "user": {"username": user.name, "uid": user.uid, "groups": user.groups},
-            });
-            if audiences.is_array() {
-                status["audiences"] = audiences;
-            }
-            status
-        }
-        None => json!({"user": {}, "error": "invalid bearer token"}),
-    })
+    if !service_account_lives(store, &user).await? {
+        return Ok(json!({"user": {}, "error": "service account token has been invalidated"}));
+    }
+    Ok(json!({
+        "authenticated": true,
+        "user": {"username": user.name, "uid": user.uid, "groups": user.groups},
+        "audiences": valid,
+    }))
+}
+
+/// A list of non-empty strings (none when missing), or why it is not one.
+fn string_list(value: &Value) -> std::result::Result<Vec<String>, String> {
+    match value {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| match item.as_str() {
+                Some(text) if !text.is_empty() => Ok(text.to_owned()),
+                _ => Err(format!("must hold non-empty strings, not {item}")),
+            })
+            .collect(),
+        other => Err(format!("must be a list of strings, not {other}")),
+    }
+}
+
+/// A 422 naming one field of a review or request.
+fn invalid_field(
+    rt: &ResourceType,
+    name: &str,
+    field: &str,
+    message: String,
+    value: &Value,
+) -> Error {
+    Error::invalid(
+        &rt.qualified_kind(),
+        rt.target(name),
+        vec![crate::validation::FieldError {
+            cause: crate::validation::CauseType::Invalid,
+            field: field.into(),
+            message,
+            value: Some(value.clone()),
+        }],
+    )
 }
 
 /// Whether the service account a token was issued for still exists, with the same UID (a
@@ -297,18 +333,31 @@ pub async fn token(
     mut request: Value,
 ) -> Result<Value> {
     let account = store.get(service_accounts, Some(ns), name).await?;
-    let seconds = token_seconds(&request["spec"]["expirationSeconds"]).map_err(|message| {
+    let invalid = |field: &str, message: String, value: &Value| {
         Error::invalid(
             "TokenRequest.authentication.k8s.io",
             service_accounts.target(name),
             vec![crate::validation::FieldError {
                 cause: crate::validation::CauseType::Invalid,
-                field: "spec.expirationSeconds".into(),
+                field: field.into(),
                 message,
-                value: Some(request["spec"]["expirationSeconds"].clone()),
+                value: Some(value.clone()),
             }],
         )
+    };
+    let spec = &request["spec"];
+    let seconds = token_seconds(&spec["expirationSeconds"]).map_err(|message| {
+        invalid(
+            "spec.expirationSeconds",
+            message,
+            &spec["expirationSeconds"],
+        )
     })?;
+    let mut audiences = string_list(&spec["audiences"])
+        .map_err(|message| invalid("spec.audiences", message, &spec["audiences"]))?;
+    if audiences.is_empty() {
+        audiences.push(crate::auth::API_AUDIENCE.to_owned());
+    }
     let user = User {
         name: format!("system:serviceaccount:{ns}:{name}"),
         uid: account["metadata"]["uid"]
@@ -322,7 +371,7 @@ pub async fn token(
         ],
         ..User::default()
     };
-    let token = auth.issue(user, Duration::from_secs(seconds));
+    let token = auth.issue(user, Duration::from_secs(seconds), &audiences);
     let expires = jiff::Timestamp::now()
         .checked_add(jiff::SignedDuration::from_secs(
             i64::try_from(seconds).unwrap_or(i64::MAX),
@@ -335,9 +384,7 @@ pub async fn token(
     request["kind"] = json!("TokenRequest");
     request["metadata"] = json!({"name": name, "namespace": ns, "creationTimestamp": now()});
     request["spec"]["expirationSeconds"] = json!(seconds);
-    if request["spec"].get("audiences").is_none_or(Value::is_null) {
-        request["spec"]["audiences"] = json!(["https://kubernetes.default.svc"]);
-    }
+    request["spec"]["audiences"] = json!(audiences);
     request["status"] = json!({
         "token": token,
         "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
