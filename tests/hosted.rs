@@ -254,6 +254,36 @@ async fn a_first_start_makes_a_fleet_that_takes_work_and_comes_back_after_a_rest
         );
         assert_eq!(row[4], "default", "{clusters}");
     }
+    // The hub's controllers did that as their own user, with the ClusterRole manifests/hub
+    // gives the hub on a real cluster, and no more.
+    hub.kubectl(&[
+        "get",
+        "clusterrolebinding",
+        "atoll-hub-embedded",
+        "-o",
+        "jsonpath={.roleRef.name} {.subjects[0].kind} {.subjects[0].name}",
+    ])
+    .success()
+    .stdout_is("atoll-hub User atoll:hub");
+    for (verb, resource, allowed) in [
+        ("create", "works.multicluster.x-k8s.io", true),
+        ("update", "hostedclusters.atoll.dev/status", true),
+        ("delete", "secrets", true),
+        ("create", "pods", false),
+        ("get", "configmaps", false),
+        (
+            "create",
+            "clusterrolebindings.rbac.authorization.k8s.io",
+            false,
+        ),
+    ] {
+        let asked = hub.kubectl(&["auth", "can-i", verb, resource, "-A", "--as", "atoll:hub"]);
+        if allowed {
+            asked.success().stdout_is("yes");
+        } else {
+            asked.failure().stdout_is("no");
+        }
+    }
     let listed = hub.atoll(&["hosted", "list", "-o", "wide"]).success();
     assert_eq!(
         listed.rows()[0],

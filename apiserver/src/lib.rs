@@ -208,6 +208,11 @@ pub struct Server {
     kubeconfig: PathBuf,
     admin_token: String,
     ca_pem: String,
+    /// Signs the client certificates of [`Server::user_kubeconfig`].
+    ca: Arc<pki::CertificateAuthority>,
+    /// The cluster's name and URL, as the admin kubeconfig has them.
+    cluster_name: String,
+    server_url: String,
     backend: Arc<dyn Backend>,
     backup: Arc<backup::Source>,
     /// Held exclusively while compacting, shared by backups (which read at one revision).
@@ -339,9 +344,10 @@ impl Server {
         };
 
         let kubeconfig = config.data_dir.join(&config.kubeconfig_name);
+        let server_url = format!("https://{server_host}");
         let contents = kubeconfig::render(
             &config.cluster_name,
-            &format!("https://{server_host}"),
+            &server_url,
             ca.cert_pem(),
             &admin_token,
         );
@@ -366,6 +372,9 @@ impl Server {
             kubeconfig,
             admin_token,
             ca_pem: ca.cert_pem().to_owned(),
+            ca,
+            cluster_name: config.cluster_name.clone(),
+            server_url,
             backend,
             backup,
             compaction,
@@ -407,6 +416,39 @@ impl Server {
     /// The CA certificate (PEM) clients pin.
     pub fn ca_pem(&self) -> &str {
         &self.ca_pem
+    }
+
+    /// A kubeconfig for `user` in `groups`, with a client certificate the cluster CA signs
+    /// here (no CertificateSigningRequest: for identities of the process itself, such as the
+    /// embedded hub's), valid for `ttl`. What the user may do is what RBAC grants the name.
+    pub fn user_kubeconfig(
+        &self,
+        user: &str,
+        groups: &[&str],
+        ttl: Duration,
+    ) -> Result<String, pki::Error> {
+        let key = rcgen::KeyPair::generate()?;
+        let subject = pki::client::Subject {
+            user: user.to_owned(),
+            groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+        };
+        let seconds = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX);
+        let not_after = time::OffsetDateTime::now_utc()
+            .checked_add(time::Duration::seconds(seconds))
+            .unwrap_or(time::OffsetDateTime::now_utc());
+        let cert = self.ca.sign_client(
+            &subject,
+            &rcgen::PublicKeyData::subject_public_key_info(&key),
+            not_after,
+        )?;
+        Ok(kubeconfig::render_certificate(
+            &self.cluster_name,
+            &self.server_url,
+            &self.ca_pem,
+            user,
+            &cert,
+            &key.serialize_pem(),
+        ))
     }
 
     /// The storage backend (for compaction and inspection).

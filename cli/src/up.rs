@@ -21,8 +21,10 @@ use atoll_api::names::{
 };
 use atoll_apiserver::{Config, Server, StorageKind};
 use atoll_hub::hosted::process::{EXIT_DATASTORE, EXIT_LISTEN, EXIT_RESTART};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ObjectMeta, PostParams};
+use serde::Deserialize as _;
 
 pub enum Mode {
     /// The hub: kubeconfig `hub.kubeconfig`, the hub controllers and the gRPC server, and at
@@ -128,9 +130,10 @@ pub async fn run(
             config,
             hosted_clusters,
         } => {
-            let hub = start_hub(&server, &data_dir, config).await?;
+            let client = hub_client(&server).await?;
+            let hub = start_hub(client.clone(), &data_dir, config).await?;
             if first_start && hosted_clusters > 0 {
-                first_clusters(&server, hosted_clusters).await?;
+                first_clusters(client, hosted_clusters).await?;
             }
             (Some(hub), false)
         }
@@ -189,8 +192,7 @@ async fn stdin_closed() {
 
 /// Creates ClusterSet `default` and `count` embedded hosted clusters in it, and waits (a
 /// while) until they serve and joined, so that the first `atoll get clusters` shows a fleet.
-async fn first_clusters(server: &Server, count: u32) -> anyhow::Result<()> {
-    let client = client_of(server).await?;
+async fn first_clusters(client: kube::Client, count: u32) -> anyhow::Result<()> {
     let sets: Api<ClusterSet> = Api::all(client.clone());
     let set = ClusterSet {
         metadata: ObjectMeta {
@@ -281,8 +283,58 @@ async fn first_clusters(server: &Server, count: u32) -> anyhow::Result<()> {
     }
 }
 
-async fn client_of(server: &Server) -> anyhow::Result<kube::Client> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(server.kubeconfig_path())?;
+/// The embedded hub's own user: its controllers and gRPC service act as it, with the rights the
+/// ClusterRole `atoll-hub` of `manifests/hub` gives the hub on a real cluster, not as the admin.
+pub const HUB_USER: &str = "atoll:hub";
+/// The binding of [`HUB_USER`] to that ClusterRole.
+const HUB_BINDING: &str = "atoll-hub-embedded";
+/// How long the hub's client certificate is valid; a new one is made at each start.
+const HUB_CERTIFICATE_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
+/// The hub's manifests on a real cluster, whose ClusterRole is the embedded hub's too.
+const HUB_MANIFESTS: &str = include_str!("../../manifests/hub/hub.yaml");
+
+/// A client acting as [`HUB_USER`]: as the admin, applies the hub's ClusterRole (as
+/// `manifests/hub` has it, so that an upgrade brings new rules) and binds the user to it, then
+/// signs a client certificate for the user.
+async fn hub_client(server: &Server) -> anyhow::Result<kube::Client> {
+    let admin = client_of(&std::fs::read_to_string(server.kubeconfig_path())?).await?;
+    let role = serde_yaml_ng::Deserializer::from_str(HUB_MANIFESTS)
+        .map(serde_json::Value::deserialize)
+        .filter_map(Result::ok)
+        .find(|doc| doc["kind"] == "ClusterRole")
+        .context("manifests/hub has no ClusterRole")?;
+    let name = role["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let apply = kube::api::PatchParams::apply("atoll-up").force();
+    let roles: Api<ClusterRole> = Api::all(admin.clone());
+    roles
+        .patch(&name, &apply, &kube::api::Patch::Apply(&role))
+        .await
+        .with_context(|| format!("cannot apply ClusterRole {name}"))?;
+    let binding = serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": HUB_BINDING},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": HUB_USER}],
+    });
+    let bindings: Api<ClusterRoleBinding> = Api::all(admin);
+    bindings
+        .patch(HUB_BINDING, &apply, &kube::api::Patch::Apply(&binding))
+        .await
+        .with_context(|| format!("cannot apply ClusterRoleBinding {HUB_BINDING}"))?;
+    let kubeconfig = server
+        .user_kubeconfig(HUB_USER, &[], HUB_CERTIFICATE_TTL)
+        .context("cannot sign the hub's client certificate")?;
+    tracing::info!(user = HUB_USER, role = %name, "the hub's controllers act as their own user");
+    client_of(&kubeconfig).await
+}
+
+/// A client of the kubeconfig `text`.
+async fn client_of(text: &str) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(text)?;
     let client_config = kube::Config::from_custom_kubeconfig(
         kubeconfig,
         &kube::config::KubeConfigOptions::default(),
@@ -297,11 +349,10 @@ const LOCAL_TOKEN_TTL: std::time::Duration = std::time::Duration::from_secs(24 *
 /// Starts the hub controllers and gRPC server against the embedded API server, and writes what
 /// local agents need: `hub-ca.crt` and `bootstrap-token` in the data directory.
 async fn start_hub(
-    server: &Server,
+    client: kube::Client,
     data_dir: &Path,
     config: atoll_hub::Config,
 ) -> anyhow::Result<atoll_hub::Hub> {
-    let client = client_of(server).await?;
     let grpc_addr = config.grpc_addr;
     let hub = atoll_hub::Hub::start(client.clone(), config)
         .await
