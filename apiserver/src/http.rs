@@ -26,6 +26,7 @@ use crate::watch::WatchCache;
 
 mod backup;
 mod in_flight;
+mod list;
 mod openapi;
 mod path;
 mod pods;
@@ -666,9 +667,7 @@ async fn serve_resource(
                     }],
                 ));
             }
-            let page = store.list(rt, ns, &list).await?;
-            let body = representation.list(rt, page);
-            Ok(representation.response(StatusCode::OK, &body))
+            list::serve(state, rt, ns, &list, representation).await
         }
         (&Method::GET, Some(name)) => {
             let object = store.get(rt, ns, name).await?;

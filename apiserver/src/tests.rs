@@ -20,6 +20,7 @@ mod connections;
 mod fuzz;
 mod http2;
 mod limits;
+mod lists;
 mod openapi;
 mod rbac;
 

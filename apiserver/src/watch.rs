@@ -5,6 +5,11 @@
 //! (selectors, another representation or version, a read of the object). A watcher that falls
 //! behind the ring, or asks for a revision older than the ring holds, is served straight from
 //! storage (or told its revision expired).
+//!
+//! The cache also keeps the current state: the newest version of every live object, loaded
+//! from storage at start and kept by the same events, so that lists are served from memory
+//! (the events' JSON, spliced into the list), as kube-apiserver serves them from its watch
+//! cache.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -67,6 +72,39 @@ impl CachedEvent {
         self.prev
             .get_or_init(|| self.prev_stored.as_ref().and_then(|kv| decode(kv).ok()))
             .as_ref()
+    }
+
+    /// The same object without its previous state: what the current state keeps.
+    fn current(&self) -> Self {
+        CachedEvent {
+            revision: self.revision,
+            kind: self.kind,
+            key: self.key.clone(),
+            stored: self.stored.clone(),
+            json: self.json.clone(),
+            api_version: self.api_version.clone(),
+            object: self.object.clone(),
+            prev_stored: None,
+            prev: OnceLock::new(),
+            stored_bytes: self.stored.value.len(),
+        }
+    }
+
+    /// A live object as storage holds it, for the state loaded at start.
+    fn stored(kv: &KeyValue) -> Option<Self> {
+        let (json, api_version) = with_resource_version(&kv.value, kv.mod_revision)?;
+        Some(CachedEvent {
+            revision: kv.mod_revision,
+            kind: EventKind::Create,
+            key: kv.key.clone(),
+            stored: kv.clone(),
+            json,
+            api_version,
+            object: OnceLock::new(),
+            prev_stored: None,
+            prev: OnceLock::new(),
+            stored_bytes: kv.value.len(),
+        })
     }
 
     fn from_storage(event: &crate::storage::Event) -> Option<Self> {
@@ -135,9 +173,19 @@ struct Ring {
     complete_after: Revision,
 }
 
+/// The newest version of every live object, as of `revision`.
+struct State {
+    objects: BTreeMap<String, Arc<CachedEvent>>,
+    revision: Revision,
+}
+
+/// How many objects one read of storage loads into the state at start.
+const LOAD_PAGE: usize = 10_000;
+
 /// The shared event cache.
 pub struct WatchCache {
     ring: RwLock<Ring>,
+    state: RwLock<State>,
     capacity: usize,
     budget: usize,
     latest: watch::Sender<Revision>,
@@ -157,6 +205,7 @@ impl WatchCache {
         mut shutdown: watch::Receiver<bool>,
     ) -> crate::storage::Result<Arc<Self>> {
         let start = backend.current_revision();
+        let objects = load(&*backend, start).await?;
         let mut events = backend.watch("/registry/", start).await?;
         let (latest, _) = watch::channel(start);
         let cache = Arc::new(WatchCache {
@@ -165,6 +214,10 @@ impl WatchCache {
                 newest: HashMap::new(),
                 bytes: 0,
                 complete_after: start,
+            }),
+            state: RwLock::new(State {
+                objects,
+                revision: start,
             }),
             capacity: capacity.max(MIN_EVENTS),
             budget,
@@ -201,6 +254,15 @@ impl WatchCache {
     fn push(&self, event: &crate::storage::Event) {
         let Some(cached) = CachedEvent::from_storage(event) else {
             tracing::error!(key = %event.kv.key, "cannot decode a stored object; watchers skip it");
+            // Lists do not show a version it replaced.
+            let mut state = match self.state.write() {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            state.objects.remove(&event.kv.key);
+            state.revision = event.revision();
+            drop(state);
+            self.latest.send_replace(event.revision());
             return;
         };
         let revision = cached.revision;
@@ -215,7 +277,7 @@ impl WatchCache {
             };
             ring.bytes += cached.stored_bytes;
             ring.newest.insert(cached.key.clone(), cached.clone());
-            ring.events.push_back(cached);
+            ring.events.push_back(cached.clone());
             while ring.events.len() > self.capacity
                 || (ring.bytes > self.budget && ring.events.len() > MIN_EVENTS)
             {
@@ -232,7 +294,49 @@ impl WatchCache {
                 }
             }
         }
+        {
+            let mut state = match self.state.write() {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            match cached.kind {
+                EventKind::Delete => {
+                    state.objects.remove(&cached.key);
+                }
+                EventKind::Create | EventKind::Update => {
+                    state
+                        .objects
+                        .insert(cached.key.clone(), Arc::new(cached.current()));
+                }
+            }
+            state.revision = revision;
+        }
         self.latest.send_replace(revision);
+    }
+
+    /// The live objects under `prefix`, in key order, and the revision they are current at.
+    pub fn list(&self, prefix: &str) -> (Vec<Arc<CachedEvent>>, Revision) {
+        let state = read(&self.state);
+        let objects = state
+            .objects
+            .range::<str, _>((
+                std::ops::Bound::Included(prefix),
+                std::ops::Bound::Unbounded,
+            ))
+            .take_while(|(key, _)| key.starts_with(prefix))
+            .map(|(_, object)| object.clone())
+            .collect();
+        (objects, state.revision)
+    }
+
+    /// Waits (at most `timeout`) until the cache holds every event up to `revision`; whether
+    /// it does.
+    pub async fn caught_up(&self, revision: Revision, timeout: std::time::Duration) -> bool {
+        let mut latest = self.latest.subscribe();
+        matches!(
+            tokio::time::timeout(timeout, latest.wait_for(|seen| *seen >= revision)).await,
+            Ok(Ok(_))
+        )
     }
 
     /// A feed of the events `wants` picks, from now on: what a controller follows.
@@ -286,6 +390,39 @@ impl WatchCache {
             }
         }
         Ok((out, seen))
+    }
+}
+
+/// Every live object at `revision`, read from storage a page at a time.
+async fn load(
+    backend: &dyn Backend,
+    revision: Revision,
+) -> crate::storage::Result<BTreeMap<String, Arc<CachedEvent>>> {
+    let mut objects = BTreeMap::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = backend
+            .list(crate::storage::ListOptions {
+                prefix: "/registry/",
+                revision: Some(revision),
+                start_after: after.as_deref(),
+                limit: Some(LOAD_PAGE),
+            })
+            .await?;
+        for kv in &page.items {
+            match CachedEvent::stored(kv) {
+                Some(object) => {
+                    objects.insert(kv.key.clone(), Arc::new(object));
+                }
+                None => {
+                    tracing::error!(key = %kv.key, "cannot decode a stored object; lists from the cache skip it")
+                }
+            }
+        }
+        after = page.items.last().map(|kv| kv.key.clone());
+        if page.remaining == 0 || after.is_none() {
+            return Ok(objects);
+        }
     }
 }
 

@@ -399,6 +399,26 @@ impl Store {
         })
     }
 
+    /// The revision a list's answer must be current at least at, when an answer from the latest
+    /// state will do: `None` for a continuation or a list at an exact revision, which read
+    /// storage. The list's `resourceVersion` options are checked as [`Store::list`] checks them.
+    pub fn list_at_least(&self, options: &ListOptions) -> Result<Option<Revision>> {
+        if options.continue_token.is_some() {
+            return Ok(None);
+        }
+        let rv = options.resource_version.as_deref();
+        if self
+            .list_revision(rv, options.resource_version_match.as_deref())?
+            .is_some()
+        {
+            return Ok(None);
+        }
+        Ok(Some(match rv {
+            None | Some("") => self.backend.current_revision(),
+            Some(v) => parse_resource_version(v)?,
+        }))
+    }
+
     /// The revision a list reads at, from `resourceVersion` and `resourceVersionMatch`.
     fn list_revision(&self, rv: Option<&str>, rv_match: Option<&str>) -> Result<Option<Revision>> {
         let parsed = match rv {
@@ -1954,7 +1974,7 @@ pub fn matches(object: &Value, labels: &LabelSelector, fields: &FieldSelector) -
         && (fields.is_empty() || fields.matches(object))
 }
 
-fn encode_continue(revision: Revision, key: &str) -> String {
+pub(crate) fn encode_continue(revision: Revision, key: &str) -> String {
     let token = json!({"v": "meta.k8s.io/v1", "rv": revision, "start": key});
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(token.to_string())
 }
