@@ -74,19 +74,24 @@ impl CachedEvent {
             .as_ref()
     }
 
-    /// The same object without its previous state: what the current state keeps.
+    /// The same object without its previous state: what the current state keeps. Its stored
+    /// bytes are its JSON (decoding sets the `resourceVersion` it holds already), so the state
+    /// holds each object's bytes once.
     fn current(&self) -> Self {
         CachedEvent {
             revision: self.revision,
             kind: self.kind,
             key: self.key.clone(),
-            stored: self.stored.clone(),
+            stored: KeyValue {
+                value: self.json.clone(),
+                ..self.stored.clone()
+            },
             json: self.json.clone(),
             api_version: self.api_version.clone(),
             object: self.object.clone(),
             prev_stored: None,
             prev: OnceLock::new(),
-            stored_bytes: self.stored.value.len(),
+            stored_bytes: self.json.len(),
         }
     }
 
@@ -97,13 +102,16 @@ impl CachedEvent {
             revision: kv.mod_revision,
             kind: EventKind::Create,
             key: kv.key.clone(),
-            stored: kv.clone(),
+            stored: KeyValue {
+                value: json.clone(),
+                ..kv.clone()
+            },
+            stored_bytes: json.len(),
             json,
             api_version,
             object: OnceLock::new(),
             prev_stored: None,
             prev: OnceLock::new(),
-            stored_bytes: kv.value.len(),
         })
     }
 
