@@ -63,6 +63,23 @@ fn operation() -> impl Strategy<Value = Value> {
     )
 }
 
+/// Well-formed JSON patch operations (what RFC 6902 accepts), on paths short enough to exist
+/// in the documents [`json_value`] makes now and then.
+fn well_formed_operation() -> impl Strategy<Value = Value> {
+    let path = prop_oneof!["(/([a-z$0-5-]|~0|~1){0,2}){0,3}", Just("/-".to_owned())];
+    (
+        "(add|remove|replace|move|copy|test)",
+        path.clone(),
+        path,
+        json_value(),
+    )
+        .prop_map(|(op, path, from, value)| match op.as_str() {
+            "move" | "copy" => json!({"op": op, "path": path, "from": from}),
+            "remove" => json!({"op": op, "path": path}),
+            _ => json!({"op": op, "path": path, "value": value}),
+        })
+}
+
 fn value_of_wrong_kind(seed: u8) -> Value {
     match seed % 3 {
         0 => json!("add"),
@@ -139,6 +156,39 @@ fn schema() -> impl Strategy<Value = Value> {
     })
 }
 
+/// RFC 6902 as the reference implementation applies it, one operation at a time, with the two
+/// behaviours kube-apiserver inherits from evanphx/json-patch v4 (see `crate::patch`): `replace`
+/// of a key missing from an object adds it, and `test` of `null` passes for an absent key.
+fn evanphx_reference(target: &Value, ops: &json_patch::Patch) -> Result<Value, String> {
+    let mut doc = target.clone();
+    for op in ops.0.iter() {
+        let absent_in_object = |path: &str| {
+            let (parent, key) = path.rsplit_once('/')?;
+            let key = key.replace("~1", "/").replace("~0", "~");
+            let object = doc.pointer(parent)?.as_object()?;
+            (!object.contains_key(&key)).then_some(())
+        };
+        let op = match op {
+            json_patch::PatchOperation::Replace(replace)
+                if absent_in_object(replace.path.as_str()).is_some() =>
+            {
+                json_patch::PatchOperation::Add(json_patch::AddOperation {
+                    path: replace.path.clone(),
+                    value: replace.value.clone(),
+                })
+            }
+            json_patch::PatchOperation::Test(test)
+                if test.value.is_null() && absent_in_object(test.path.as_str()).is_some() =>
+            {
+                continue;
+            }
+            other => other.clone(),
+        };
+        json_patch::patch(&mut doc, &[op]).map_err(|e| e.to_string())?;
+    }
+    Ok(doc)
+}
+
 proptest! {
     #[test]
     fn label_selectors_parse_or_fail_and_match_without_panicking(
@@ -177,9 +227,29 @@ proptest! {
     }
 
     #[test]
+    fn json_patches_do_what_rfc_6902_says(
+        target in json_value(),
+        ops in prop::collection::vec(well_formed_operation(), 0..6),
+    ) {
+        let ops = Value::Array(ops);
+        let reference_ops: json_patch::Patch = serde_json::from_value(ops.clone()).unwrap();
+        let mut ours = target.clone();
+        let our_result = patch::json_patch(&mut ours, &ops);
+        let reference = evanphx_reference(&target, &reference_ops);
+        prop_assert_eq!(our_result.is_ok(), reference.is_ok(), "ours {:?}, the reference's {:?}", our_result.err().map(|e| e.to_string()), reference);
+        if let Ok(reference) = reference {
+            prop_assert_eq!(ours, reference);
+        }
+    }
+
+    #[test]
     fn merge_patches_apply_without_panicking(target in json_value(), patch_doc in json_value()) {
+        // What RFC 7386 makes (the reference implementation).
+        let mut reference = target.clone();
+        json_patch::merge(&mut reference, &patch_doc);
         let mut patched = target;
         patch::merge_patch(&mut patched, &patch_doc);
+        prop_assert_eq!(&patched, &reference);
         // Applying the same merge patch again changes nothing (RFC 7386 is idempotent).
         let once = patched.clone();
         patch::merge_patch(&mut patched, &patch_doc);
