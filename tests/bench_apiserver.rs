@@ -2042,8 +2042,8 @@ struct RbacRow {
 const RBAC_ROUNDS: usize = 5;
 
 /// The rbac phase: on one server, gets, lists, creates and updates at 1 and 10 clients, each run
-/// [`RBAC_ROUNDS`] times as the admin and as the RBAC user in alternation (a fifth of the plan's
-/// ops per run).
+/// [`RBAC_ROUNDS`] times as the admin and as the RBAC user in alternation (the plan's reads, a
+/// fifth of its writes per run).
 async fn rbac_rounds(plan: &Plan, server: &ServerRuntime) -> anyhow::Result<Vec<RbacRow>> {
     let off = AtollTarget {
         backend: Backend::Atoll(StorageKind::Sqlite),
@@ -2072,12 +2072,13 @@ async fn rbac_rounds(plan: &Plan, server: &ServerRuntime) -> anyhow::Result<Vec<
         Operation::Update,
     ] {
         for (level, clients) in [1usize, 10].into_iter().enumerate() {
+            // Reads take a fraction of a second at the plan's counts; writes several.
             let ops = match operation {
                 Operation::Get => plan.gets[level],
                 Operation::List => plan.lists[level],
-                Operation::Create => plan.creates[level],
-                Operation::Update => plan.updates[level],
-            } / 5;
+                Operation::Create => plan.creates[level] / 5,
+                Operation::Update => plan.updates[level] / 5,
+            };
             let mut row = RbacRow {
                 operation,
                 clients,
