@@ -725,3 +725,82 @@ async fn deep_and_wide_documents_are_refused_or_served_without_harm() {
     })
     .await;
 }
+
+/// A flood of 40 reads and 20 writes, each holding its slot until the test lets its body
+/// arrive, against limits of 8 and 4 in flight from a user the limits bind: exactly 8 reads and 4
+/// writes are served, the rest answered 429 with `Retry-After` at once; once the bodies arrive
+/// no slot stays taken, and every request sent again is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_past_the_limits_gets_429s_then_everything_is_served() {
+    within(async {
+        let server = TestServer::start(StorageKind::Memory, |config| {
+            config.limits.requests_in_flight = Some(8);
+            config.limits.mutating_requests_in_flight = Some(4);
+            config.limits.exempt_masters = false;
+        })
+        .await;
+        let mut bodies = Vec::new();
+        let mut answers = Vec::new();
+        for i in 0..60 {
+            let (chunks, body) = mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(1);
+            let (method, payload) = if i < 40 {
+                (Method::GET, Vec::new())
+            } else {
+                let object = config_map(&format!("flood-{i}"), json!({}));
+                (Method::POST, serde_json::to_vec(&object).unwrap())
+            };
+            let request = Request::builder()
+                .method(method)
+                .uri(CONFIG_MAPS)
+                .header(header::AUTHORIZATION, format!("Bearer {}", server.token()))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from_stream(ReceiverStream::new(body)))
+                .unwrap();
+            let router = server.router();
+            answers.push(tokio::spawn(async move { answer(&router, request).await }));
+            bodies.push((chunks, payload));
+        }
+        // Every request has been admitted or refused before any body arrives.
+        while server.server.requests_in_flight() < 12
+            || answers.iter().filter(|a| a.is_finished()).count() < 48
+        {
+            tokio::task::yield_now().await;
+        }
+        for (chunks, payload) in bodies {
+            if !payload.is_empty() {
+                let _ = chunks.send(Ok(payload.into())).await;
+            }
+        }
+        let (mut read, mut written, mut refused) = (0, 0, 0);
+        for answer in answers {
+            let answer = answer.await.unwrap();
+            match answer.status {
+                StatusCode::OK => read += 1,
+                StatusCode::CREATED => written += 1,
+                StatusCode::TOO_MANY_REQUESTS => {
+                    assert_eq!(answer.headers[header::RETRY_AFTER], "1");
+                    refused += 1;
+                }
+                other => panic!("{other}: {}", answer.text()),
+            }
+        }
+        assert_eq!((read, written, refused), (8, 4, 48));
+        assert_eq!(server.server.requests_in_flight(), 0);
+        // Recovery: everything sent again is served.
+        for i in 0..20 {
+            let read = server.send(Method::GET, CONFIG_MAPS, None).await;
+            assert_eq!(read.status, StatusCode::OK);
+            let name = format!("after-{i}");
+            let write = server
+                .send(
+                    Method::POST,
+                    CONFIG_MAPS,
+                    Some(config_map(&name, json!({}))),
+                )
+                .await;
+            assert_eq!(write.status, StatusCode::CREATED);
+        }
+        server.server.shutdown().await;
+    })
+    .await;
+}
