@@ -244,8 +244,8 @@ async fn token_review(
     };
     let audiences = string_list(&review["spec"]["audiences"]).map_err(|message| {
         invalid_field(
-            rt,
-            "",
+            &rt.qualified_kind(),
+            rt.target(""),
             "spec.audiences",
             message,
             &review["spec"]["audiences"],
@@ -280,17 +280,17 @@ fn string_list(value: &Value) -> std::result::Result<Vec<String>, String> {
     }
 }
 
-/// A 422 naming one field of a review or request.
+/// A 422 naming one field of a `kind` object (a review or request), and its value.
 fn invalid_field(
-    rt: &ResourceType,
-    name: &str,
+    kind: &str,
+    target: crate::error::Target,
     field: &str,
     message: String,
     value: &Value,
 ) -> Error {
     Error::invalid(
-        &rt.qualified_kind(),
-        rt.target(name),
+        kind,
+        target,
         vec![crate::validation::FieldError {
             cause: crate::validation::CauseType::Invalid,
             field: field.into(),
@@ -334,15 +334,13 @@ pub async fn token(
 ) -> Result<Value> {
     let account = store.get(service_accounts, Some(ns), name).await?;
     let invalid = |field: &str, message: String, value: &Value| {
-        Error::invalid(
+        let target = service_accounts.target(name);
+        invalid_field(
             "TokenRequest.authentication.k8s.io",
-            service_accounts.target(name),
-            vec![crate::validation::FieldError {
-                cause: crate::validation::CauseType::Invalid,
-                field: field.into(),
-                message,
-                value: Some(value.clone()),
-            }],
+            target,
+            field,
+            message,
+            value,
         )
     };
     let spec = &request["spec"];
