@@ -401,7 +401,7 @@ impl ServerRuntime {
                  {RBAC_TOKEN},{RBAC_USER},{RBAC_USER},\"system:authenticated\"\n",
                 atoll_apiserver::auth::new_token()
             );
-            atoll_apiserver::pki::write_private(&dir.join("tokens.csv"), lines.as_bytes())?;
+            atoll_pki::write_private(&dir.join("tokens.csv"), lines.as_bytes())?;
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)

@@ -397,7 +397,7 @@ async fn a_credential_speaks_only_for_its_own_cluster() {
 #[tokio::test]
 async fn a_client_without_the_hubs_ca_cannot_connect() {
     let hub = TestHub::start(true, Leases::default()).await;
-    let other = atoll_apiserver::pki::CertificateAuthority::generate("not-the-hub").unwrap();
+    let other = atoll_pki::CertificateAuthority::generate("not-the-hub").unwrap();
     let channel = atoll_agent::hub::channel(&hub.url, other.cert_pem()).unwrap();
     let mut client = atoll_agent::hub::client(channel, &hub.token).unwrap();
     let err = client

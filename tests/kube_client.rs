@@ -1097,11 +1097,11 @@ async fn a_client_certificate_the_cluster_signed_authenticates_and_rbac_decides(
     tokio::time::timeout(TIMEOUT, async {
         let (server, admin) = server().await;
         let key = rcgen::KeyPair::generate().unwrap();
-        let subject = atoll_apiserver::pki::client::Subject {
+        let subject = atoll_pki::client::Subject {
             user: "dana".into(),
             groups: vec!["ops".into()],
         };
-        let request = atoll_apiserver::pki::client::request(&key, &subject).unwrap();
+        let request = atoll_pki::client::request(&key, &subject).unwrap();
         let encode = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
         let csrs: Api<CertificateSigningRequest> = Api::all(admin.clone());
         let csr = serde_json::from_value(json!({

@@ -69,3 +69,15 @@ pub const FINALIZER_WORK_CLEANUP: &str = "multicluster.x-k8s.io/work-cleanup";
 
 /// Field manager the work agent applies manifests with.
 pub const FIELD_MANAGER_WORK_AGENT: &str = "atoll-work-agent";
+
+/// ClusterProfile condition: the cluster's ClusterSet membership, when its label asks for one.
+pub const CONDITION_CLUSTER_SET_MEMBER: &str = "ClusterSetMember";
+
+/// ClusterSet condition: some clusters were refused membership.
+pub const CONDITION_MEMBERSHIP_REJECTED: &str = "MembershipRejected";
+
+/// Label on a stamped Work: the WorkPlacement that stamped it, as `namespace.name`.
+pub const LABEL_PLACEMENT: &str = "atoll.dev/placement";
+
+/// The most manifest bytes one Work may carry; larger Works are not sent and say why.
+pub const MANIFESTS_MAX_BYTES: usize = 1024 * 1024;

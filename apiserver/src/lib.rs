@@ -34,7 +34,8 @@ pub mod http;
 pub mod kubeconfig;
 pub mod openapi;
 pub mod patch;
-pub mod pki;
+/// The certificate authority and certificates, from the shared `atoll-pki` crate.
+pub use atoll_pki as pki;
 pub mod protobuf;
 pub mod registry;
 pub mod serve;
@@ -280,7 +281,7 @@ impl Server {
         hosts.extend(config.extra_hosts.iter().cloned());
         hosts.dedup();
         let serving = ca.issue_serving(&hosts)?;
-        let tls = pki::server_config(&serving, Some(ca.cert_pem()))?;
+        let tls = pki::server_config(&serving, Some(ca.cert_pem()), &serve::ALPN_PROTOCOLS)?;
 
         let server_host = if addr.ip().is_unspecified() {
             SocketAddr::new([127, 0, 0, 1].into(), addr.port())

@@ -1,11 +1,11 @@
 //! `atoll get clusters` and `atoll cluster accept|remove`.
 
 use atoll_api::inventory::ClusterProfile;
+use atoll_api::names::CONDITION_CLUSTER_SET_MEMBER;
 use atoll_api::names::{
     CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED, INVENTORY_NAMESPACE, LABEL_CLUSTER_SET,
     PROPERTY_CLUSTER_ID,
 };
-use atoll_hub::inventory::CONDITION_CLUSTER_SET_MEMBER;
 use clap::Args;
 use kube::api::{Api, ListParams};
 

@@ -77,7 +77,7 @@ pub async fn list(client: kube::Client, format: Format) -> anyhow::Result<()> {
                     .conditions
                     .iter()
                     .find(|c| {
-                        c.type_ == atoll_hub::clusterset::CONDITION_MEMBERSHIP_REJECTED
+                        c.type_ == atoll_api::names::CONDITION_MEMBERSHIP_REJECTED
                             && c.status == "True"
                     })
                     .map_or(String::new(), |c| c.message.clone());

@@ -568,7 +568,7 @@ pub async fn kubeconfig(
     match output {
         None => print!("{text}"),
         Some(path) => {
-            atoll_apiserver::pki::write_private(path, text.as_bytes())
+            atoll_pki::write_private(path, text.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
             eprintln!(
                 "wrote the kubeconfig of {namespace}/{name} to {}: kubectl --kubeconfig {} get namespaces",

@@ -264,7 +264,7 @@ async fn first_clusters(client: kube::Client, count: u32) -> anyhow::Result<()> 
                             &[
                                 CONDITION_JOINED,
                                 CONDITION_CONTROL_PLANE_HEALTHY,
-                                atoll_hub::inventory::CONDITION_CLUSTER_SET_MEMBER,
+                                atoll_api::names::CONDITION_CLUSTER_SET_MEMBER,
                             ],
                         )
                 });
@@ -377,7 +377,7 @@ async fn replace_local_token(client: kube::Client, path: &Path) -> anyhow::Resul
     )
     .await
     .context("cannot create the local bootstrap token")?;
-    atoll_apiserver::pki::write_private(path, format!("{token}\n").as_bytes())?;
+    atoll_pki::write_private(path, format!("{token}\n").as_bytes())?;
     if let Some(Ok(old)) = previous.as_deref().map(atoll_hub::bootstrap::Token::parse) {
         match atoll_hub::bootstrap::delete(client, old.id()).await {
             Ok(()) => {}

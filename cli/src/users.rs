@@ -54,16 +54,16 @@ pub async fn create(kubeconfig: Option<&Path>, user: NewUser<'_>) -> anyhow::Res
         .as_deref()
         .unwrap_or_default()
         .iter()
-        .map(|der| atoll_apiserver::pki::client::pem("CERTIFICATE", der))
+        .map(|der| atoll_pki::client::pem("CERTIFICATE", der))
         .collect::<String>();
     let client = kube::Client::try_from(config).context("cannot build a client for the hub")?;
 
     let key = rcgen::KeyPair::generate().context("cannot generate a key")?;
-    let subject = atoll_apiserver::pki::client::Subject {
+    let subject = atoll_pki::client::Subject {
         user: user.name.to_owned(),
         groups: user.groups.to_vec(),
     };
-    let request = atoll_apiserver::pki::client::request(&key, &subject)?;
+    let request = atoll_pki::client::request(&key, &subject)?;
     let csrs: Api<CertificateSigningRequest> = Api::all(client);
     let csr: CertificateSigningRequest = serde_json::from_value(json!({
         "metadata": {"generateName": "atoll-user-", "annotations": {"atoll.dev/user": user.name}},
@@ -92,7 +92,7 @@ pub async fn create(kubeconfig: Option<&Path>, user: NewUser<'_>) -> anyhow::Res
         &certificate,
         &key.serialize_pem(),
     );
-    atoll_apiserver::pki::write_private(user.output, kubeconfig.as_bytes())
+    atoll_pki::write_private(user.output, kubeconfig.as_bytes())
         .with_context(|| format!("cannot write {}", user.output.display()))?;
     let groups = if user.groups.is_empty() {
         "no groups".to_owned()

@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
+use atoll_api::names::{LABEL_PLACEMENT, MANIFESTS_MAX_BYTES};
 use atoll_api::placement::WorkPlacement;
 use atoll_api::work::Work;
-use atoll_hub::work::{LABEL_PLACEMENT, MANIFESTS_MAX_BYTES};
 use clap::Args;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};

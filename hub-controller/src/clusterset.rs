@@ -18,8 +18,7 @@ use tokio::sync::watch;
 use crate::conditions::{Verdict, merge};
 use crate::fleet::{Changes, Fleet, Health, Member};
 
-/// ClusterSet condition: some clusters were refused membership.
-pub const CONDITION_MEMBERSHIP_REJECTED: &str = "MembershipRejected";
+pub use atoll_api::names::CONDITION_MEMBERSHIP_REJECTED;
 
 /// The hub's decision about one cluster's membership.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -25,8 +25,7 @@ use crate::conditions::{Verdict, merge};
 use crate::fleet::{Fleet, Health, Leases, Member};
 use crate::record::LABEL_CLUSTER;
 
-/// ClusterProfile condition: the cluster's ClusterSet membership, when its label asks for one.
-pub const CONDITION_CLUSTER_SET_MEMBER: &str = "ClusterSetMember";
+pub use atoll_api::names::CONDITION_CLUSTER_SET_MEMBER;
 /// ClusterProfile condition, present only when a property could not be copied.
 pub const CONDITION_PROPERTIES_COPIED: &str = "PropertiesCopied";
 

@@ -58,7 +58,7 @@ pub enum Error {
     #[error("{0}")]
     Crds(String),
     #[error("cannot create or load the hub's CA")]
-    Ca(#[from] atoll_apiserver::pki::Error),
+    Ca(#[from] atoll_pki::Error),
     #[error("cannot listen for agents on {addr}")]
     Bind {
         addr: SocketAddr,

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use atoll_api::names::{INVENTORY_NAMESPACE, SYSTEM_NAMESPACE};
-use atoll_apiserver::pki::CertificateAuthority;
+use atoll_pki::CertificateAuthority;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

@@ -17,8 +17,7 @@ use crate::conditions::{Verdict, merge};
 use crate::fleet::{Fleet, Health};
 use crate::sources;
 
-/// The most manifest bytes one Work may carry; larger Works are not sent and say why.
-pub const MANIFESTS_MAX_BYTES: usize = 1024 * 1024;
+pub use atoll_api::names::MANIFESTS_MAX_BYTES;
 /// Annotation that lets a deleting Work go at once, whatever its cluster's state.
 pub const ANNOTATION_FORCE_DELETE: &str = "atoll.dev/force-delete";
 /// How long a deleting Work waits, by default, for a cluster that is Unknown before it goes anyway.
@@ -67,8 +66,7 @@ pub struct Reported {
     pub message: String,
 }
 
-/// Label on a stamped Work: the WorkPlacement that stamped it, as `namespace.name`.
-pub const LABEL_PLACEMENT: &str = "atoll.dev/placement";
+pub use atoll_api::names::LABEL_PLACEMENT;
 /// Annotation on a stamped Work: the WorkPlacement generation it carries.
 pub const ANNOTATION_PLACEMENT_GENERATION: &str = "atoll.dev/placement-generation";
 

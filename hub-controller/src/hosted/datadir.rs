@@ -135,7 +135,7 @@ pub fn load(dir: &Path) -> std::io::Result<Option<Saved>> {
 pub fn save(dir: &Path, saved: &Saved) -> std::io::Result<()> {
     let bytes = serde_json::to_vec_pretty(saved).map_err(std::io::Error::other)?;
     let temporary = dir.join(format!("{FILE}.tmp"));
-    atoll_apiserver::pki::write_private(&temporary, &bytes).map_err(std::io::Error::other)?;
+    atoll_pki::write_private(&temporary, &bytes).map_err(std::io::Error::other)?;
     std::fs::rename(&temporary, dir.join(FILE))
 }
 

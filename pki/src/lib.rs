@@ -1,4 +1,5 @@
-//! The server's certificate authority and serving certificates.
+//! Certificate authorities, serving certificates and client certificates: the API server's, the
+//! hub's (for its agents' gRPC) and the CLI's (user certificate requests).
 //!
 //! A CA is generated on first start and kept in the data directory (`ca.crt`, `ca.key`, the key
 //! with mode 0600); later starts reuse it, so kubeconfigs written before a restart stay valid. The
@@ -151,12 +152,13 @@ fn ca_params(common_name: &str) -> Result<CertificateParams> {
     Ok(params)
 }
 
-/// A rustls server configuration for a serving certificate, offering HTTP/2 and HTTP/1.1
-/// ([`crate::serve::ALPN_PROTOCOLS`]). With `client_ca` (PEM), clients may present a
-/// certificate that CA signed (they need not: tokens and anonymous requests remain).
+/// A rustls server configuration for a serving certificate, offering the `alpn` protocols in
+/// order of preference. With `client_ca` (PEM), clients may present a certificate that CA signed
+/// (they need not: tokens and anonymous requests remain).
 pub fn server_config(
     serving: &CertifiedKey,
     client_ca: Option<&str>,
+    alpn: &[&[u8]],
 ) -> Result<Arc<rustls::ServerConfig>> {
     let certs = rustls_pemfile::certs(&mut serving.cert_pem.as_bytes())
         .collect::<Result<Vec<_>, _>>()
@@ -197,10 +199,7 @@ pub fn server_config(
         }
     };
     let mut config = builder.with_single_cert(certs, key)?;
-    config.alpn_protocols = crate::serve::ALPN_PROTOCOLS
-        .iter()
-        .map(|p| p.to_vec())
-        .collect();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(Arc::new(config))
 }
 
@@ -270,7 +269,7 @@ mod tests {
         let serving = ca
             .issue_serving(&["127.0.0.1".into(), "localhost".into()])
             .unwrap();
-        let config = server_config(&serving, Some(ca.cert_pem())).unwrap();
+        let config = server_config(&serving, Some(ca.cert_pem()), &[b"h2", b"http/1.1"]).unwrap();
         assert_eq!(
             config.alpn_protocols,
             vec![b"h2".to_vec(), b"http/1.1".to_vec()]
