@@ -22,7 +22,7 @@ struct Agent {
 }
 
 impl Agent {
-    fn start(hub_dir: &Path, grpc: &str, member: &Process, name: &str, log: PathBuf) -> Agent {
+    fn start(hub_dir: &Path, grpc: &str, member: &Path, name: &str, log: PathBuf) -> Agent {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -37,7 +37,7 @@ impl Agent {
                 hub_dir.join("bootstrap-token"),
             )
             .args(["--cluster-name", name, "--kubeconfig"])
-            .arg(member.kubeconfig())
+            .arg(member)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(file)
@@ -66,7 +66,7 @@ fn start_members(dir: &Path, hub_dir: &Path, grpc: &str) -> (Vec<Process>, Vec<A
     for name in ["east", "west", "north"] {
         let member = Process::apiserver(&dir.join(name), free_addr().unwrap()).unwrap();
         let log = dir.join(format!("{name}-agent.log"));
-        agents.push(Agent::start(hub_dir, grpc, &member, name, log));
+        agents.push(Agent::start(hub_dir, grpc, &member.kubeconfig(), name, log));
         members.push(member);
     }
     (members, agents)
@@ -74,12 +74,17 @@ fn start_members(dir: &Path, hub_dir: &Path, grpc: &str) -> (Vec<Process>, Vec<A
 
 /// `atoll` against the hub.
 fn atoll(hub_dir: &Path, args: &[&str]) -> Ran {
-    let kubeconfig = hub_dir.join("hub.kubeconfig");
+    let kubeconfig = hub_kubeconfig_admin(hub_dir);
     let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
     all.extend_from_slice(args);
     Tool::new(atoll_binary().unwrap())
         .env("RUST_BACKTRACE", "0")
         .run(&all)
+}
+
+/// The hub's admin kubeconfig in `hub_dir`.
+fn hub_kubeconfig_admin(hub_dir: &Path) -> PathBuf {
+    hub_dir.join("hub.kubeconfig")
 }
 
 /// `spec.size` of the Widget `shop/w` in a member cluster, through kubectl.
@@ -101,6 +106,36 @@ fn widget_size(member: &Process) -> Ran {
 /// `kubectl` against the cluster of `kubeconfig`.
 fn kubectl(kubeconfig: &Path, args: &[&str]) -> Ran {
     atoll_tests::kubectl_at(kubeconfig, args)
+}
+
+/// Writes to `out` a kubeconfig of the cluster of `admin` that authenticates as ServiceAccount
+/// `atoll-system/NAME`, with a two-hour token from `kubectl create token`.
+fn service_account_kubeconfig(admin: &Path, name: &str, out: &Path) {
+    let token = kubectl(
+        admin,
+        &[
+            "create",
+            "token",
+            name,
+            "-n",
+            "atoll-system",
+            "--duration=2h",
+        ],
+    )
+    .success();
+    std::fs::copy(admin, out).unwrap();
+    kubectl(
+        out,
+        &[
+            "config",
+            "set-credentials",
+            name,
+            "--token",
+            token.stdout.trim(),
+        ],
+    )
+    .success();
+    kubectl(out, &["config", "set-context", "--current", "--user", name]).success();
 }
 
 /// The `atoll get clusters` row of each cluster, by name: (healthy, joined, clusterset).
@@ -273,7 +308,7 @@ async fn three_clusters_join_get_lost_come_back_and_move_between_sets() {
     agents[0] = Agent::start(
         &hub_dir,
         &grpc,
-        &members[0],
+        &members[0].kubeconfig(),
         "east",
         dir.path().join("east-agent.log"),
     );
@@ -715,7 +750,7 @@ async fn an_agent_killed_mid_apply_neither_misses_nor_repeats_work() {
     .unwrap();
     let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
     let log = dir.path().join("east-agent.log");
-    let agent = Agent::start(&hub_dir, &grpc, &member, "east", log.clone());
+    let agent = Agent::start(&hub_dir, &grpc, &member.kubeconfig(), "east", log.clone());
     until_healthy(dir.path(), &hub_dir, "east").await;
 
     // Many ConfigMaps, so that the agent is stopped part of the way through.
@@ -786,7 +821,7 @@ async fn an_agent_killed_mid_apply_neither_misses_nor_repeats_work() {
         "the agent finished before it was killed: no restart mid-apply to test"
     );
 
-    let agent = Agent::start(&hub_dir, &grpc, &member, "east", log);
+    let agent = Agent::start(&hub_dir, &grpc, &member.kubeconfig(), "east", log);
     until(
         dir.path(),
         "the placement is available on east",
@@ -813,7 +848,8 @@ async fn an_agent_killed_mid_apply_neither_misses_nor_repeats_work() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api() {
+async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api_and_a_restricted_agent_says_what_it_may_not_apply()
+ {
     use base64::Engine as _;
     let dir = tempfile::tempdir().unwrap();
     // The hub cluster: any Kubernetes API; here atoll's own server, as a real cluster stands in.
@@ -825,42 +861,8 @@ async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api() {
     let admin = hub_cluster.kubeconfig();
     let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/hub");
     kubectl(&admin, &["apply", "-k", manifests.to_str().unwrap()]).success();
-    let token = kubectl(
-        &admin,
-        &[
-            "create",
-            "token",
-            "atoll-hub",
-            "-n",
-            "atoll-system",
-            "--duration=2h",
-        ],
-    )
-    .success();
     let hub_kubeconfig = dir.path().join("atoll-hub.kubeconfig");
-    std::fs::copy(&admin, &hub_kubeconfig).unwrap();
-    kubectl(
-        &hub_kubeconfig,
-        &[
-            "config",
-            "set-credentials",
-            "atoll-admin",
-            "--token",
-            token.stdout.trim(),
-        ],
-    )
-    .success();
-    kubectl(
-        &hub_kubeconfig,
-        &[
-            "config",
-            "set-context",
-            "--current",
-            "--user",
-            "atoll-admin",
-        ],
-    )
-    .success();
+    service_account_kubeconfig(&admin, "atoll-hub", &hub_kubeconfig);
     kubectl(
         &hub_kubeconfig,
         &[
@@ -929,11 +931,28 @@ async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api() {
     let token = atoll(&hub_dir, &["token", "create", "--ttl", "1h"]).success();
     std::fs::write(hub_dir.join("bootstrap-token"), token.stdout.trim()).unwrap();
 
+    // The member runs its agent as manifests/agent/restricted grants: `admin` in every
+    // namespace, and of the cluster-scoped kinds only Namespaces and CRDs besides its own.
     let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
+    let restricted = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/agent/restricted");
+    kubectl(
+        &member.kubeconfig(),
+        &["apply", "-k", restricted.to_str().unwrap()],
+    )
+    .success()
+    .stdout_has("clusterrolebinding.rbac.authorization.k8s.io/atoll-work-agent-admin created");
+    let agent_kubeconfig = dir.path().join("atoll-work-agent.kubeconfig");
+    service_account_kubeconfig(&member.kubeconfig(), "atoll-work-agent", &agent_kubeconfig);
+    kubectl(
+        &agent_kubeconfig,
+        &["auth", "can-i", "create", "clusterroles"],
+    )
+    .failure()
+    .stdout_is("no");
     let _agent = Agent::start(
         &hub_dir,
         &grpc,
-        &member,
+        &agent_kubeconfig,
         "east",
         dir.path().join("east-agent.log"),
     );
@@ -969,6 +988,110 @@ async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api() {
     )
     .success();
     assert_eq!(color.stdout.trim(), "blue");
+
+    // What the restricted agent may not write fails alone, saying who may not do what where;
+    // the rest of the Work is applied.
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata: {name: prices, namespace: shop}\ndata: {tea: '3'}\n---\n\
+         apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: quota, namespace: shop}\nspec: {hard: {pods: '10'}}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: shop-reader}\nrules: []\n",
+    )
+    .unwrap();
+    let refused = atoll(
+        &hub_dir,
+        &[
+            "work",
+            "apply",
+            "-f",
+            file.to_str().unwrap(),
+            "--clusters",
+            "east",
+            "--name",
+            "shop",
+            "--wait",
+            "--timeout",
+            "60s",
+        ],
+    )
+    .failure();
+    let agent = "User \"system:serviceaccount:atoll-system:atoll-work-agent\"";
+    for expected in [
+        format!(
+            "{agent} cannot patch resource \"resourcequotas\" in API group \"\" in the namespace \"shop\""
+        ),
+        format!(
+            "{agent} cannot get resource \"clusterroles\" in API group \"rbac.authorization.k8s.io\" at the cluster scope"
+        ),
+    ] {
+        assert!(
+            refused.stderr.contains(&expected),
+            "{expected}\nnot in: {}",
+            refused.stderr
+        );
+    }
+    let work = kubectl(
+        &hub_kubeconfig_admin(&hub_dir),
+        &[
+            "get",
+            "work",
+            "-n",
+            "east",
+            "-l",
+            "atoll.dev/placement=default.shop",
+            "-o",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    let manifests = &work["items"][0]["status"]["manifestConditions"];
+    let applied: Vec<(String, String, String)> = manifests
+        .as_array()
+        .unwrap_or_else(|| panic!("no manifest statuses: {work:#}\n{}", refused.stderr))
+        .iter()
+        .map(|m| {
+            let c = m["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["type"] == "Applied")
+                .unwrap();
+            (
+                m["identifier"]["kind"].as_str().unwrap().to_owned(),
+                c["status"].as_str().unwrap().to_owned(),
+                c["reason"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        applied
+            .iter()
+            .map(|(k, s, r)| format!("{k} {s} {r}"))
+            .collect::<Vec<_>>(),
+        [
+            "Namespace True AppliedManifestComplete",
+            "ConfigMap True AppliedManifestComplete",
+            "ResourceQuota False Forbidden",
+            "ClusterRole False Forbidden",
+        ],
+        "{work:#}"
+    );
+    let tea = kubectl(
+        &member.kubeconfig(),
+        &[
+            "get",
+            "configmap",
+            "prices",
+            "-n",
+            "shop",
+            "-o",
+            "jsonpath={.data.tea}",
+        ],
+    )
+    .success();
+    assert_eq!(tea.stdout.trim(), "3");
 
     // SIGTERM stops it cleanly.
     let pid = controller.id().to_string();

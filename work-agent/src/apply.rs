@@ -464,10 +464,11 @@ impl Applier {
                         Ok(existing) => existing,
                         // Unread, it cannot be told apart from an object the Work made.
                         Err(e) if !applied_before => {
+                            let (reason, message) = failure_of(&e);
                             return fail(
                                 identifier,
-                                "AppliedManifestFailed",
-                                format!("{described}: cannot read it before applying: {e}"),
+                                reason,
+                                format!("{described}: cannot read it before applying: {message}"),
                             );
                         }
                         Err(_) => None,
@@ -510,21 +511,9 @@ impl Applier {
                     )
                 };
             }
-            Err(kube::Error::Api(e)) => {
-                let reason = match e.code {
-                    409 => "ApplyConflict",
-                    422 => "Invalid",
-                    403 => "Forbidden",
-                    _ => "AppliedManifestFailed",
-                };
-                return fail(identifier, reason, format!("{described}: {}", e.message));
-            }
             Err(e) => {
-                return fail(
-                    identifier,
-                    "AppliedManifestFailed",
-                    format!("{described}: {e}"),
-                );
+                let (reason, message) = failure_of(&e);
+                return fail(identifier, reason, format!("{described}: {message}"));
             }
         };
         if kind == "CustomResourceDefinition" && group == "apiextensions.k8s.io" {
@@ -674,6 +663,24 @@ fn rank_of_kind(kind: &str) -> u32 {
         | "ValidatingAdmissionPolicy"
         | "ValidatingAdmissionPolicyBinding" => 6,
         _ => 1000,
+    }
+}
+
+/// The reason a failed read or write of a manifest is reported with, and what to say: the API
+/// server's own message when it answered (a 403 names the verb, the resource and the namespace
+/// the agent may not touch).
+fn failure_of(error: &kube::Error) -> (&'static str, String) {
+    match error {
+        kube::Error::Api(e) => {
+            let reason = match e.code {
+                409 => "ApplyConflict",
+                422 => "Invalid",
+                403 => "Forbidden",
+                _ => "AppliedManifestFailed",
+            };
+            (reason, e.message.clone())
+        }
+        other => ("AppliedManifestFailed", other.to_string()),
     }
 }
 

@@ -42,7 +42,7 @@ pub const FIELD_MANAGER: &str = atoll_api::names::FIELD_MANAGER_WORK_AGENT;
 /// Why the agent stops.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot reach its own cluster's API server ({what})")]
+    #[error("its own cluster's API server failed ({what}): {}", explain(source))]
     Member {
         what: String,
         #[source]
@@ -54,6 +54,15 @@ pub enum Error {
     Hub(String),
     #[error("the hub refused the join of cluster {cluster:?}: {message}")]
     JoinRefused { cluster: String, message: String },
+}
+
+/// A member API server's failure in a line: its own message when it answered (a 403 names who
+/// may not do what), the client's error otherwise.
+fn explain(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(e) => format!("{} ({})", e.message, e.code),
+        other => other.to_string(),
+    }
 }
 
 impl Error {
