@@ -14,6 +14,7 @@ pub mod fields;
 pub mod health;
 pub mod hub;
 pub mod properties;
+pub mod queue;
 pub mod works;
 
 use std::sync::Arc;
@@ -320,6 +321,8 @@ impl Session<'_> {
             ended = self.heartbeats() => ended,
             ended = self.sync() => ended,
             ended = self.resync() => ended,
+            // The workers never stop by themselves; the session ends with the others.
+            () = self.works.work(&self.client) => Ended::Fatal(Error::Hub("the Work workers stopped".to_owned())),
         }
     }
 
@@ -328,16 +331,15 @@ impl Session<'_> {
     async fn resync(&self) -> Ended {
         let mut next = tokio::time::Instant::now() + self.config.resync;
         loop {
-            let mut client = self.client.clone();
             tokio::select! {
                 _ = tokio::time::sleep_until(next) => {
-                    self.works.resync(&mut client).await;
+                    self.works.resync();
                     next = tokio::time::Instant::now() + self.config.resync;
                 }
                 Some(work) = self.works.next_changed() => {
                     // Let a burst of changes settle, then apply once.
                     tokio::time::sleep(Duration::from_millis(200)).await;
-                    self.works.reapply(&mut client, &work).await;
+                    self.works.reapply(&work);
                 }
             }
         }
@@ -535,14 +537,8 @@ impl Session<'_> {
                 }
             }
             Some(sync_event::Event::Keepalive(_)) | None => {}
-            Some(sync_event::Event::WorkUpsert(w)) => {
-                let mut client = self.client.clone();
-                self.works.upsert(&mut client, &w).await?;
-            }
-            Some(sync_event::Event::WorkDelete(w)) => {
-                let mut client = self.client.clone();
-                self.works.delete(&mut client, &w).await?;
-            }
+            Some(sync_event::Event::WorkUpsert(w)) => self.works.upsert(w),
+            Some(sync_event::Event::WorkDelete(w)) => self.works.delete(w),
         }
         Ok(())
     }

@@ -24,6 +24,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams};
 
 use crate::apply::{Applier, LABEL_APPLIED_BY, Outcome, Previous, describe};
+use crate::queue::Queue;
 use crate::{Error, FIELD_MANAGER, hub};
 
 /// The largest Work status the agent reports; larger ones are trimmed, with a condition saying so.
@@ -163,9 +164,12 @@ pub struct Works {
     cluster: String,
     /// The Works as the hub last sent them, for drift correction.
     sent: Mutex<HashMap<String, WorkUpsert>>,
-    /// One gate per Work: its applies, re-applies and deletion run one at a time, so that a
-    /// re-apply of the version before never lands after (or records over) the new one.
-    gates: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Works the hub deleted whose resources are still to go, by name.
+    deleting: Mutex<HashMap<String, WorkDelete>>,
+    /// The names of Works to apply or delete. One worker at a time has a name, so a Work's
+    /// applies, re-applies and deletion run one at a time and a re-apply of the version before
+    /// never lands after (or records over) the new one; other Works go on meanwhile.
+    queue: Queue,
     /// Each Work's resourceVersions after its last apply, by manifest ordinal.
     versions: Mutex<HashMap<String, HashMap<i32, String>>>,
     /// What each Work's last report said: its fingerprint (timestamps left out) and the status.
@@ -196,7 +200,8 @@ impl Works {
             member,
             cluster: cluster.to_owned(),
             sent: Mutex::default(),
-            gates: Mutex::default(),
+            deleting: Mutex::default(),
+            queue: Queue::default(),
             versions: Mutex::default(),
             reported: Mutex::default(),
             owners: Arc::default(),
@@ -241,40 +246,87 @@ impl Works {
             .collect())
     }
 
-    /// Holds the gate of Work `name` until the guard drops; the gate goes with the last holder.
-    async fn gate(&self, name: &str) -> Gate<'_> {
-        let gate = lock(&self.gates)
-            .entry(name.to_owned())
-            .or_default()
-            .clone();
-        let guard = gate.clone().lock_owned().await;
-        Gate {
-            gates: &self.gates,
-            name: name.to_owned(),
-            gate,
-            _guard: guard,
+    /// Takes a Work the hub sent: it is applied, unless this version already is, by a worker.
+    pub fn upsert(&self, upsert: WorkUpsert) {
+        let name = upsert.name.clone();
+        lock(&self.sent).insert(name.clone(), upsert);
+        self.queue.add(&name, false);
+    }
+
+    /// Takes the deletion of a Work: a worker removes what it applied and tells the hub. A
+    /// version sent since, of a Work made again under the same name, is applied after that.
+    pub fn delete(&self, delete: WorkDelete) {
+        let name = delete.name.clone();
+        {
+            let mut sent = lock(&self.sent);
+            if sent.get(&name).is_none_or(|s| s.uid == delete.uid) {
+                sent.remove(&name);
+            }
+        }
+        lock(&self.deleting).insert(name.clone(), delete);
+        self.queue.add(&name, false);
+    }
+
+    /// Asks for Work `name` to be applied again (its objects changed in the cluster).
+    pub fn reapply(&self, name: &str) {
+        self.queue.add(name, true);
+    }
+
+    /// Asks for every Work the hub sent to be applied again, correcting drift (the Works that
+    /// drifted are reported), and for deletions that failed to be tried again.
+    pub fn resync(&self) {
+        let names: Vec<String> = lock(&self.sent)
+            .keys()
+            .chain(lock(&self.deleting).keys())
+            .cloned()
+            .collect();
+        for name in names {
+            self.queue.add(&name, true);
         }
     }
 
-    /// Applies a Work the hub sent, unless this version is already applied. Kept as the version
-    /// drift correction applies, even when applying fails (the next resync tries again).
-    pub async fn upsert(&self, client: &mut hub::Client, upsert: &WorkUpsert) -> Result<(), Error> {
-        let _gate = self.gate(&upsert.name).await;
-        lock(&self.sent).insert(upsert.name.clone(), upsert.clone());
-        self.apply(client, upsert, false).await
+    /// Applies and deletes Works as they are queued, `CONCURRENCY` at a time, until dropped.
+    pub async fn work(&self, client: &hub::Client) {
+        let worker = || async {
+            let mut client = client.clone();
+            loop {
+                let taken = self.queue.next().await;
+                if let Err(error) = self.reconcile(&mut client, &taken.name, taken.again).await {
+                    tracing::warn!(work = %taken.name, %error, "cannot carry out what the hub sent");
+                }
+                taken.finish();
+            }
+        };
+        futures::future::join_all((0..crate::queue::CONCURRENCY).map(|_| worker())).await;
     }
 
-    /// Applies the version of Work `name` the hub last sent, if the hub still holds it.
-    async fn apply_latest(&self, client: &mut hub::Client, name: &str) -> Result<(), Error> {
-        let _gate = self.gate(name).await;
+    /// Brings Work `name` to what the hub last said: deletes it if the hub deleted it, then
+    /// applies the version the hub holds, if any. Its worker is the only one with the name.
+    async fn reconcile(
+        &self,
+        client: &mut hub::Client,
+        name: &str,
+        again: bool,
+    ) -> Result<(), Error> {
+        let deleting = lock(&self.deleting).remove(name);
+        if let Some(delete) = deleting
+            && let Err(error) = self.remove(client, &delete).await
+        {
+            // Tried again at the next resync, unless a later deletion replaced it.
+            lock(&self.deleting)
+                .entry(name.to_owned())
+                .or_insert(delete);
+            return Err(error);
+        }
         let Some(upsert) = lock(&self.sent).get(name).cloned() else {
             return Ok(());
         };
-        self.apply(client, &upsert, true).await
+        self.apply(client, &upsert, again).await
     }
 
     /// Applies a Work (unless this generation is already applied and `resync` is off), deletes
-    /// what it no longer holds, records it, and reports its status. The caller holds its gate.
+    /// what it no longer holds, records it, and reports its status. The caller has its name
+    /// from the queue.
     async fn apply(
         &self,
         client: &mut hub::Client,
@@ -496,26 +548,9 @@ impl Works {
         self.changed.1.lock().await.recv().await
     }
 
-    /// Applies one Work again (when its objects changed in the cluster).
-    pub async fn reapply(&self, client: &mut hub::Client, name: &str) {
-        if let Err(error) = self.apply_latest(client, name).await {
-            tracing::warn!(work = %name, %error, "cannot re-apply a Work");
-        }
-    }
-
-    /// Re-applies every Work the hub sent, correcting drift, and reports the Works that drifted.
-    pub async fn resync(&self, client: &mut hub::Client) {
-        let names: Vec<String> = lock(&self.sent).keys().cloned().collect();
-        for name in names {
-            self.reapply(client, &name).await;
-        }
-    }
-
     /// Removes what a deleted Work applied (unless its delete option orphans it), forgets the
     /// Work, and tells the hub it may let the Work go.
-    pub async fn delete(&self, client: &mut hub::Client, delete: &WorkDelete) -> Result<(), Error> {
-        let _gate = self.gate(&delete.name).await;
-        lock(&self.sent).remove(&delete.name);
+    async fn remove(&self, client: &mut hub::Client, delete: &WorkDelete) -> Result<(), Error> {
         lock(&self.versions).remove(&delete.name);
         lock(&self.reported).remove(&delete.name);
         let api = self.applied_works();
@@ -865,25 +900,7 @@ fn found_objects(annotations: &BTreeMap<String, String>) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
-/// A held gate of one Work (see `Works::gates`).
-struct Gate<'a> {
-    gates: &'a Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    name: String,
-    gate: Arc<tokio::sync::Mutex<()>>,
-    _guard: tokio::sync::OwnedMutexGuard<()>,
-}
-
-impl Drop for Gate<'_> {
-    fn drop(&mut self) {
-        let mut gates = lock(self.gates);
-        // Ours, the map's and the guard's: nobody else holds or waits for it.
-        if Arc::strong_count(&self.gate) == 3 {
-            gates.remove(&self.name);
-        }
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
