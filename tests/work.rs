@@ -4,6 +4,7 @@
 //! deleted; a deleted Work takes its resources with it (or leaves them, under Orphan) before the
 //! hub lets it go; a bad manifest fails alone.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use atoll_api::work::{AppliedWork, Work};
@@ -2038,4 +2039,263 @@ async fn a_restarted_hub_never_makes_agents_delete_what_they_applied() {
         "objects were deleted in the member while the hub restarted"
     );
     east.stop_agent().await;
+}
+
+/// What the simulated agents of a storm saw.
+#[derive(Default)]
+struct Storm {
+    /// The Work generation each agent last had reported (acknowledged by the hub), by index.
+    reported: Mutex<Vec<i64>>,
+    /// Refused sync openings and reports, by gRPC code.
+    refusals: Mutex<std::collections::BTreeMap<String, usize>>,
+    /// Sync streams opened.
+    opened: std::sync::atomic::AtomicUsize,
+}
+
+impl Storm {
+    fn refused(&self, status: &tonic::Status) {
+        *lock(&self.refusals)
+            .entry(format!("{:?}", status.code()))
+            .or_default() += 1;
+    }
+
+    fn reported_at_least(&self, generation: i64) -> usize {
+        lock(&self.reported)
+            .iter()
+            .filter(|g| **g >= generation)
+            .count()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `f` for each of `n` clusters, eight at a time.
+async fn for_each_cluster<F, Fut>(n: usize, f: F)
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    futures::stream::iter(0..n)
+        .map(f)
+        .buffer_unordered(8)
+        .collect::<Vec<()>>()
+        .await;
+}
+
+/// A simulated agent in a storm: opens its sync stream on a connection of its own, saying which
+/// version of its Work it has, applies (in memory) and reports what arrives, and opens the
+/// stream again after a jittered backoff whenever it breaks or is refused, as the real agent does.
+async fn storm_agent(
+    hub_url: String,
+    ca: String,
+    credential: String,
+    index: usize,
+    storm: Arc<Storm>,
+) {
+    use atoll_proto::v1::{SyncRequest, WorkStatusReport, WorkVersion, sync_event};
+    let name = format!("member-{index:04}");
+    let mut had: Option<WorkVersion> = None;
+    let mut delay = Duration::from_millis(200);
+    let mut seed = index as u64;
+    let mut jittered = |delay: Duration| delay.mul_f64(0.5 + atoll_tests::bench::unit(&mut seed));
+    loop {
+        // A connection of its own, made as the stream opens.
+        let channel = atoll_agent::hub::channel(&hub_url, &ca).unwrap();
+        let mut client = atoll_agent::hub::client(channel, &credential).unwrap();
+        let request = SyncRequest {
+            cluster_name: name.clone(),
+            works: had.iter().cloned().collect(),
+            full: false,
+        };
+        match client.sync(request).await {
+            Ok(response) => {
+                storm
+                    .opened
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                delay = Duration::from_millis(200);
+                let mut stream = response.into_inner();
+                while let Ok(Some(event)) = stream.message().await {
+                    let Some(sync_event::Event::WorkUpsert(upsert)) = event.event else {
+                        continue;
+                    };
+                    let status = atoll_agent::works::status_of(&[], Some(upsert.generation));
+                    let report = WorkStatusReport {
+                        cluster_name: name.clone(),
+                        work_name: upsert.name.clone(),
+                        work_uid: upsert.uid.clone(),
+                        observed_generation: upsert.generation,
+                        status: serde_json::to_vec(&status).unwrap(),
+                        deleted: false,
+                    };
+                    match client.report_work_status(report).await {
+                        Ok(_) => {
+                            lock(&storm.reported)[index] = upsert.generation;
+                            had = Some(WorkVersion {
+                                name: upsert.name,
+                                uid: upsert.uid,
+                                generation: upsert.generation,
+                            });
+                        }
+                        // Reported again when the stream is opened again.
+                        Err(status) => {
+                            storm.refused(&status);
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(status) => storm.refused(&status),
+        }
+        tokio::time::sleep(jittered(delay)).await;
+        delay = (delay * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// A thousand agents open their sync streams at the same moment, and again when the hub
+/// restarts with every Work changed meanwhile: each gets its Work, reports it, and the hub's
+/// refusals (if any) only delay them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reconnect_storm_of_a_thousand_agents_converges() {
+    const AGENTS: usize = 1_000;
+    // Leases longer than the test: the simulated agents send no heartbeats.
+    let leases = Leases {
+        lease: Duration::from_secs(600),
+        missed: 3,
+    };
+    let mut hub = TestHub::start(true, leases).await;
+    let credentials: Vec<(usize, String)> = futures::stream::iter(0..AGENTS)
+        .map(|i| {
+            let client = hub.raw(&hub.token);
+            async move {
+                let mut client = client;
+                let request = atoll_proto::v1::JoinRequest {
+                    cluster_name: format!("member-{i:04}"),
+                    cluster_id: format!("id-{i:04}"),
+                    kubernetes_version: "v1.35.0".to_owned(),
+                    properties: vec![],
+                    join_secret: format!("secret-of-member-{i:04}-0123456789"),
+                    cluster_set: String::new(),
+                };
+                let response = client.join(request).await.unwrap().into_inner();
+                (i, response.credential)
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    let cfg = |i: usize, version: &str| {
+        work(
+            "cfg",
+            &format!("member-{i:04}"),
+            vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cfg", "namespace": "default"}, "data": {"v": version}})],
+        )
+    };
+    let client = hub.client.clone();
+    for_each_cluster(AGENTS, |i| {
+        let works: Api<Work> = Api::namespaced(client.clone(), &format!("member-{i:04}"));
+        let work = cfg(i, "1");
+        async move {
+            works.create(&PostParams::default(), &work).await.unwrap();
+        }
+    })
+    .await;
+
+    // All at once: every agent opens its stream in the same moment.
+    let started = std::time::Instant::now();
+    let storm = Arc::new(Storm {
+        reported: Mutex::new(vec![0; AGENTS]),
+        ..Storm::default()
+    });
+    let agents: Vec<_> = credentials
+        .into_iter()
+        .map(|(i, credential)| {
+            tokio::spawn(storm_agent(
+                hub.url.clone(),
+                hub.ca.clone(),
+                credential,
+                i,
+                storm.clone(),
+            ))
+        })
+        .collect();
+    let converged = |generation: i64| {
+        let storm = storm.clone();
+        async move {
+            for _ in 0..240 {
+                if storm.reported_at_least(generation) == AGENTS {
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            false
+        }
+    };
+    assert!(
+        converged(1).await,
+        "{} of {AGENTS} agents reported their Work; refusals: {:?}",
+        storm.reported_at_least(1),
+        lock(&storm.refusals)
+    );
+
+    let first = (started.elapsed(), lock(&storm.refusals).clone());
+    // The hub restarts; every Work changes while it is away; all agents come back at once.
+    let addr = hub.hub.as_ref().unwrap().grpc_addr();
+    hub.hub.take().unwrap().shutdown().await;
+    for_each_cluster(AGENTS, |i| {
+        let works: Api<Work> = Api::namespaced(client.clone(), &format!("member-{i:04}"));
+        let patch = json!({"spec": cfg(i, "2").spec});
+        async move {
+            works
+                .patch("cfg", &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .unwrap();
+        }
+    })
+    .await;
+    hub.hub = Some(atoll_tests::in_process::start_hub(&hub.client, addr, true, leases).await);
+    let restarted = std::time::Instant::now();
+    assert!(
+        converged(2).await,
+        "{} of {AGENTS} agents reported the changed Work after the restart; refusals: {:?}",
+        storm.reported_at_least(2),
+        lock(&storm.refusals)
+    );
+    // The hub shows every report.
+    let works: Api<Work> = Api::all(hub.client.clone());
+    let shown = works
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter(|w| {
+            w.status.as_ref().is_some_and(|s| {
+                s.conditions.iter().any(|c| {
+                    c.type_ == "Applied" && c.status == "True" && c.observed_generation == Some(2)
+                })
+            })
+        })
+        .count();
+    assert_eq!(shown, AGENTS);
+    let refusals = lock(&storm.refusals).clone();
+    for code in refusals.keys() {
+        assert!(
+            ["Unavailable", "ResourceExhausted", "Unknown", "Cancelled"].contains(&code.as_str()),
+            "an agent was refused for good: {refusals:?}"
+        );
+    }
+    eprintln!(
+        "{AGENTS} agents: all reported {:.1} s after opening their streams at once (refusals {:?}), \
+         and {:.1} s after the hub restarted (refusals in all {refusals:?}); {} streams opened",
+        first.0.as_secs_f64(),
+        first.1,
+        restarted.elapsed().as_secs_f64(),
+        storm.opened.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    for agent in agents {
+        agent.abort();
+    }
 }
