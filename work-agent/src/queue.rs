@@ -71,7 +71,8 @@ impl Queue {
     }
 
     /// How many names wait.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn waiting(&self) -> usize {
         lock(&self.state).order.len()
     }
 
@@ -127,14 +128,14 @@ mod tests {
         queue.add("a", false);
         queue.add("b", false);
         queue.add("a", true);
-        assert_eq!(queue.len(), 2);
+        assert_eq!(queue.waiting(), 2);
         let a = queue.next().await;
         assert_eq!((a.name.as_str(), a.again), ("a", true));
         a.finish();
         let b = queue.next().await;
         assert_eq!((b.name.as_str(), b.again), ("b", false));
         b.finish();
-        assert_eq!(queue.len(), 0);
+        assert_eq!(queue.waiting(), 0);
     }
 
     #[tokio::test]
@@ -145,12 +146,12 @@ mod tests {
         queue.add("a", false);
         queue.add("a", true);
         // Not handed to a second worker while the first has it.
-        assert_eq!(queue.len(), 0);
+        assert_eq!(queue.waiting(), 0);
         a.finish();
         let again = queue.next().await;
         assert_eq!((again.name.as_str(), again.again), ("a", true));
         again.finish();
-        assert_eq!(queue.len(), 0);
+        assert_eq!(queue.waiting(), 0);
     }
 
     #[tokio::test]
