@@ -4,7 +4,8 @@
 //! Unknown within the configured leases and a restarted one turns it healthy again without
 //! joining again; a cluster moved between ClusterSets is reflected on the hub and in the member's
 //! ClusterProperty. A placement lands on every member and survives a killed hub; an agent killed
-//! mid-apply and restarted neither misses nor rewrites an object.
+//! mid-apply and restarted neither misses nor rewrites an object; a second SIGTERM stops a stuck
+//! agent at once.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -1166,4 +1167,61 @@ async fn the_hub_and_agent_manifests_apply_with_kubectl() {
     Tool::new(atoll_tests::hub_controller_binary().unwrap())
         .run(&bad.iter().map(String::as_str).collect::<Vec<_>>())
         .failure();
+}
+
+/// A stop that cannot finish (the agent waits on a member API server that accepts connections
+/// and never answers) ends at the second SIGTERM, at once, with exit code 130.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_signal_stops_a_stuck_agent_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let kubeconfig = dir.path().join("silent.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: silent\n\
+             clusters: [{{name: silent, cluster: {{server: 'https://{}', insecure-skip-tls-verify: true}}}}]\n\
+             users: [{{name: silent, user: {{token: not-checked}}}}]\n\
+             contexts: [{{name: silent, context: {{cluster: silent, user: silent}}}}]\n",
+            silent.local_addr().unwrap()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("hub-ca.crt"), "").unwrap();
+    std::fs::write(dir.path().join("bootstrap-token"), "unused").unwrap();
+    let mut agent = Agent::start(
+        dir.path(),
+        "127.0.0.1:9",
+        &kubeconfig,
+        "stuck",
+        dir.path().join("agent.log"),
+    );
+    // The agent is talking to the silent server: past its start, its signal handler installed.
+    let (held, _) = silent.accept().unwrap();
+    let pid = agent.child.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        agent.child.try_wait().unwrap().is_none(),
+        "the agent stopped although its member never answered: {}",
+        agent.log()
+    );
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let exited = eventually(Duration::from_secs(5), || {
+        std::future::ready(matches!(agent.child.try_wait(), Ok(Some(_))))
+    })
+    .await;
+    assert!(exited, "a second SIGTERM did not stop the agent");
+    assert_eq!(
+        agent.child.wait().unwrap().code(),
+        Some(130),
+        "{}",
+        agent.log()
+    );
+    assert!(
+        agent.log().contains("second signal: stopping at once"),
+        "{}",
+        agent.log()
+    );
+    drop(held);
 }

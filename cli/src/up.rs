@@ -147,7 +147,7 @@ pub async fn run(
     );
     let mut restart = server.restart_requested();
     let restarting = tokio::select! {
-        _ = wait_for_signal() => false,
+        _ = atoll_runtime::signal() => false,
         _ = stdin_closed(), if stdin_close => {
             tracing::info!("standard input closed");
             false
@@ -158,19 +158,11 @@ pub async fn run(
         }
     };
     tracing::info!("stopping; a second signal stops at once");
-    let stop = async {
-        if let Some(hub) = hub {
-            hub.shutdown().await;
-        }
-        server.shutdown().await;
-    };
-    tokio::select! {
-        _ = stop => {}
-        _ = wait_for_signal() => {
-            tracing::warn!("second signal: stopping at once");
-            std::process::exit(130);
-        }
+    atoll_runtime::exit_on_second_signal();
+    if let Some(hub) = hub {
+        hub.shutdown().await;
     }
+    server.shutdown().await;
     tracing::info!("{what} stopped");
     if restarting {
         std::process::exit(EXIT_RESTART);
@@ -388,26 +380,4 @@ async fn replace_local_token(client: kube::Client, path: &Path) -> anyhow::Resul
         }
     }
     Ok(())
-}
-
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }

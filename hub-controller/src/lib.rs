@@ -36,10 +36,10 @@ use atoll_api::names::{
     CLUSTER_MANAGER_NAME, INVENTORY_NAMESPACE, LABEL_CLUSTER_MANAGER, SYSTEM_NAMESPACE,
 };
 use atoll_proto::v1::hub_server::HubServer;
+use atoll_runtime::Tasks;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, ListParams};
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 pub use fleet::{Fleet, Leases};
 
@@ -141,6 +141,8 @@ const GRPC_STREAMS_PER_CONNECTION: u32 = 32;
 pub const CREDENTIAL_LIFETIME: std::time::Duration = std::time::Duration::from_secs(30 * 86_400);
 /// Open gRPC connections, by default: one per agent.
 pub const GRPC_MAX_CONNECTIONS: usize = 20_000;
+/// How long a stopping hub waits for its tasks, hosted control planes included.
+pub const SHUTDOWN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A running hub.
 pub struct Hub {
@@ -148,9 +150,9 @@ pub struct Hub {
     ca_pem: String,
     fleet: Arc<Fleet>,
     shutdown: watch::Sender<bool>,
-    tasks: Vec<JoinHandle<()>>,
-    /// The HostedCluster controller, which stops every hosted control plane as it ends.
-    hosted: JoinHandle<()>,
+    /// The gRPC server, the controllers and watches, and the HostedCluster controller (which
+    /// stops every hosted control plane as it ends), all ending on `shutdown`.
+    tasks: Tasks,
 }
 
 impl Hub {
@@ -196,35 +198,40 @@ impl Hub {
         );
         let incoming = grpc::listener::admit(listener, config.grpc_max_connections);
         let mut server_stop = stop.clone();
-        let mut tasks = vec![tokio::spawn(async move {
+        let mut tasks = Tasks::default();
+        tasks.spawn("grpc-server", async move {
             let signal = async move {
                 let _ = server_stop.changed().await;
             };
             if let Err(error) = server.serve_with_incoming_shutdown(incoming, signal).await {
                 tracing::error!(%error, "the hub's gRPC server stopped");
             }
-        })];
-        tasks.extend(spawn_controllers(
+        });
+        spawn_controllers(
+            &mut tasks,
             &fleet,
             works,
             &client,
             written,
             &stop,
             config.lost_cluster_grace,
-        ));
+        );
         let agent_host = if grpc_addr.ip().is_unspecified() {
             std::net::SocketAddr::new([127, 0, 0, 1].into(), grpc_addr.port())
         } else {
             grpc_addr
         };
-        let hosted = tokio::spawn(hosted::run(
-            client,
-            fleet.clone(),
-            config.hosted.clone(),
-            format!("https://{agent_host}"),
-            ca.cert_pem().to_owned(),
-            stop,
-        ));
+        tasks.spawn(
+            "hosted-clusters",
+            hosted::run(
+                client,
+                fleet.clone(),
+                config.hosted.clone(),
+                format!("https://{agent_host}"),
+                ca.cert_pem().to_owned(),
+                stop,
+            ),
+        );
         fleet.membership_dirty.notify_one();
         fleet.profiles_dirty.notify_one();
         tracing::info!(%grpc_addr, clusters = fleet.len(), auto_accept = config.auto_accept, "hub is serving agents");
@@ -234,7 +241,6 @@ impl Hub {
             fleet,
             shutdown,
             tasks,
-            hosted,
         })
     }
 
@@ -254,88 +260,64 @@ impl Hub {
     }
 
     /// Stops serving: ends the agents' streams, closes their connections (they reconnect to the
-    /// next hub), and waits for every task, at most a few seconds.
+    /// next hub), tells every task to stop and waits for them all, at most [`SHUTDOWN_DEADLINE`]
+    /// (hosted control planes stop within it too); a task still running then is named and
+    /// aborted.
     pub async fn shutdown(self) {
         self.fleet.close_streams();
         let _ = self.shutdown.send(true);
-        let mut hosted = self.hosted;
-        if tokio::time::timeout(std::time::Duration::from_secs(30), &mut hosted)
-            .await
-            .is_err()
-        {
-            tracing::warn!("hosted control planes did not stop within 30s; aborting");
-            hosted.abort();
-        }
-        for mut task in self.tasks {
-            if tokio::time::timeout(std::time::Duration::from_secs(5), &mut task)
-                .await
-                .is_err()
-            {
-                tracing::warn!("a hub task did not stop within 5s; aborting it");
-                task.abort();
-            }
-        }
+        self.tasks.join(SHUTDOWN_DEADLINE).await;
     }
 }
 
 /// The hub's controllers and watches, each a task that ends on `stop`.
 fn spawn_controllers(
+    tasks: &mut Tasks,
     fleet: &Arc<Fleet>,
     works: Arc<work::WorkIndex>,
     client: &kube::Client,
     written: inventory::Written,
     stop: &watch::Receiver<bool>,
     lost_cluster_grace: std::time::Duration,
-) -> Vec<JoinHandle<()>> {
-    vec![
-        tokio::spawn(sources::records(
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
-        )),
-        tokio::spawn(sources::profiles(
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
-        )),
-        tokio::spawn(sources::cluster_sets(
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
-        )),
-        tokio::spawn(inventory::write_profiles(
-            fleet.clone(),
-            client.clone(),
-            written,
-            stop.clone(),
-        )),
-        tokio::spawn(inventory::watch_leases(fleet.clone(), stop.clone())),
-        tokio::spawn(work::watch_works(
-            works.clone(),
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
-        )),
-        tokio::spawn(placement::run(
-            works.clone(),
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
-        )),
-        tokio::spawn(work::expire_finished(
-            works.clone(),
-            client.clone(),
-            stop.clone(),
-        )),
-        tokio::spawn(work::release_abandoned(
-            works,
-            fleet.clone(),
-            client.clone(),
-            stop.clone(),
-            lost_cluster_grace,
-        )),
-        tokio::spawn(clusterset::run(fleet.clone(), client.clone(), stop.clone())),
-    ]
+) {
+    let (f, c, s) = (fleet, client, stop);
+    tasks.spawn(
+        "member-records",
+        sources::records(f.clone(), c.clone(), s.clone()),
+    );
+    tasks.spawn(
+        "profile-source",
+        sources::profiles(f.clone(), c.clone(), s.clone()),
+    );
+    tasks.spawn(
+        "clusterset-source",
+        sources::cluster_sets(f.clone(), c.clone(), s.clone()),
+    );
+    tasks.spawn(
+        "profile-status",
+        inventory::write_profiles(f.clone(), c.clone(), written, s.clone()),
+    );
+    tasks.spawn("leases", inventory::watch_leases(f.clone(), s.clone()));
+    tasks.spawn(
+        "work-index",
+        work::watch_works(works.clone(), f.clone(), c.clone(), s.clone()),
+    );
+    tasks.spawn(
+        "placements",
+        placement::run(works.clone(), f.clone(), c.clone(), s.clone()),
+    );
+    tasks.spawn(
+        "finished-works",
+        work::expire_finished(works.clone(), c.clone(), s.clone()),
+    );
+    tasks.spawn(
+        "abandoned-works",
+        work::release_abandoned(works, f.clone(), c.clone(), s.clone(), lost_cluster_grace),
+    );
+    tasks.spawn(
+        "clustersets",
+        clusterset::run(f.clone(), c.clone(), s.clone()),
+    );
 }
 
 /// Builds the fleet view from the API server: member records, their profiles (labels, status

@@ -37,13 +37,9 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("cannot start the hub (gRPC on {grpc_addr})"))?;
     tracing::info!(grpc = %format!("https://{}", hub.grpc_addr()), "hub-controller running");
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("cannot watch for SIGTERM")?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
-    tracing::info!("stopping");
+    atoll_runtime::signal().await;
+    tracing::info!("stopping; a second signal stops at once");
+    atoll_runtime::exit_on_second_signal();
     hub.shutdown().await;
     Ok(())
 }

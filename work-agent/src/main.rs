@@ -93,25 +93,11 @@ async fn main() -> anyhow::Result<()> {
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
-        wait_for_signal().await;
-        tracing::info!("stopping");
+        atoll_runtime::signal().await;
+        tracing::info!("stopping; a second signal stops at once");
+        atoll_runtime::exit_on_second_signal();
         let _ = stop.send(true);
     });
     atoll_agent::run(config, member, stopped).await?;
     Ok(())
-}
-
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }
