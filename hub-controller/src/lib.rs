@@ -22,6 +22,7 @@ pub mod grpc;
 pub mod hosted;
 pub mod inventory;
 pub mod placement;
+pub mod queue;
 pub mod record;
 pub mod setup;
 pub mod sources;
@@ -306,14 +307,13 @@ fn spawn_controllers(
         "placements",
         placement::run(works.clone(), f.clone(), c.clone(), s.clone()),
     );
-    tasks.spawn(
-        "finished-works",
-        work::expire_finished(works.clone(), c.clone(), s.clone()),
-    );
-    tasks.spawn(
-        "abandoned-works",
-        work::release_abandoned(works, f.clone(), c.clone(), s.clone(), lost_cluster_grace),
-    );
+    let lifecycle = work::lifecycle::Context {
+        index: works,
+        fleet: f.clone(),
+        client: c.clone(),
+        grace: lost_cluster_grace,
+    };
+    tasks.spawn("work-lifecycle", work::lifecycle::run(lifecycle, s.clone()));
     tasks.spawn(
         "clustersets",
         clusterset::run(f.clone(), c.clone(), s.clone()),

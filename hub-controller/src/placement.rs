@@ -849,6 +849,7 @@ mod tests {
             placement: Some(("default.p".into(), generation)),
             reported,
             ttl_after_finished: None,
+            deletion_requested: None,
         };
         ("default.p".into(), entry)
     }

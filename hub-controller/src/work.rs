@@ -14,7 +14,7 @@ use kube::runtime::watcher::{self, Event};
 use tokio::sync::watch;
 
 use crate::conditions::{Verdict, merge};
-use crate::fleet::{Fleet, Health};
+use crate::fleet::Fleet;
 use crate::sources;
 
 pub use atoll_api::names::MANIFESTS_MAX_BYTES;
@@ -45,6 +45,8 @@ pub struct Entry {
     pub reported: Reported,
     /// `deleteOption.ttlSecondsAfterFinished`: how long after it is Complete the Work goes.
     pub ttl_after_finished: Option<Duration>,
+    /// When its deletion was asked for.
+    pub deletion_requested: Option<jiff::Timestamp>,
 }
 
 /// A Work's summary conditions as its cluster reported them.
@@ -62,6 +64,8 @@ pub struct Reported {
     pub degraded: Option<bool>,
     /// `Complete` (only Works with resources that run to an end report it).
     pub complete: Option<bool>,
+    /// When `Complete` last changed, as the cluster reported it.
+    pub complete_since: Option<jiff::Timestamp>,
     /// Why it is not applied, or, when it is, why it is degraded.
     pub message: String,
 }
@@ -84,6 +88,8 @@ fn reported(work: &Work) -> Reported {
         progressing: find(atoll_api::names::CONDITION_PROGRESSING).map(|c| c.status == "True"),
         degraded: degraded.map(|c| c.status == "True"),
         complete: find(atoll_api::names::CONDITION_COMPLETE).map(|c| c.status == "True"),
+        complete_since: find(atoll_api::names::CONDITION_COMPLETE)
+            .map(|c| c.last_transition_time.0),
         message: applied
             .filter(|c| c.status != "True")
             .or(degraded.filter(|c| c.status == "True"))
@@ -131,6 +137,10 @@ pub struct WorkIndex {
     inner: Mutex<HashMap<String, HashMap<String, Entry>>>,
     touched: Mutex<HashSet<String>>,
     touched_notify: tokio::sync::Notify,
+    /// Works being deleted or carrying a time to live that changed, by cluster and name, for the
+    /// lifecycle controller.
+    lifecycle: Mutex<HashSet<(String, String)>>,
+    lifecycle_notify: tokio::sync::Notify,
     /// Whether the first list of Works is in, and who waits for it.
     loaded: std::sync::atomic::AtomicBool,
     loaded_notify: tokio::sync::Notify,
@@ -160,11 +170,13 @@ impl WorkIndex {
             if old.reported != now {
                 old.reported = now;
                 self.touch(old.placement.as_ref());
+                self.touch_lifecycle(&cluster, &name, old);
             }
             return None;
         }
         let entry = entry_of(work, uid, generation, deleting);
         self.touch(entry.placement.as_ref());
+        self.touch_lifecycle(&cluster, &name, &entry);
         works.insert(name.clone(), entry.clone());
         Some((cluster, name, entry))
     }
@@ -194,6 +206,33 @@ impl WorkIndex {
             if touched.insert(key.clone()) {
                 self.touched_notify.notify_one();
             }
+        }
+    }
+
+    /// Notes that a Work the lifecycle controller looks after changed.
+    fn touch_lifecycle(&self, cluster: &str, name: &str, entry: &Entry) {
+        if entry.deleting || entry.ttl_after_finished.is_some() {
+            let mut changed = self.lifecycle.lock().unwrap_or_else(|e| e.into_inner());
+            if changed.insert((cluster.to_owned(), name.to_owned())) {
+                self.lifecycle_notify.notify_one();
+            }
+        }
+    }
+
+    /// Waits until a Work being deleted or carrying a time to live changed, then takes those that
+    /// did (cluster, name).
+    pub async fn next_lifecycle(&self) -> Vec<(String, String)> {
+        loop {
+            let taken: Vec<(String, String)> = self
+                .lifecycle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .drain()
+                .collect();
+            if !taken.is_empty() {
+                return taken;
+            }
+            self.lifecycle_notify.notified().await;
         }
     }
 
@@ -272,38 +311,6 @@ impl WorkIndex {
             })
             .collect()
     }
-
-    /// The Works that finished and carry a time to live: cluster, name, UID and the time to live.
-    pub fn finished(&self) -> Vec<(String, String, String, Duration)> {
-        let index = self.lock();
-        index
-            .iter()
-            .flat_map(|(cluster, works)| {
-                works.iter().filter_map(|(name, e)| {
-                    let done = !e.deleting
-                        && e.reported.complete == Some(true)
-                        && e.reported.generation == Some(e.generation);
-                    e.ttl_after_finished
-                        .filter(|_| done)
-                        .map(|ttl| (cluster.clone(), name.clone(), e.uid.clone(), ttl))
-                })
-            })
-            .collect()
-    }
-
-    /// The Works being deleted, by cluster and name.
-    pub fn deleting(&self) -> Vec<(String, String, Entry)> {
-        let index = self.lock();
-        index
-            .iter()
-            .flat_map(|(cluster, works)| {
-                works
-                    .iter()
-                    .filter(|(_, e)| e.deleting)
-                    .map(|(name, e)| (cluster.clone(), name.clone(), e.clone()))
-            })
-            .collect()
-    }
 }
 
 fn entry_of(work: &Work, uid: String, generation: i64, deleting: bool) -> Entry {
@@ -331,6 +338,7 @@ fn entry_of(work: &Work, uid: String, generation: i64, deleting: bool) -> Entry 
             .as_ref()
             .and_then(|d| d.ttl_seconds_after_finished)
             .map(|s| Duration::from_secs(s.max(0) as u64)),
+        deletion_requested: work.metadata.deletion_timestamp.as_ref().map(|t| t.0),
     }
 }
 
@@ -547,85 +555,7 @@ pub async fn release(client: kube::Client, cluster: &str, name: &str) -> kube::R
     }
 }
 
-/// Deletes Works `ttlSecondsAfterFinished` after the hub first saw them Complete. The clock is the
-/// hub's: a restarted hub counts again from when it sees them, so a Work never goes early.
-pub async fn expire_finished(
-    index: Arc<WorkIndex>,
-    client: kube::Client,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let mut since: HashMap<String, std::time::Instant> = HashMap::new();
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
-            _ = shutdown.changed() => return,
-        }
-        let now = std::time::Instant::now();
-        let finished = index.finished();
-        since.retain(|uid, _| finished.iter().any(|(_, _, u, _)| u == uid));
-        for (cluster, name, uid, ttl) in finished {
-            let first = *since.entry(uid).or_insert(now);
-            if now.duration_since(first) < ttl {
-                continue;
-            }
-            let api: Api<Work> = Api::namespaced(client.clone(), &cluster);
-            match api.delete(&name, &Default::default()).await {
-                Ok(_) => {
-                    tracing::info!(work = %name, %cluster, ttl_seconds = ttl.as_secs(), "deleted a finished Work: its ttlSecondsAfterFinished passed");
-                }
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(error) => {
-                    tracing::warn!(work = %name, %cluster, %error, "cannot delete a finished Work");
-                }
-            }
-        }
-    }
-}
-
-/// Lets deleting Works go when no agent will clean them up: their cluster was removed, stayed
-/// Unknown for longer than `grace` (by default [`LOST_CLUSTER_GRACE`]), or the Work carries
-/// [`ANNOTATION_FORCE_DELETE`].
-pub async fn release_abandoned(
-    index: Arc<WorkIndex>,
-    fleet: Arc<Fleet>,
-    client: kube::Client,
-    mut shutdown: watch::Receiver<bool>,
-    grace: Duration,
-) {
-    let mut lost_since: HashMap<String, std::time::Instant> = HashMap::new();
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-            _ = shutdown.changed() => return,
-        }
-        let now = std::time::Instant::now();
-        for (cluster, name, entry) in index.deleting() {
-            let member = fleet.get(&cluster);
-            let lost = member
-                .as_ref()
-                .is_some_and(|m| matches!(m.health, Health::Lost(_)));
-            if !lost {
-                lost_since.remove(&cluster);
-            }
-            let since = *lost_since.entry(cluster.clone()).or_insert(now);
-            let why = if entry.force_delete {
-                Some("it carries the atoll.dev/force-delete annotation")
-            } else if member.is_none() {
-                Some("its cluster is no longer a member")
-            } else if lost && now.duration_since(since) > grace {
-                Some("its cluster has been Unknown for longer than the grace period")
-            } else {
-                None
-            };
-            if let Some(why) = why {
-                tracing::info!(work = %name, %cluster, "letting a deleting Work go: {why}");
-                if let Err(error) = release(client.clone(), &cluster, &name).await {
-                    tracing::warn!(work = %name, %cluster, %error, "cannot let a deleting Work go");
-                }
-            }
-        }
-    }
-}
+pub mod lifecycle;
 
 #[cfg(test)]
 mod tests {
@@ -642,6 +572,7 @@ mod tests {
             placement: None,
             reported: Reported::default(),
             ttl_after_finished: None,
+            deletion_requested: None,
         }
     }
 
