@@ -15,7 +15,6 @@ use atoll_api::names::{
     LABEL_CLUSTER_MANAGER, LABEL_CLUSTER_SET,
 };
 use atoll_proto::v1::{Keepalive, SyncEvent, sync_event};
-use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use tokio::sync::watch;
@@ -23,6 +22,7 @@ use tokio::sync::watch;
 use crate::clusterset::Decision;
 use crate::conditions::{Verdict, merge};
 use crate::fleet::{Fleet, Health, Leases, Member};
+use crate::queue::{self, Queue};
 use crate::record::LABEL_CLUSTER;
 
 pub use atoll_api::names::CONDITION_CLUSTER_SET_MEMBER;
@@ -298,77 +298,80 @@ pub fn status(
 /// The statuses the hub knows to be stored, by cluster, with the UID of the profile holding each.
 pub type Written = HashMap<String, (Option<String>, ClusterProfileStatus)>;
 
-/// Writes ClusterProfile statuses that changed, until shutdown. `written` holds the statuses
+/// Writes ClusterProfile statuses that changed, one cluster at a time on a work queue (at most
+/// `WRITE_CONCURRENCY` at once, a failed write retried after the cluster's backoff), until
+/// shutdown. `written` holds the statuses
 /// already stored (from the start-up list), so a restarted hub writes nothing that is current.
 pub async fn write_profiles(
     fleet: Arc<Fleet>,
     client: kube::Client,
-    mut written: Written,
-    mut shutdown: watch::Receiver<bool>,
+    written: Written,
+    shutdown: watch::Receiver<bool>,
 ) {
     let api: Api<ClusterProfile> = Api::namespaced(client, INVENTORY_NAMESPACE);
-    loop {
-        tokio::select! {
-            _ = fleet.profiles_dirty.notified() => {}
-            _ = shutdown.changed() => return,
-        }
-        // Let a burst settle (a join and the agent's first heartbeat): one write instead of two.
-        tokio::time::sleep(WRITE_DELAY).await;
-        let names = fleet.take_dirty();
-        let now = jiff::Timestamp::now();
-        let work: Vec<(String, Option<String>, ClusterProfileStatus)> = names
-            .into_iter()
-            .filter_map(|name| {
-                let member = fleet.get(&name)?;
-                let stored = written
-                    .get(&name)
-                    .filter(|(uid, _)| *uid == member.profile_uid)
-                    .map(|(_, s)| s);
-                let next = status(
-                    &member,
-                    fleet.leases(),
-                    stored.unwrap_or(&ClusterProfileStatus::default()),
-                    now,
-                );
-                (stored != Some(&next)).then_some((name, member.profile_uid, next))
-            })
-            .collect();
-        let results: Vec<(
-            String,
-            Option<String>,
-            ClusterProfileStatus,
-            kube::Result<()>,
-        )> = futures::stream::iter(work)
-            .map(|(name, uid, next)| {
-                let api = api.clone();
-                async move {
-                    let result = patch_status(&api, &name, &next).await;
-                    (name, uid, next, result)
-                }
-            })
-            .buffer_unordered(WRITE_CONCURRENCY)
-            .collect()
-            .await;
-        let mut failed = false;
-        for (name, uid, next, result) in results {
-            match result {
-                Ok(()) => {
-                    written.insert(name, (uid, next));
-                }
-                Err(kube::Error::Api(e)) if e.code == 404 => {
-                    written.remove(&name);
-                }
-                Err(error) => {
-                    tracing::warn!(cluster = %name, %error, "cannot write the ClusterProfile status; retrying");
-                    fleet.mark_dirty(&name);
-                    failed = true;
-                }
+    let written = std::sync::Mutex::new(written);
+    let queue = Queue::default();
+    let feed = async {
+        loop {
+            fleet.profiles_dirty.notified().await;
+            // Let a burst settle (a join and the agent's first heartbeat): one write, not two.
+            for name in fleet.take_dirty() {
+                queue.add_after(name, WRITE_DELAY);
             }
         }
-        written.retain(|name, _| fleet.get(name).is_some());
-        if failed {
-            tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    let work = queue::run(
+        &queue,
+        WRITE_CONCURRENCY,
+        "ClusterProfile status",
+        |name| write_profile(name, &fleet, &api, &written),
+        shutdown,
+    );
+    tokio::select! {
+        () = feed => {}
+        () = work => {}
+    }
+}
+
+/// Writes one cluster's ClusterProfile status, if it differs from what is stored.
+async fn write_profile(
+    name: String,
+    fleet: &Fleet,
+    api: &Api<ClusterProfile>,
+    written: &std::sync::Mutex<Written>,
+) -> kube::Result<Option<Duration>> {
+    let lock = || written.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(member) = fleet.get(&name) else {
+        lock().remove(&name);
+        return Ok(None);
+    };
+    let next = {
+        let written = lock();
+        let stored = written
+            .get(&name)
+            .filter(|(uid, _)| *uid == member.profile_uid)
+            .map(|(_, s)| s);
+        let next = status(
+            &member,
+            fleet.leases(),
+            stored.unwrap_or(&ClusterProfileStatus::default()),
+            jiff::Timestamp::now(),
+        );
+        if stored == Some(&next) {
+            return Ok(None);
         }
+        next
+    };
+    match patch_status(api, &name, &next).await {
+        Ok(()) => {
+            lock().insert(name, (member.profile_uid, next));
+            Ok(None)
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 => {
+            lock().remove(&name);
+            Ok(None)
+        }
+        Err(error) => Err(error),
     }
 }
 
