@@ -6,7 +6,7 @@
 //! told to remove it, and the reason shows on the ClusterProfile and in the ClusterSet's status.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use atoll_api::clusterset::{ClusterSet, ClusterSetMember, ClusterSetStatus};
@@ -17,6 +17,7 @@ use tokio::sync::watch;
 
 use crate::conditions::{Verdict, merge};
 use crate::fleet::{Changes, Fleet, Health, Member};
+use crate::queue::{self, Queue, lock};
 
 pub use atoll_api::names::CONDITION_MEMBERSHIP_REJECTED;
 
@@ -215,31 +216,44 @@ pub fn set_status(
     }
 }
 
-/// The membership loop: decides again whenever labels, IDs, health or sets change, tells agents,
-/// and writes ClusterSet statuses that changed.
-pub async fn run(fleet: Arc<Fleet>, client: kube::Client, mut shutdown: watch::Receiver<bool>) {
+/// The membership controller: whenever labels, IDs, health or sets change, decides every
+/// cluster's membership at once (a cluster ID belongs to one set, so the decision is the fleet's,
+/// not one set's) and tells the agents whose membership changed; then each ClusterSet's status is
+/// written on its own, on a work queue (per-set backoff, a span per write).
+pub async fn run(fleet: Arc<Fleet>, client: kube::Client, shutdown: watch::Receiver<bool>) {
     let api: Api<ClusterSet> = Api::all(client);
-    let mut written: HashMap<String, ClusterSetStatus> = HashMap::new();
-    loop {
-        tokio::select! {
-            _ = fleet.membership_dirty.notified() => {}
-            _ = shutdown.changed() => return,
+    let written: Mutex<HashMap<String, ClusterSetStatus>> = Mutex::default();
+    let queue = Queue::default();
+    let decisions = async {
+        loop {
+            fleet.membership_dirty.notified().await;
+            // Let a burst of changes settle into one decision.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            decide_membership(&fleet);
+            let gone: Vec<String> = lock(&written).keys().cloned().collect();
+            for set in fleet.cluster_sets().into_iter().chain(gone) {
+                queue.add(set);
+            }
         }
-        // Let a burst of changes settle into one decision.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        if let Err(error) = reconcile(&fleet, &api, &mut written).await {
-            tracing::warn!(%error, "cannot write ClusterSet status; retrying");
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            fleet.membership_dirty.notify_one();
-        }
+    };
+    let statuses = queue::run(
+        &queue,
+        STATUS_CONCURRENCY,
+        "ClusterSet status",
+        |set| write_status(set, &fleet, &api, &written),
+        shutdown,
+    );
+    tokio::select! {
+        () = decisions => {}
+        () = statuses => {}
     }
 }
 
-async fn reconcile(
-    fleet: &Fleet,
-    api: &Api<ClusterSet>,
-    written: &mut HashMap<String, ClusterSetStatus>,
-) -> kube::Result<()> {
+/// ClusterSet statuses written at once.
+const STATUS_CONCURRENCY: usize = 4;
+
+/// Decides every cluster's membership again and tells the agents whose membership changed.
+fn decide_membership(fleet: &Fleet) {
     let sets = fleet.cluster_sets();
     let mut members = fleet.members();
     members.sort_by(|a, b| a.name.cmp(&b.name));
@@ -286,42 +300,51 @@ async fn reconcile(
         fleet.send(&name, membership_event(&new_set));
         fleet.placements_dirty.notify_one();
     }
-    let now = jiff::Timestamp::now();
-    for set in &sets {
-        let previous = match written.get(set) {
-            Some(s) => s.clone(),
-            None => match api.get_opt(set).await? {
-                Some(obj) => obj.status.unwrap_or_default(),
-                None => continue,
-            },
-        };
-        let status = set_status(set, None, &members, &previous, now);
-        if written.get(set) == Some(&status) {
-            continue;
-        }
-        let mut body = serde_json::to_value(&status).unwrap_or_default();
-        if let Some(obj) = body.as_object_mut() {
-            obj.entry("members").or_insert(serde_json::json!([]));
-        }
-        match api
-            .patch_status(
-                set,
-                &PatchParams::default(),
-                &Patch::Merge(serde_json::json!({ "status": body })),
-            )
-            .await
-        {
-            Ok(_) => {
-                written.insert(set.clone(), status);
-            }
-            Err(kube::Error::Api(e)) if e.code == 404 => {
-                written.remove(set);
-            }
-            Err(e) => return Err(e),
-        }
+}
+
+/// Writes one ClusterSet's status, if it changed; forgets a set that is gone.
+async fn write_status(
+    set: String,
+    fleet: &Fleet,
+    api: &Api<ClusterSet>,
+    written: &Mutex<HashMap<String, ClusterSetStatus>>,
+) -> kube::Result<Option<Duration>> {
+    if !fleet.cluster_sets().contains(&set) {
+        lock(written).remove(&set);
+        return Ok(None);
     }
-    written.retain(|name, _| sets.contains(name));
-    Ok(())
+    let mut members = fleet.members();
+    members.sort_by(|a, b| a.name.cmp(&b.name));
+    let known = lock(written).get(&set).cloned();
+    let previous = match known {
+        Some(s) => s,
+        None => match api.get_opt(&set).await? {
+            Some(obj) => obj.status.unwrap_or_default(),
+            None => return Ok(None),
+        },
+    };
+    let status = set_status(&set, None, &members, &previous, jiff::Timestamp::now());
+    if lock(written).get(&set) == Some(&status) {
+        return Ok(None);
+    }
+    let mut body = serde_json::to_value(&status).unwrap_or_default();
+    if let Some(obj) = body.as_object_mut() {
+        obj.entry("members").or_insert(serde_json::json!([]));
+    }
+    let patch = Patch::Merge(serde_json::json!({ "status": body }));
+    match api
+        .patch_status(&set, &PatchParams::default(), &patch)
+        .await
+    {
+        Ok(_) => {
+            lock(written).insert(set, status);
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 => {
+            lock(written).remove(&set);
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(None)
 }
 
 /// The event telling an agent its membership (`""` for none).

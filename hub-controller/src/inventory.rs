@@ -340,7 +340,7 @@ async fn write_profile(
     api: &Api<ClusterProfile>,
     written: &std::sync::Mutex<Written>,
 ) -> kube::Result<Option<Duration>> {
-    let lock = || written.lock().unwrap_or_else(|e| e.into_inner());
+    let lock = || queue::lock(written);
     let Some(member) = fleet.get(&name) else {
         lock().remove(&name);
         return Ok(None);
