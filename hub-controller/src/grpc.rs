@@ -64,7 +64,15 @@ pub struct HubService {
     auto_accept: bool,
     joins: Arc<guard::JoinLimiter>,
     credential_lifetime: std::time::Duration,
+    /// Work status writes in flight to the API server. Each report is one write; a fleet
+    /// reporting at once would otherwise send thousands together, past the API server's
+    /// in-flight limit (which answers 429), where waiting here costs nothing.
+    status_writes: Arc<tokio::sync::Semaphore>,
 }
+
+/// Work status writes the hub sends the API server at once: well under kube-apiserver's default
+/// of 200 mutating requests in flight, which the hub's other writes share.
+pub const STATUS_WRITES_IN_FLIGHT: usize = 96;
 
 impl HubService {
     /// A service over the fleet view, writing through `client`; failed joins are counted in
@@ -84,6 +92,7 @@ impl HubService {
             auto_accept,
             joins,
             credential_lifetime,
+            status_writes: Arc::new(tokio::sync::Semaphore::new(STATUS_WRITES_IN_FLIGHT)),
         }
     }
 
@@ -568,6 +577,9 @@ impl Hub for HubService {
                 report.work_name, report.work_uid
             )));
         }
+        let _slot = self.status_writes.acquire().await.map_err(|_| {
+            Status::unavailable("the hub is stopping; report again to the next hub")
+        })?;
         match work::write_status(&self.client, &name, &report.work_name, &report.status).await {
             Ok(()) => {}
             Err(work::WriteStatusError::NotJson(e)) => {
