@@ -83,6 +83,25 @@ fn atoll(hub_dir: &Path, args: &[&str]) -> Ran {
         .run(&all)
 }
 
+/// `atoll work apply -f FILE --clusters east --name NAME --wait`, a minute at most.
+fn apply_to_east(hub_dir: &Path, file: &Path, name: &str) -> Ran {
+    let file = file.to_str().unwrap();
+    let args = [
+        "work",
+        "apply",
+        "-f",
+        file,
+        "--clusters",
+        "east",
+        "--name",
+        name,
+    ];
+    atoll(
+        hub_dir,
+        &[&args[..], &["--wait", "--timeout", "60s"]].concat(),
+    )
+}
+
 /// The hub's admin kubeconfig in `hub_dir`.
 fn hub_kubeconfig_admin(hub_dir: &Path) -> PathBuf {
     hub_dir.join("hub.kubeconfig")
@@ -960,23 +979,7 @@ async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api_and_a_restri
     until_healthy(dir.path(), &hub_dir, "east").await;
     let file = dir.path().join("config.yaml");
     std::fs::write(&file, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: default}\ndata: {color: blue}\n").unwrap();
-    atoll(
-        &hub_dir,
-        &[
-            "work",
-            "apply",
-            "-f",
-            file.to_str().unwrap(),
-            "--clusters",
-            "east",
-            "--name",
-            "cfg",
-            "--wait",
-            "--timeout",
-            "60s",
-        ],
-    )
-    .success();
+    apply_to_east(&hub_dir, &file, "cfg").success();
     let color = kubectl(
         &member.kubeconfig(),
         &[
@@ -1000,23 +1003,7 @@ async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api_and_a_restri
          apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: shop-reader}\nrules: []\n",
     )
     .unwrap();
-    let refused = atoll(
-        &hub_dir,
-        &[
-            "work",
-            "apply",
-            "-f",
-            file.to_str().unwrap(),
-            "--clusters",
-            "east",
-            "--name",
-            "shop",
-            "--wait",
-            "--timeout",
-            "60s",
-        ],
-    )
-    .failure();
+    let refused = apply_to_east(&hub_dir, &file, "shop").failure();
     let agent = "User \"system:serviceaccount:atoll-system:atoll-work-agent\"";
     for expected in [
         format!(

@@ -2264,21 +2264,7 @@ async fn a_reconnect_storm_of_a_thousand_agents_converges() {
         lock(&storm.refusals)
     );
     // The hub shows every report.
-    let works: Api<Work> = Api::all(hub.client.clone());
-    let shown = works
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .items
-        .iter()
-        .filter(|w| {
-            w.status.as_ref().is_some_and(|s| {
-                s.conditions.iter().any(|c| {
-                    c.type_ == "Applied" && c.status == "True" && c.observed_generation == Some(2)
-                })
-            })
-        })
-        .count();
+    let shown = applied_count(&Api::all(hub.client.clone())).await;
     assert_eq!(shown, AGENTS);
     let refusals = lock(&storm.refusals).clone();
     for code in refusals.keys() {

@@ -130,17 +130,50 @@ impl Entry {
     }
 }
 
+/// Keys noted as changed, which one consumer takes in batches.
+struct Changed<K> {
+    keys: Mutex<HashSet<K>>,
+    notify: tokio::sync::Notify,
+}
+
+impl<K> Default for Changed<K> {
+    fn default() -> Self {
+        Self {
+            keys: Mutex::default(),
+            notify: tokio::sync::Notify::new(),
+        }
+    }
+}
+
+impl<K: Eq + std::hash::Hash> Changed<K> {
+    fn note(&self, key: K) {
+        if crate::queue::lock(&self.keys).insert(key) {
+            self.notify.notify_one();
+        }
+    }
+
+    /// Waits until a key is noted, then takes every key noted.
+    async fn take(&self) -> Vec<K> {
+        loop {
+            let taken: Vec<K> = crate::queue::lock(&self.keys).drain().collect();
+            if !taken.is_empty() {
+                return taken;
+            }
+            self.notify.notified().await;
+        }
+    }
+}
+
 /// Every Work on the hub, by cluster and name, and the WorkPlacements whose Works changed since
 /// the placement controller last looked.
 #[derive(Default)]
 pub struct WorkIndex {
     inner: Mutex<HashMap<String, HashMap<String, Entry>>>,
-    touched: Mutex<HashSet<String>>,
-    touched_notify: tokio::sync::Notify,
+    /// Placements whose Works changed, by key.
+    touched: Changed<String>,
     /// Works being deleted or carrying a time to live that changed, by cluster and name, for the
     /// lifecycle controller.
-    lifecycle: Mutex<HashSet<(String, String)>>,
-    lifecycle_notify: tokio::sync::Notify,
+    lifecycle: Changed<(String, String)>,
     /// Whether the first list of Works is in, and who waits for it.
     loaded: std::sync::atomic::AtomicBool,
     loaded_notify: tokio::sync::Notify,
@@ -202,54 +235,26 @@ impl WorkIndex {
     /// Notes that a Work of a placement changed.
     fn touch(&self, placement: Option<&(String, i64)>) {
         if let Some((key, _)) = placement {
-            let mut touched = self.touched.lock().unwrap_or_else(|e| e.into_inner());
-            if touched.insert(key.clone()) {
-                self.touched_notify.notify_one();
-            }
+            self.touched.note(key.clone());
         }
     }
 
     /// Notes that a Work the lifecycle controller looks after changed.
     fn touch_lifecycle(&self, cluster: &str, name: &str, entry: &Entry) {
         if entry.deleting || entry.ttl_after_finished.is_some() {
-            let mut changed = self.lifecycle.lock().unwrap_or_else(|e| e.into_inner());
-            if changed.insert((cluster.to_owned(), name.to_owned())) {
-                self.lifecycle_notify.notify_one();
-            }
+            self.lifecycle.note((cluster.to_owned(), name.to_owned()));
         }
     }
 
     /// Waits until a Work being deleted or carrying a time to live changed, then takes those that
     /// did (cluster, name).
     pub async fn next_lifecycle(&self) -> Vec<(String, String)> {
-        loop {
-            let taken: Vec<(String, String)> = self
-                .lifecycle
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .drain()
-                .collect();
-            if !taken.is_empty() {
-                return taken;
-            }
-            self.lifecycle_notify.notified().await;
-        }
+        self.lifecycle.take().await
     }
 
     /// Waits until a placement's Work changed, then takes the placements (by key) that did.
     pub async fn next_touched(&self) -> Vec<String> {
-        loop {
-            let taken: Vec<String> = self
-                .touched
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .drain()
-                .collect();
-            if !taken.is_empty() {
-                return taken;
-            }
-            self.touched_notify.notified().await;
-        }
+        self.touched.take().await
     }
 
     /// Forgets a Work that is gone from the hub.
