@@ -842,14 +842,9 @@ mod tests {
         let entry = Entry {
             uid: "u".into(),
             generation: 1,
-            deleting: false,
-            body: Arc::default(),
-            refused: None,
-            force_delete: false,
             placement: Some(("default.p".into(), generation)),
             reported,
-            ttl_after_finished: None,
-            deletion_requested: None,
+            ..Entry::default()
         };
         ("default.p".into(), entry)
     }

@@ -24,7 +24,7 @@ pub const ANNOTATION_FORCE_DELETE: &str = "atoll.dev/force-delete";
 pub const LOST_CLUSTER_GRACE: Duration = Duration::from_secs(300);
 
 /// One Work as the hub sends it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Entry {
     /// The Work's UID.
     pub uid: String,
@@ -572,12 +572,7 @@ mod tests {
             generation,
             deleting,
             body: Arc::new(b"{}".to_vec()),
-            refused: None,
-            force_delete: false,
-            placement: None,
-            reported: Reported::default(),
-            ttl_after_finished: None,
-            deletion_requested: None,
+            ..Entry::default()
         }
     }
 

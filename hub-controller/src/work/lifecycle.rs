@@ -161,14 +161,7 @@ mod tests {
         Entry {
             uid: "u".into(),
             generation: 2,
-            deleting: false,
-            body: Arc::default(),
-            refused: None,
-            force_delete: false,
-            placement: None,
-            reported: Reported::default(),
-            ttl_after_finished: None,
-            deletion_requested: None,
+            ..Entry::default()
         }
     }
 
