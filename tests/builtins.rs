@@ -833,6 +833,55 @@ fn services_take_addresses_from_the_range_and_bad_specs_name_the_field() {
         assert_eq!(addresses(), ["ipaddress.networking.k8s.io/10.96.0.1"]);
     });
     s.step(
+        "a lost IPAddress is taken again and a leaked one taken back",
+        || {
+            k.run(&["create", "service", "clusterip", "kept", "--tcp=80"])
+                .success();
+            let svc = k
+                .run(&["get", "svc", "kept", "-o", "json"])
+                .success()
+                .json();
+            let ip = svc["spec"]["clusterIP"].as_str().unwrap().to_owned();
+            // As data written before allocations took IPAddresses, or restored without them.
+            k.run(&["delete", "ipaddress", &ip]).success();
+            eventually("the Service's address is held again", || {
+                let held = k.run(&["get", "ipaddress", &ip, "-o", "json", "--ignore-not-found"]);
+                held.stdout.contains(r#""name": "kept""#)
+            });
+            k.run(&[
+                "create",
+                "service",
+                "clusterip",
+                "copy",
+                "--tcp=80",
+                &format!("--clusterip={ip}"),
+            ])
+            .failure()
+            .stderr_has("provided IP is already allocated");
+            let leaked = |name: &str, service: &str| {
+                json!({"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
+                "metadata": {"name": name, "labels": {
+                    "ipaddress.kubernetes.io/ip-family": "IPv4",
+                    "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"}},
+                "spec": {"parentRef": {"group": "", "resource": "services",
+                    "namespace": "default", "name": service}}})
+            };
+            // Naming a Service that holds another address: taken back at once. Naming no Service:
+            // kept for a minute, as a Service being created may not be stored yet.
+            for (name, service) in [("10.100.0.7", "kept"), ("10.100.0.8", "never-made")] {
+                k.run_with_stdin(&["create", "-f", "-"], &leaked(name, service).to_string())
+                    .success();
+            }
+            eventually("the wrong reference is taken back", || {
+                !addresses().contains(&"ipaddress.networking.k8s.io/10.100.0.7".to_owned())
+            });
+            assert!(addresses().contains(&"ipaddress.networking.k8s.io/10.100.0.8".to_owned()));
+            k.run(&["delete", "svc", "kept"]).success();
+            k.run(&["delete", "ipaddress", "10.100.0.8"]).success();
+            assert_eq!(addresses(), ["ipaddress.networking.k8s.io/10.96.0.1"]);
+        },
+    );
+    s.step(
         "endpoints follow the selected Pods and go with their Service",
         || {
             k.run(&["create", "service", "clusterip", "shop", "--tcp=80:8080"])

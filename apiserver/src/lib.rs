@@ -602,6 +602,7 @@ async fn serve_api(
     let endpoints = cache.feed(registry::endpoints::wants);
     let contents = cache.feed(registry::namespace_contents::wants);
     let certificates = cache.feed(registry::certificates::wants);
+    let addresses = cache.feed(registry::service_ip_repair::wants);
     let settled = registry::namespace_contents::settle(&store, &s.ca_pem).await;
     let tasks = vec![
         tokio::spawn(authz::run(
@@ -631,6 +632,11 @@ async fn serve_api(
             contents,
             s.ca_pem,
             settled,
+            s.shutdown.clone(),
+        )),
+        tokio::spawn(registry::service_ip_repair::run(
+            store.clone(),
+            addresses,
             s.shutdown.clone(),
         )),
         tokio::spawn(registry::namespace::run(store, s.shutdown.clone())),

@@ -22,6 +22,7 @@ pub mod namespace;
 pub mod namespace_contents;
 pub mod selector;
 pub mod service_ip;
+pub mod service_ip_repair;
 pub mod store;
 
 /// The verbs every stored resource supports.

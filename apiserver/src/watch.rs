@@ -525,16 +525,24 @@ pub const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 /// (an event it wants, or news that it lagged), or [`RETRY`] passes when `retry` (something
 /// failed), or the server stops. False when it stops.
 pub async fn next_pass(feed: &Feed, retry: bool, shutdown: &mut watch::Receiver<bool>) -> bool {
-    let retry = async {
-        if retry {
-            tokio::time::sleep(RETRY).await;
-        } else {
-            std::future::pending::<()>().await;
+    next_pass_within(feed, retry.then_some(RETRY), shutdown).await
+}
+
+/// As [`next_pass`], with the longest wait given: `None` waits for the feed alone.
+pub async fn next_pass_within(
+    feed: &Feed,
+    within: Option<std::time::Duration>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> bool {
+    let timer = async {
+        match within {
+            Some(wait) => tokio::time::sleep(wait).await,
+            None => std::future::pending::<()>().await,
         }
     };
     tokio::select! {
         _ = feed.wake.notified() => {}
-        _ = retry => {}
+        _ = timer => {}
         _ = shutdown.changed() => return false,
     }
     !*shutdown.borrow()

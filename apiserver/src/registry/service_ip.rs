@@ -18,7 +18,11 @@ const BASE: u32 = u32::from_be_bytes([10, 96, 0, 0]);
 const SIZE: u32 = 1 << 20;
 /// How many addresses a Service's allocation tries before it reports the range full.
 const PROBES: u32 = 4096;
-const FIELD_MANAGER: &str = "atoll-ipallocator";
+pub(crate) const FIELD_MANAGER: &str = "atoll-ipallocator";
+/// The label naming who made an `IPAddress`, and the allocator's value of it.
+pub const MANAGED_BY_LABEL: &str = "ipaddress.kubernetes.io/managed-by";
+pub const MANAGER: &str = "ipallocator.k8s.io";
+const IP_FAMILY_LABEL: &str = "ipaddress.kubernetes.io/ip-family";
 
 /// Whether `ip` is an address a Service may hold: in the range, neither its network address nor
 /// its last.
@@ -62,6 +66,13 @@ fn invalid(service: &ResourceType, name: &str, ip: &str, message: String) -> Err
             value: Some(json!([ip])),
         }],
     )
+}
+
+/// The `IPAddress` by which the Service `ns/name` holds `ip`.
+pub fn address_object(ip: &str, ns: &str, name: &str) -> Value {
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
+        "metadata": {"name": ip, "labels": {IP_FAMILY_LABEL: "IPv4", MANAGED_BY_LABEL: MANAGER}},
+        "spec": {"parentRef": {"group": "", "resource": "services", "namespace": ns, "name": name}}})
 }
 
 /// Takes a cluster IP for the Service `ns/name` (its object `service`, whose `spec.clusterIP`
@@ -113,11 +124,7 @@ pub async fn allocate(
     for ip in candidates {
         let text = ip.to_string();
         if !dry_run {
-            let object = json!({"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
-                "metadata": {"name": text, "labels": {
-                    "ipaddress.kubernetes.io/ip-family": "IPv4",
-                    "ipaddress.kubernetes.io/managed-by": "ipallocator.k8s.io"}},
-                "spec": {"parentRef": {"group": "", "resource": "services", "namespace": ns, "name": name}}});
+            let object = address_object(&text, ns, name);
             let options = WriteOptions {
                 field_manager: FIELD_MANAGER.into(),
                 ..Default::default()
