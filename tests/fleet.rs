@@ -233,6 +233,7 @@ async fn three_clusters_join_get_lost_come_back_and_move_between_sets() {
         },
     )
     .await;
+    // kubectl prefers v1alpha2 and its upstream columns; v1alpha1 keeps atoll's.
     let listed = kubectl(
         &hub_dir.join("hub.kubeconfig"),
         &["get", "clusterprofiles", "-n", "fleet-system"],
@@ -240,13 +241,41 @@ async fn three_clusters_join_get_lost_come_back_and_move_between_sets() {
     .success();
     assert_eq!(
         listed.rows()[0],
-        ["NAME", "HEALTHY", "KUBERNETES", "CLUSTERSET", "AGE"]
+        [
+            "NAME", "DISPLAY", "NAME", "MANAGER", "VERSION", "HEALTHY", "AGE"
+        ]
     );
     for row in &listed.rows()[1..] {
         assert_eq!(
+            (
+                row[0].as_str(),
+                row[2].as_str(),
+                row[3].as_str(),
+                row[4].as_str()
+            ),
+            (row[1].as_str(), "atoll", "v1.35.0+atoll", "True"),
+            "{listed}"
+        );
+    }
+    let v1alpha1 = kubectl(
+        &hub_dir.join("hub.kubeconfig"),
+        &[
+            "get",
+            "clusterprofiles.v1alpha1.multicluster.x-k8s.io",
+            "-n",
+            "fleet-system",
+        ],
+    )
+    .success();
+    assert_eq!(
+        v1alpha1.rows()[0],
+        ["NAME", "HEALTHY", "KUBERNETES", "CLUSTERSET", "AGE"]
+    );
+    for row in &v1alpha1.rows()[1..] {
+        assert_eq!(
             (row[1].as_str(), row[2].as_str()),
             ("True", "v1.35.0+atoll"),
-            "{listed}"
+            "{v1alpha1}"
         );
     }
     let wide = atoll(&hub_dir, &["get", "clusters", "-o", "wide"]).success();

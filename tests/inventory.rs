@@ -123,6 +123,10 @@ async fn a_cluster_joins_once_accepted_and_reports_its_health_version_and_id() {
         joined.metadata.labels.as_ref().unwrap()["x-k8s.io/cluster-manager"],
         "atoll"
     );
+    assert_eq!(
+        joined.metadata.labels.as_ref().unwrap()["multicluster.x-k8s.io/inventory-member-id"],
+        "east"
+    );
 
     // The hub made the cluster's namespace; the credential lives only in the member cluster.
     let namespaces: Api<Namespace> = Api::all(hub.client.clone());
@@ -1220,4 +1224,257 @@ async fn credentials_expire_and_agents_renew_them_without_joining_again() {
         .await,
         "the removed cluster's credential still works"
     );
+}
+
+/// The ClusterProfile API at `version`, as a client that knows only its name would use it.
+fn profiles_at(hub: &TestHub, version: &str) -> Api<kube::api::DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk("multicluster.x-k8s.io", version, "ClusterProfile");
+    let resource = kube::api::ApiResource::from_gvk_with_plural(&gvk, "clusterprofiles");
+    Api::namespaced_with(hub.client.clone(), "fleet-system", &resource)
+}
+
+/// What the API server said when it refused a write.
+fn refusal<T: std::fmt::Debug>(result: kube::Result<T>) -> (u16, String) {
+    match result {
+        Err(kube::Error::Api(e)) => (e.code, e.message),
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn cluster_profiles_are_served_as_v1alpha2_beside_v1alpha1_with_upstreams_validation() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let v1alpha1 = profiles_at(&hub, "v1alpha1");
+    let v1alpha2 = profiles_at(&hub, "v1alpha2");
+    let object = |version: &str, name: &str, manager: &str| -> kube::api::DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": format!("multicluster.x-k8s.io/{version}"), "kind": "ClusterProfile",
+            "metadata": {"name": name, "namespace": "fleet-system"},
+            "spec": {"clusterManager": {"name": manager}}}))
+        .unwrap()
+    };
+
+    // Written through v1alpha1 with what only v1alpha1 says; read through v1alpha2 without it.
+    v1alpha1
+        .create(
+            &PostParams::default(),
+            &object("v1alpha1", "old", "other-manager"),
+        )
+        .await
+        .unwrap();
+    let provider = |name: &str| {
+        serde_json::json!({"name": name, "cluster": {"server": "https://10.0.0.1:6443",
+            "certificate-authority": "/etc/ca.crt"}})
+    };
+    let status = serde_json::json!({"status": {
+        "accessProviders": [provider("kubeconfig-secretreader")],
+        "credentialProviders": [provider("legacy")]}});
+    v1alpha1
+        .patch_status("old", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    let through_v2 = v1alpha2.get("old").await.unwrap().data;
+    assert_eq!(
+        through_v2["status"]["accessProviders"],
+        serde_json::json!([{"name": "kubeconfig-secretreader",
+            "cluster": {"server": "https://10.0.0.1:6443"}}])
+    );
+    assert_eq!(through_v2["status"].get("credentialProviders"), None);
+    let through_v1 = v1alpha1.get("old").await.unwrap().data;
+    for field in ["accessProviders", "credentialProviders"] {
+        assert_eq!(through_v1["status"][field], status["status"][field]);
+    }
+
+    // v1alpha2's stricter fields, each refused naming the field; nothing is stored.
+    let (code, message) = refusal(
+        v1alpha2
+            .create(
+                &PostParams::default(),
+                &object("v1alpha2", "bad", "GKE Fleet"),
+            )
+            .await,
+    );
+    assert_eq!(code, 422);
+    assert!(
+        message.contains(r#"spec.clusterManager.name: Invalid value: "GKE Fleet": spec.clusterManager.name in body should match"#),
+        "{message}"
+    );
+    let long = "m".repeat(64);
+    let (_, message) = refusal(
+        v1alpha2
+            .create(&PostParams::default(), &object("v1alpha2", "bad", &long))
+            .await,
+    );
+    assert!(
+        message.contains("spec.clusterManager.name: Too long: may not be more than 63 bytes"),
+        "{message}"
+    );
+    v1alpha2
+        .create(
+            &PostParams::default(),
+            &object("v1alpha2", "new", "other-manager"),
+        )
+        .await
+        .unwrap();
+    let bad_statuses = [
+        (
+            serde_json::json!({"accessProviders": (0..65)
+                .map(|i| serde_json::json!({"name": format!("p{i}"), "cluster": {"server": "https://a"}}))
+                .collect::<Vec<_>>()}),
+            "status.accessProviders: Too many: 65: must have at most 64 items",
+        ),
+        (
+            serde_json::json!({"accessProviders": [{"name": "p", "cluster": {"server": "10.0.0.1:6443"}}]}),
+            r#"status.accessProviders[0].cluster.server: Invalid value: "10.0.0.1:6443": status.accessProviders[0].cluster.server in body should match"#,
+        ),
+        (
+            serde_json::json!({"accessProviders": [{"name": "p", "cluster": {"server": "https://a",
+                "proxy-url": "ftp://proxy"}}]}),
+            r#"status.accessProviders[0].cluster.proxy-url: Invalid value: "ftp://proxy""#,
+        ),
+        (
+            serde_json::json!({"accessProviders": [{"name": "p"}]}),
+            "status.accessProviders[0].cluster: Required value",
+        ),
+    ];
+    for (status, wanted) in bad_statuses {
+        let (code, message) = refusal(
+            v1alpha2
+                .patch_status(
+                    "new",
+                    &PatchParams::default(),
+                    &Patch::Merge(serde_json::json!({"status": status})),
+                )
+                .await,
+        );
+        assert_eq!(code, 422, "{message}");
+        assert!(message.contains(wanted), "{wanted}\n{message}");
+    }
+    assert!(v1alpha2.get("bad").await.is_err());
+    assert_eq!(v1alpha2.get("new").await.unwrap().data.get("status"), None);
+
+    // Conditions as upstream's schema says, in every version and in Work status too.
+    let condition = |reason: &str, status: &str, message: &str| {
+        serde_json::json!({"status": {"conditions": [{"type": "ControlPlaneHealthy", "status": status,
+            "reason": reason, "message": message, "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+    };
+    let huge = "x".repeat(32_769);
+    let bad_conditions = [
+        (
+            condition("not a reason", "True", ""),
+            r#"status.conditions[0].reason: Invalid value: "not a reason": status.conditions[0].reason in body should match '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$'"#,
+        ),
+        (
+            condition("", "True", ""),
+            "status.conditions[0].reason: Invalid value: \"\": status.conditions[0].reason in body should be at least 1 chars long",
+        ),
+        (
+            condition("Fine", "Maybe", ""),
+            r#"status.conditions[0].status: Unsupported value: "Maybe": supported values: "True", "False", "Unknown""#,
+        ),
+        (
+            condition("Fine", "True", &huge),
+            "status.conditions[0].message: Too long: may not be more than 32768 bytes",
+        ),
+    ];
+    for api in [&v1alpha1, &v1alpha2] {
+        for (patch, wanted) in &bad_conditions {
+            let (code, message) = refusal(
+                api.patch_status("new", &PatchParams::default(), &Patch::Merge(patch))
+                    .await,
+            );
+            assert_eq!(code, 422);
+            assert!(message.contains(wanted), "{wanted}\n{message}");
+        }
+    }
+    api_accepts(
+        &v1alpha2,
+        "new",
+        &condition("APIServerReady", "True", "fine"),
+    )
+    .await;
+
+    // The inventory member ID, when set, names a member.
+    let mut labelled = object("v1alpha2", "labelled", "other-manager");
+    labelled.metadata.labels = Some(
+        [(
+            "multicluster.x-k8s.io/inventory-member-id".to_owned(),
+            String::new(),
+        )]
+        .into(),
+    );
+    let (code, message) = refusal(v1alpha2.create(&PostParams::default(), &labelled).await);
+    assert_eq!(code, 422);
+    assert!(
+        message.contains(r#"metadata.labels[multicluster.x-k8s.io/inventory-member-id]: Invalid value: "": must not be empty"#),
+        "{message}"
+    );
+}
+
+async fn api_accepts(api: &Api<kube::api::DynamicObject>, name: &str, patch: &serde_json::Value) {
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_work_status_outside_the_condition_schema_is_refused_naming_the_field() {
+    let hub = TestHub::start(true, Leases::default()).await;
+    let a = raw_join(&hub, "a", "id-a").await;
+    let works: Api<Work> = Api::namespaced(hub.client.clone(), "a");
+    let work: Work = serde_json::from_value(serde_json::json!({
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+        "metadata": {"name": "web", "namespace": "a"},
+        "spec": {"workload": {"manifests": []}}
+    }))
+    .unwrap();
+    let work = works.create(&PostParams::default(), &work).await.unwrap();
+    let mut as_a = hub.raw(&a);
+    let condition = |status: &str, reason: &str| {
+        serde_json::json!({"type": "Applied", "status": status, "reason": reason, "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"})
+    };
+    let report = |status: serde_json::Value| WorkStatusReport {
+        cluster_name: "a".into(),
+        work_name: "web".into(),
+        work_uid: work.metadata.uid.clone().unwrap(),
+        observed_generation: 1,
+        status: status.to_string().into_bytes(),
+        deleted: false,
+    };
+    let refused = [
+        (
+            serde_json::json!({"conditions": [condition("True", "applied ok")]}),
+            r#"status.conditions[0].reason: Invalid value: "applied ok""#,
+        ),
+        (
+            serde_json::json!({"conditions": [condition("True", "AppliedManifestWorkComplete")],
+                "manifestConditions": [{"resourceMeta": {"ordinal": 0},
+                    "conditions": [condition("Yes", "Applied")]}]}),
+            r#"status.manifestConditions[0].conditions[0].status: Unsupported value: "Yes""#,
+        ),
+        (
+            serde_json::json!({"conditions": [{"type": "Applied", "status": "True"}]}),
+            "status.conditions[0].reason: Required value",
+        ),
+    ];
+    for (status, wanted) in refused {
+        let err = as_a.report_work_status(report(status)).await.unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+        assert!(
+            err.message()
+                .starts_with("the hub's API refused the status of Work \"web\": ")
+                && err.message().contains(wanted),
+            "{wanted}\n{}",
+            err.message()
+        );
+    }
+    assert_eq!(works.get("web").await.unwrap().status, None);
+    as_a.report_work_status(report(
+        serde_json::json!({"conditions": [condition("True", "AppliedManifestWorkComplete")]}),
+    ))
+    .await
+    .unwrap();
+    let status = works.get("web").await.unwrap().status.unwrap();
+    assert_eq!(status.conditions[0].reason, "AppliedManifestWorkComplete");
 }

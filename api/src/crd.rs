@@ -60,8 +60,19 @@ fn generate() -> Result<Vec<CustomResourceDefinition>, Error> {
         name: "clusterproperties.about.k8s.io".into(),
         source,
     })?;
+    let cluster_profile = merge_crds(
+        vec![
+            inventory::ClusterProfile::crd(),
+            inventory::v1alpha2::ClusterProfile::crd(),
+        ],
+        "v1alpha1",
+    )
+    .map_err(|source| Error::Merge {
+        name: "clusterprofiles.multicluster.x-k8s.io".into(),
+        source,
+    })?;
     let mut crds = vec![
-        inventory::ClusterProfile::crd(),
+        cluster_profile,
         cluster_property,
         work::Work::crd(),
         work::AppliedWork::crd(),
@@ -170,6 +181,58 @@ mod tests {
                 version.name
             );
         }
+    }
+
+    #[test]
+    fn cluster_profile_stores_v1alpha1_and_serves_v1alpha2_with_upstreams_rules() {
+        let crds = all().unwrap();
+        let crd = crds
+            .iter()
+            .find(|c| c.spec.names.kind == "ClusterProfile")
+            .unwrap();
+        let versions: Vec<_> = crd
+            .spec
+            .versions
+            .iter()
+            .map(|v| (v.name.as_str(), v.served, v.storage))
+            .collect();
+        assert_eq!(
+            versions,
+            [("v1alpha1", true, true), ("v1alpha2", true, false)]
+        );
+        assert_eq!(crd.spec.names.categories, Some(vec!["multicluster".into()]));
+        let v2 = serde_json::to_value(&crd.spec.versions[1].schema).unwrap();
+        let root = &v2["openAPIV3Schema"]["properties"];
+        let providers = &root["status"]["properties"]["accessProviders"];
+        assert_eq!(providers["maxItems"], 64);
+        assert_eq!(
+            providers["items"]["required"],
+            serde_json::json!(["cluster", "name"])
+        );
+        assert!(
+            root["status"]["properties"]
+                .get("credentialProviders")
+                .is_none()
+        );
+        let cluster = &providers["items"]["properties"]["cluster"]["properties"];
+        assert!(cluster.get("certificate-authority").is_none());
+        assert_eq!(cluster["server"]["maxLength"], 2048);
+        assert_eq!(
+            cluster["extensions"]["x-kubernetes-list-map-keys"],
+            serde_json::json!(["name"])
+        );
+        let manager = &root["spec"]["properties"]["clusterManager"]["properties"]["name"];
+        assert_eq!(
+            (&manager["minLength"], &manager["maxLength"]),
+            (&1.into(), &63.into())
+        );
+        let condition = &root["status"]["properties"]["conditions"]["items"];
+        assert_eq!(
+            condition["required"],
+            serde_json::json!(["lastTransitionTime", "message", "reason", "status", "type"])
+        );
+        assert_eq!(condition["properties"]["type"]["maxLength"], 316);
+        assert_eq!(condition["properties"]["message"]["maxLength"], 32768);
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The cluster inventory: ClusterProfile (`multicluster.x-k8s.io/v1alpha1`, KEP-4322), one per
-//! member cluster on the hub, and ClusterProperty (`about.k8s.io`, KEP-2149), the properties a
+//! The cluster inventory: ClusterProfile (`multicluster.x-k8s.io/v1alpha1`, KEP-4322, stored; and
+//! [`v1alpha2`], served beside it), one per member cluster on the hub, and ClusterProperty (`about.k8s.io`, KEP-2149), the properties a
 //! member cluster states about itself.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
@@ -8,6 +8,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::names::{PROPERTY_CLUSTER_ID, PROPERTY_CLUSTER_SET};
+
+pub mod v1alpha2;
 
 /// The longest ClusterProperty value, in Unicode code points (KEP-2149).
 pub const PROPERTY_VALUE_MAX_CHARS: usize = 128_000;
@@ -26,6 +28,7 @@ const DNS_SUBDOMAIN_MAX_CHARS: usize = 253;
     kind = "ClusterProfile",
     namespaced,
     status = "ClusterProfileStatus",
+    category = "multicluster",
     derive = "PartialEq",
     derive = "Default",
     crates(kube_core = "::kube_core"),

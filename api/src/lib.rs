@@ -6,6 +6,7 @@
 //! crate. It uses `kube-core` and `kube-derive`, never the `kube` client.
 
 pub mod clusterset;
+pub mod condition;
 pub mod crd;
 pub mod hosted;
 pub mod inventory;

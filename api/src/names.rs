@@ -30,6 +30,11 @@ pub const CLUSTER_MANAGER_NAME: &str = "atoll";
 /// `spec.clusterManager.name`.
 pub const LABEL_CLUSTER_MANAGER: &str = "x-k8s.io/cluster-manager";
 
+/// Label on a ClusterProfile naming the member cluster it represents, the same for every profile
+/// of that cluster on a hub; never empty (cluster-inventory-api's `LabelInventoryMemberIDKey`).
+/// atoll sets it to the cluster's name.
+pub const LABEL_INVENTORY_MEMBER_ID: &str = "multicluster.x-k8s.io/inventory-member-id";
+
 /// Label on a ClusterProfile naming the ClusterSet the cluster belongs to.
 pub const LABEL_CLUSTER_SET: &str = "multicluster.x-k8s.io/clusterset";
 

@@ -212,6 +212,14 @@ impl Catalog {
                 None => groups.push((t.group.clone(), vec![t.version.clone()])),
             }
         }
+        // A group of CRDs lists its versions by Kubernetes version priority, across its CRDs (the
+        // first is the preferred version clients use), as kube-apiserver does; a built-in
+        // group's order is upstream's.
+        for (group, versions) in &mut groups {
+            if !self.types.iter().any(|t| t.builtin && t.group == *group) {
+                versions.sort_by_key(|v| std::cmp::Reverse(crd::version_priority(v)));
+            }
+        }
         groups
     }
 

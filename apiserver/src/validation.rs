@@ -10,7 +10,8 @@
 //!   uniqueness of `x-kubernetes-list-type: set|map` lists;
 //! * [`structural`]: pruning of unknown fields, defaulting, and list types for server-side apply;
 //! * [`crd`]: validation and defaulting of `CustomResourceDefinition` objects;
-//! * [`builtin`]: the rules of built-in kinds users hit most (Services, pod specs, selectors).
+//! * [`builtin`]: the rules of built-in kinds users hit most (Services, pod specs, selectors);
+//! * [`multicluster`]: the SIG-Multicluster kinds' rules on metadata, which their CRDs cannot state.
 //!
 //! Field paths are written the way upstream prints them: `spec.versions[0].name`,
 //! `spec.validation.openAPIV3Schema.properties[spec].type`, `metadata.labels`.
@@ -22,6 +23,7 @@ use serde_json::Value;
 pub mod builtin;
 pub mod crd;
 pub mod meta;
+pub mod multicluster;
 mod render;
 pub mod schema;
 pub mod structural;

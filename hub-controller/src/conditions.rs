@@ -52,7 +52,7 @@ pub fn merge(
                 type_: v.type_.to_owned(),
                 status: v.status.to_owned(),
                 reason: v.reason.to_owned(),
-                message: v.message,
+                message: atoll_api::condition::fit_message(v.message),
                 last_transition_time: since,
                 observed_generation,
             }

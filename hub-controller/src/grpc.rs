@@ -588,6 +588,16 @@ impl Hub for HubService {
                     report.work_name
                 )));
             }
+            // The hub's API refuses the status itself (a condition out of its schema, say):
+            // the agent's to fix, not a reason to retry.
+            Err(work::WriteStatusError::Api(kube::Error::Api(e)))
+                if e.code == 400 || e.code == 422 =>
+            {
+                return Err(Status::invalid_argument(format!(
+                    "the hub's API refused the status of Work {:?}: {}",
+                    report.work_name, e.message
+                )));
+            }
             Err(work::WriteStatusError::Api(e)) => return Err(internal(e)),
         }
         Ok(Response::new(WorkStatusAck {}))

@@ -12,7 +12,7 @@ use atoll_api::inventory::{
 };
 use atoll_api::names::{
     CLUSTER_MANAGER_NAME, CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED, INVENTORY_NAMESPACE,
-    LABEL_CLUSTER_MANAGER, LABEL_CLUSTER_SET,
+    LABEL_CLUSTER_MANAGER, LABEL_CLUSTER_SET, LABEL_INVENTORY_MEMBER_ID,
 };
 use atoll_proto::v1::{Keepalive, SyncEvent, sync_event};
 use k8s_openapi::api::core::v1::Namespace;
@@ -37,10 +37,13 @@ const WRITE_CONCURRENCY: usize = 32;
 
 /// The ClusterProfile the hub creates when a cluster asks to join.
 pub fn new_profile(name: &str, cluster_set: Option<&str>) -> ClusterProfile {
-    let mut labels = BTreeMap::from([(
-        LABEL_CLUSTER_MANAGER.to_owned(),
-        CLUSTER_MANAGER_NAME.to_owned(),
-    )]);
+    let mut labels = BTreeMap::from([
+        (
+            LABEL_CLUSTER_MANAGER.to_owned(),
+            CLUSTER_MANAGER_NAME.to_owned(),
+        ),
+        (LABEL_INVENTORY_MEMBER_ID.to_owned(), name.to_owned()),
+    ]);
     if let Some(set) = cluster_set {
         labels.insert(LABEL_CLUSTER_SET.to_owned(), set.to_owned());
     }

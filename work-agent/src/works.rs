@@ -683,7 +683,7 @@ fn condition(
         type_: type_.to_owned(),
         status: if ok { "True" } else { "False" }.to_owned(),
         reason: reason.to_owned(),
-        message,
+        message: atoll_api::condition::fit_message(message),
         last_transition_time: now.clone(),
         observed_generation: generation,
     }

@@ -187,7 +187,7 @@ pub fn set_status(crd: &mut Value, catalog: &Catalog, now: &str) {
 }
 
 /// Kubernetes version priority: GA > beta > alpha > other, higher numbers first.
-fn version_priority(version: &str) -> (u8, u64, u64) {
+pub(crate) fn version_priority(version: &str) -> (u8, u64, u64) {
     let Some(rest) = version.strip_prefix('v') else {
         return (0, 0, 0);
     };
@@ -268,6 +268,28 @@ mod tests {
             types[0].key(Some("ns"), "w"),
             "/registry/example.com/widgets/ns/w"
         );
+    }
+
+    #[test]
+    fn a_group_of_crds_prefers_its_highest_version_across_them() {
+        // Gadgets serve only v1alpha1; Widgets (listed after) v1 and v1alpha1.
+        let mut gadgets = widget_crd();
+        gadgets["metadata"]["name"] = json!("gadgets.example.com");
+        gadgets["spec"]["names"] =
+            json!({"plural": "gadgets", "singular": "gadget", "kind": "Gadget"});
+        gadgets["spec"]["versions"] = json!([{"name": "v1alpha1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object"}}}]);
+        let mut types = Vec::new();
+        for mut crd in [gadgets, widget_crd()] {
+            set_status(&mut crd, &Catalog::default(), "t");
+            types.extend(resource_types(&crd));
+        }
+        let catalog = Catalog::new(types, 2);
+        let group = catalog
+            .groups()
+            .into_iter()
+            .find(|(g, _)| g == "example.com");
+        assert_eq!(group.unwrap().1, ["v1", "v1alpha1"]);
     }
 
     #[test]

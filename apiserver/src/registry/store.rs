@@ -1382,6 +1382,9 @@ impl Store {
                 validation::apply_defaults(object, schema, &unchanged);
                 // Custom resources ratchet: unchanged fields are not validated again.
                 errors.extend(validation::validate(object, old, schema));
+                errors.extend(validation::multicluster::validate(
+                    &rt.group, &rt.kind, object, old,
+                ));
             }
         }
         let name_rule = rt.name_rule;
@@ -1769,6 +1772,10 @@ fn is_converted(object: &Value, rt: &ResourceType) -> bool {
         && object["apiVersion"].as_str() == Some(rt.api_version().as_str())
 }
 
+/// Converts `object` to the version of `rt`: a built-in's body where versions differ in shape;
+/// a custom resource's by relabelling (its CRD's conversion `None`), then pruned to what the
+/// version's schema knows, as kube-apiserver prunes after converting (a field only another
+/// version has is not shown).
 pub fn convert(object: &mut Value, rt: &ResourceType) {
     if rt.builtin
         && let Some(from) = object["apiVersion"]
@@ -1776,6 +1783,10 @@ pub fn convert(object: &mut Value, rt: &ResourceType) {
             .map(|v| version_of(v).to_owned())
     {
         super::conversion::convert_body(object, &rt.group, &rt.plural, &from, &rt.version);
+    } else if let Some(schema) = rt.schema.as_deref()
+        && object["apiVersion"].as_str() != Some(rt.api_version().as_str())
+    {
+        validation::prune(object, schema, &[]);
     }
     if let Some(o) = object.as_object_mut() {
         o.insert("apiVersion".into(), json!(rt.api_version()));
