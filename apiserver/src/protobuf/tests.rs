@@ -858,3 +858,22 @@ fn other_kubectl_create_generators_match_their_dry_run_json() {
         );
     }
 }
+
+#[test]
+fn fields_new_in_kubernetes_1_35_are_kept() {
+    // PodSpec.workloadRef (42), a WorkloadReference {name=1, podGroup=2, podGroupReplicaKey=3}.
+    let workload = Writer::new()
+        .string(1, "training")
+        .string(2, "workers")
+        .string(3, "");
+    let pod_spec = Writer::new().message(42, workload);
+    let raw = Writer::new().message(1, meta("trainer")).message(
+        2,
+        Writer::new().message(3, Writer::new().message(2, pod_spec)),
+    );
+    let deployment = decode(&envelope("apps/v1", "Deployment", raw)).unwrap();
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["workloadRef"],
+        json!({"name": "training", "podGroup": "workers"})
+    );
+}
