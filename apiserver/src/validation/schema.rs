@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -420,18 +420,20 @@ fn check_string(text: &str, s: &Map<String, Value>, path: &Path<'_>) -> Option<F
 }
 
 /// Compiled patterns, shared across requests (schemas repeat); cleared when it grows large.
-static PATTERNS: LazyLock<Mutex<HashMap<String, Regex>>> =
+/// Shared behind an `Arc`, not cloned: a cloned `Regex` gets a pool of its own, and its first
+/// match builds a new search cache, which costs more than most matches.
+static PATTERNS: LazyLock<Mutex<HashMap<String, Arc<Regex>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// A regular expression for a schema `pattern`, compiled once.
-pub(crate) fn compiled(pattern: &str) -> Result<Regex, String> {
+pub(crate) fn compiled(pattern: &str) -> Result<Arc<Regex>, String> {
     let mut cache = PATTERNS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(re) = cache.get(pattern) {
         return Ok(re.clone());
     }
-    let re = Regex::new(pattern).map_err(|err| regex_error_summary(&err))?;
+    let re = Arc::new(Regex::new(pattern).map_err(|err| regex_error_summary(&err))?);
     if cache.len() >= 1024 {
         cache.clear();
     }
