@@ -47,6 +47,9 @@ pub struct Entry {
     pub ttl_after_finished: Option<Duration>,
     /// When its deletion was asked for.
     pub deletion_requested: Option<jiff::Timestamp>,
+    /// Whether it lacks the cleanup finalizer (a Work someone other than a placement made) and
+    /// is not being deleted: the lifecycle controller adds it.
+    pub needs_finalizer: bool,
 }
 
 /// A Work's summary conditions as its cluster reported them.
@@ -200,9 +203,13 @@ impl WorkIndex {
             && old.force_delete == force_delete(work)
         {
             let now = reported(work);
-            if old.reported != now {
+            let needs_finalizer = needs_finalizer(work);
+            if old.reported != now || old.needs_finalizer != needs_finalizer {
+                if old.reported != now {
+                    self.touch(old.placement.as_ref());
+                }
                 old.reported = now;
-                self.touch(old.placement.as_ref());
+                old.needs_finalizer = needs_finalizer;
                 self.touch_lifecycle(&cluster, &name, old);
             }
             return None;
@@ -241,7 +248,11 @@ impl WorkIndex {
 
     /// Notes that a Work the lifecycle controller looks after changed.
     fn touch_lifecycle(&self, cluster: &str, name: &str, entry: &Entry) {
-        if entry.deleting || entry.ttl_after_finished.is_some() {
+        if entry.deleting
+            || entry.ttl_after_finished.is_some()
+            || entry.needs_finalizer
+            || entry.refused.is_some()
+        {
             self.lifecycle.note((cluster.to_owned(), name.to_owned()));
         }
     }
@@ -344,7 +355,17 @@ fn entry_of(work: &Work, uid: String, generation: i64, deleting: bool) -> Entry 
             .and_then(|d| d.ttl_seconds_after_finished)
             .map(|s| Duration::from_secs(s.max(0) as u64)),
         deletion_requested: work.metadata.deletion_timestamp.as_ref().map(|t| t.0),
+        needs_finalizer: needs_finalizer(work),
     }
+}
+
+fn needs_finalizer(work: &Work) -> bool {
+    work.metadata.deletion_timestamp.is_none()
+        && !work
+            .metadata
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|f| f == FINALIZER_WORK_CLEANUP))
 }
 
 fn force_delete(work: &Work) -> bool {
@@ -384,8 +405,8 @@ pub fn diff(known: &[WorkVersion], hub: &[(String, Entry)], full: bool) -> Vec<S
     events
 }
 
-/// Watches every Work: adds the cleanup finalizer, keeps the index, and sends changes to the
-/// agent of the Work's cluster.
+/// Watches every Work: keeps the index, and sends changes to the agent of the Work's cluster
+/// (the lifecycle controller adds the cleanup finalizer and says why a Work is refused).
 pub async fn watch_works(
     index: Arc<WorkIndex>,
     fleet: Arc<Fleet>,
@@ -399,21 +420,10 @@ pub async fn watch_works(
         "Works",
         |event| match event {
             Event::Apply(work) | Event::InitApply(work) => {
-                let has_finalizer = work
-                    .metadata
-                    .finalizers
-                    .as_ref()
-                    .is_some_and(|f| f.iter().any(|f| f == FINALIZER_WORK_CLEANUP));
-                if !has_finalizer && work.metadata.deletion_timestamp.is_none() {
-                    tokio::spawn(add_finalizer(client.clone(), work.clone()));
-                }
-                if let Some((cluster, name, entry)) = index.upsert(&work) {
-                    match &entry.refused {
-                        Some(why) => {
-                            tokio::spawn(refuse(client.clone(), cluster, name, why.clone()));
-                        }
-                        None => fleet.send(&cluster, entry.event(&name)),
-                    }
+                if let Some((cluster, name, entry)) = index.upsert(&work)
+                    && entry.refused.is_none()
+                {
+                    fleet.send(&cluster, entry.event(&name));
                 }
             }
             Event::Delete(work) => {
@@ -437,36 +447,42 @@ pub async fn watch_works(
     .await;
 }
 
-async fn add_finalizer(client: kube::Client, work: Work) {
-    let (Some(namespace), Some(name)) =
-        (work.metadata.namespace.clone(), work.metadata.name.clone())
-    else {
-        return;
+/// Adds the cleanup finalizer to a Work that lacks it, at the version read (a conflict is an
+/// error: the queue tries again after its backoff).
+pub(crate) async fn add_finalizer(
+    client: kube::Client,
+    cluster: &str,
+    name: &str,
+) -> kube::Result<()> {
+    let api: Api<Work> = Api::namespaced(client, cluster);
+    let Some(work) = api.get_opt(name).await? else {
+        return Ok(());
     };
+    if !needs_finalizer(&work) {
+        return Ok(());
+    }
     let mut finalizers = work.metadata.finalizers.clone().unwrap_or_default();
     finalizers.push(FINALIZER_WORK_CLEANUP.to_owned());
-    let api: Api<Work> = Api::namespaced(client, &namespace);
     let patch = serde_json::json!({"metadata": {"finalizers": finalizers, "resourceVersion": work.metadata.resource_version}});
-    if let Err(error) = api
-        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
-        // A conflict means a newer version exists; its watch event tries again.
-        tracing::debug!(work = %name, cluster = %namespace, %error, "cannot add the cleanup finalizer yet");
-    }
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
 }
 
-async fn refuse(client: kube::Client, cluster: String, name: String, why: String) {
-    let api: Api<Work> = Api::namespaced(client, &cluster);
+/// Says in a Work's status why it is not sent to its cluster (the same status again is no write).
+pub(crate) async fn refuse(
+    client: kube::Client,
+    cluster: &str,
+    name: &str,
+    why: &str,
+) -> kube::Result<()> {
+    let api: Api<Work> = Api::namespaced(client, cluster);
     let verdict = Verdict::new(CONDITION_APPLIED, "False", "WorkTooLarge", why);
     let conditions = merge(&[], vec![verdict], None, jiff::Timestamp::now());
     let status = serde_json::json!({"status": {"conditions": conditions}});
-    if let Err(error) = api
-        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
-        .await
-    {
-        tracing::warn!(work = %name, %cluster, %error, "cannot say why a Work is refused");
-    }
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
 }
 
 /// Writes a Work's status as its agent reported it, passing the agent's JSON through as it came
@@ -596,6 +612,35 @@ mod tests {
             .collect();
         out.sort();
         out
+    }
+
+    #[tokio::test]
+    async fn a_work_without_the_cleanup_finalizer_goes_to_the_lifecycle_controller_once() {
+        let index = WorkIndex::default();
+        let mut work: Work = serde_json::from_value(serde_json::json!({
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+            "metadata": {"name": "web", "namespace": "east", "uid": "u1", "generation": 1},
+            "spec": {"workload": {"manifests": []}}}))
+        .unwrap();
+        let (_, _, entry) = index.upsert(&work).unwrap();
+        assert!(entry.needs_finalizer);
+        assert_eq!(
+            index.next_lifecycle().await,
+            [("east".to_owned(), "web".to_owned())]
+        );
+        // The finalizer added: the same Work for its agent (nothing to send), no longer needing it.
+        work.metadata.finalizers = Some(vec![FINALIZER_WORK_CLEANUP.to_owned()]);
+        assert!(index.upsert(&work).is_none());
+        assert!(!index.get("east", "web").unwrap().needs_finalizer);
+        // A placement's Work carries it from the start.
+        let stamped = Work {
+            metadata: kube::api::ObjectMeta {
+                name: Some("stamped".into()),
+                ..work.metadata.clone()
+            },
+            ..work.clone()
+        };
+        assert!(!index.upsert(&stamped).unwrap().2.needs_finalizer);
     }
 
     #[test]

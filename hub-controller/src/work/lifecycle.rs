@@ -1,8 +1,11 @@
-//! The end of a Work's life, one Work at a time on a work queue ([`crate::queue`]): a finished
-//! Work whose `ttlSecondsAfterFinished` passed is deleted, and a deleting Work no agent will clean
-//! up is let go (its cluster was removed, stayed Unknown longer than the grace period, or the Work
-//! carries [`super::ANNOTATION_FORCE_DELETE`]). Woken by the Work index when such a Work changes,
-//! and by its own requeue when a time runs out; nothing scans every Work.
+//! A Work's life on the hub, one Work at a time on a work queue ([`crate::queue`]): a Work made
+//! without the cleanup finalizer (by a user rather than a placement) gets it, one too large to
+//! send says so in its status, a finished Work whose `ttlSecondsAfterFinished` passed is deleted,
+//! and a deleting Work no agent will clean up is let go (its cluster was removed, stayed Unknown
+//! longer than the grace period, or the Work carries [`super::ANNOTATION_FORCE_DELETE`]). Woken by
+//! the Work index when such a Work changes, and by its own requeue when a time runs out or a
+//! write failed; nothing scans every Work, and a burst of Works costs at most [`CONCURRENCY`]
+//! writes at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +14,7 @@ use atoll_api::work::Work;
 use kube::api::Api;
 use tokio::sync::watch;
 
-use super::{Entry, WorkIndex, release};
+use super::{Entry, WorkIndex, add_finalizer, refuse, release};
 use crate::fleet::{Fleet, Health};
 use crate::queue::{self, Queue};
 
@@ -129,6 +132,12 @@ async fn reconcile(key: Key, ctx: &Context) -> kube::Result<Option<Duration>> {
     let Some(entry) = ctx.index.get(&key.cluster, &key.name) else {
         return Ok(None);
     };
+    if entry.needs_finalizer {
+        add_finalizer(ctx.client.clone(), &key.cluster, &key.name).await?;
+    }
+    if let Some(why) = &entry.refused {
+        refuse(ctx.client.clone(), &key.cluster, &key.name, why).await?;
+    }
     let health = ctx.fleet.get(&key.cluster).map(|m| m.health);
     match plan(&entry, health.as_ref(), ctx.grace, jiff::Timestamp::now()) {
         Step::Release(why) => {
