@@ -259,19 +259,20 @@ fn resource(store: &Store, group: &str, plural: &str) -> Result<Arc<ResourceType
         .ok_or(Error::UnknownPath)
 }
 
-/// One pass over every Service and address, read at one revision; when to look again.
+/// One pass over every Service and address; when to look again. Addresses are read before
+/// Services: a Service is stored after its address and its address released after it, so what a
+/// pass can see out of step is a Service whose address it did not read (taking it again finds it
+/// taken), an address whose Service is gone (which should go) or not stored yet (which the grace
+/// keeps).
 pub async fn pass(store: &Store) -> Result<Option<Duration>> {
     let services_rt = resource(store, "", "services")?;
     let addresses_rt = resource(store, "networking.k8s.io", "ipaddresses")?;
+    let addresses = store
+        .list(&addresses_rt, None, &ListOptions::default())
+        .await?;
     let services = store
         .list(&services_rt, None, &ListOptions::default())
         .await?;
-    let at_once = ListOptions {
-        resource_version: Some(services.revision.to_string()),
-        resource_version_match: Some("Exact".into()),
-        ..Default::default()
-    };
-    let addresses = store.list(&addresses_rt, None, &at_once).await?;
     let repair = plan(&services.items, &addresses.items, jiff::Timestamp::now());
     apply(store, &addresses_rt, repair).await
 }
