@@ -16,7 +16,6 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::ResourceType;
 use super::selector::LabelSelector;
 use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
@@ -73,16 +72,8 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
     }
 }
 
-fn resource(store: &Store, group: &str, plural: &str) -> Result<Arc<ResourceType>> {
-    store
-        .registry()
-        .catalog()
-        .lookup(group, "v1", plural)
-        .ok_or(Error::UnknownPath)
-}
-
 async fn all_namespaces(store: &Store) -> Result<BTreeSet<String>> {
-    let services = resource(store, "", "services")?;
+    let services = store.v1_resource("", "services")?;
     let list = store.list(&services, None, &ListOptions::default()).await?;
     Ok(list
         .items
@@ -186,8 +177,8 @@ fn target_port(port: &Value, pods: &[&Value]) -> Value {
 }
 
 async fn reconcile_namespace(store: &Store, ns: &str) -> Result<()> {
-    let services_rt = resource(store, "", "services")?;
-    let pods_rt = resource(store, "", "pods")?;
+    let services_rt = store.v1_resource("", "services")?;
+    let pods_rt = store.v1_resource("", "pods")?;
     let services = store
         .list(&services_rt, Some(ns), &ListOptions::default())
         .await?
@@ -227,7 +218,7 @@ async fn write_slice(
     endpoints: Value,
     ports: Value,
 ) -> Result<()> {
-    let rt = resource(store, "discovery.k8s.io", "endpointslices")?;
+    let rt = store.v1_resource("discovery.k8s.io", "endpointslices")?;
     let name = service["metadata"]["name"].as_str().unwrap_or_default();
     let list = ListOptions {
         labels: LabelSelector::parse(&format!("{SERVICE_NAME}={name},{MANAGED_BY}={CONTROLLER}"))?,
@@ -268,7 +259,7 @@ async fn write_slice(
 }
 
 async fn write_endpoints(store: &Store, ns: &str, service: &Value, subsets: Value) -> Result<()> {
-    let rt = resource(store, "", "endpoints")?;
+    let rt = store.v1_resource("", "endpoints")?;
     let name = service["metadata"]["name"].as_str().unwrap_or_default();
     match store.get(&rt, Some(ns), name).await {
         Ok(mut current) => {

@@ -251,22 +251,14 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
     }
 }
 
-fn resource(store: &Store, group: &str, plural: &str) -> Result<Arc<ResourceType>> {
-    store
-        .registry()
-        .catalog()
-        .lookup(group, "v1", plural)
-        .ok_or(Error::UnknownPath)
-}
-
 /// One pass over every Service and address; when to look again. Addresses are read before
 /// Services: a Service is stored after its address and its address released after it, so what a
 /// pass can see out of step is a Service whose address it did not read (taking it again finds it
 /// taken), an address whose Service is gone (which should go) or not stored yet (which the grace
 /// keeps).
 pub async fn pass(store: &Store) -> Result<Option<Duration>> {
-    let services_rt = resource(store, "", "services")?;
-    let addresses_rt = resource(store, "networking.k8s.io", "ipaddresses")?;
+    let services_rt = store.v1_resource("", "services")?;
+    let addresses_rt = store.v1_resource("networking.k8s.io", "ipaddresses")?;
     let addresses = store
         .list(&addresses_rt, None, &ListOptions::default())
         .await?;
@@ -326,7 +318,7 @@ async fn apply(
 /// finding the same finds the Event there).
 async fn record(store: &Store, report: &Report) -> Result<()> {
     use sha2::{Digest, Sha256};
-    let events = resource(store, "", "events")?;
+    let events = store.v1_resource("", "events")?;
     let svc = &report.service;
     let digest = Sha256::digest(format!(
         "{}\n{}\n{}",

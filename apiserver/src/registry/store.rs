@@ -227,6 +227,15 @@ impl Store {
         &self.registry
     }
 
+    /// The served `v1` resource `plural` of `group` (`""`: the core group), as the server's own
+    /// controllers look their kinds up.
+    pub fn v1_resource(&self, group: &str, plural: &str) -> Result<Arc<ResourceType>> {
+        self.registry
+            .catalog()
+            .lookup(group, "v1", plural)
+            .ok_or(Error::UnknownPath)
+    }
+
     /// Waits until a namespace starts terminating.
     pub async fn namespace_deleted(&self) {
         self.namespace_deleted.notified().await
