@@ -1,0 +1,455 @@
+//! The interpreter: walks an expression tree, charging every step to a [`Budget`] as cel-go's
+//! runtime cost tracker does, and stops with [`EvalError::CostExceeded`] the moment the budget
+//! would go below zero.
+//!
+//! Errors are values in CEL: `&&` and `||` absorb an error when the other side decides the
+//! result, and a comprehension's accumulator may hold one for a later step to absorb. Running
+//! out of budget is never absorbed.
+
+mod accumulate;
+mod call;
+mod convert;
+mod cost;
+mod functions;
+mod time;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_library;
+#[cfg(test)]
+mod tests_spec;
+
+use std::sync::Arc;
+
+use crate::ast::{Comprehension, Expr, ExprKind, Literal};
+use crate::value::TypeName;
+use crate::{Activation, Budget, EvalError, Value};
+
+/// What evaluating a node gives: a value or a CEL error.
+pub(crate) type Outcome = Result<Value, EvalError>;
+
+/// Evaluates `expr` with the variables of `activation`, charging `budget`.
+pub(crate) fn eval(expr: &Expr, activation: &Activation, budget: &mut Budget) -> Outcome {
+    let mut interpreter = Interpreter {
+        activation,
+        budget,
+        locals: Vec::new(),
+        free_root: false,
+    };
+    interpreter.eval(expr)
+}
+
+/// Whether `expr` reads variable `name` anywhere a comprehension variable of the same name
+/// does not shadow it.
+pub(crate) fn references(expr: &Expr, name: &str) -> bool {
+    // (node, whether `name` is shadowed there); an explicit stack, so no recursion.
+    let mut pending: Vec<(&Expr, bool)> = vec![(expr, false)];
+    while let Some((node, shadowed)) = pending.pop() {
+        match &node.kind {
+            ExprKind::Literal(_) => {}
+            ExprKind::Ident(ident) => {
+                if !shadowed && (&**ident == name || qualified_root(ident) == name) {
+                    return true;
+                }
+            }
+            ExprKind::Select { operand, .. } => pending.push((operand, shadowed)),
+            ExprKind::Call { target, args, .. } => {
+                if let Some(target) = target {
+                    pending.push((target, shadowed));
+                }
+                pending.extend(args.iter().map(|arg| (arg, shadowed)));
+            }
+            ExprKind::List { elements, .. } => {
+                pending.extend(elements.iter().map(|e| (e, shadowed)));
+            }
+            ExprKind::Map { entries } => {
+                for entry in entries {
+                    pending.push((&entry.key, shadowed));
+                    pending.push((&entry.value, shadowed));
+                }
+            }
+            ExprKind::Struct { fields, .. } => {
+                pending.extend(fields.iter().map(|f| (&f.value, shadowed)));
+            }
+            ExprKind::Comprehension(c) => {
+                let by_accu = shadowed || &*c.accu_var == name;
+                let by_iter =
+                    by_accu || &*c.iter_var == name || c.iter_var2.as_deref() == Some(name);
+                pending.push((&c.iter_range, shadowed));
+                pending.push((&c.accu_init, shadowed));
+                pending.push((&c.loop_condition, by_iter));
+                pending.push((&c.loop_step, by_iter));
+                pending.push((&c.result, by_accu));
+            }
+        }
+    }
+    false
+}
+
+/// `a` of a dotted identifier `a.b.c`.
+fn qualified_root(ident: &str) -> &str {
+    ident.split('.').next().unwrap_or(ident)
+}
+
+/// One evaluation's state: the variables, the budget, and the comprehension variables in
+/// scope (innermost last), which may hold errors.
+pub(crate) struct Interpreter<'a> {
+    activation: &'a Activation,
+    budget: &'a mut Budget,
+    locals: Vec<(Arc<str>, Outcome)>,
+    /// Set while evaluating a conditional's branch that is a variable (or a selection from
+    /// one): cel-go resolves such a branch without charging for the variable itself.
+    free_root: bool,
+}
+
+impl Interpreter<'_> {
+    /// Spends `cost`, or fails when the budget would go below zero.
+    pub(crate) fn charge(&mut self, cost: u64) -> Result<(), EvalError> {
+        match self.budget.remaining.checked_sub(cost) {
+            Some(left) => {
+                self.budget.remaining = left;
+                Ok(())
+            }
+            None => {
+                self.budget.remaining = 0;
+                Err(EvalError::CostExceeded)
+            }
+        }
+    }
+
+    pub(crate) fn budget(&mut self) -> &mut Budget {
+        self.budget
+    }
+
+    pub(crate) fn eval(&mut self, expr: &Expr) -> Outcome {
+        match &expr.kind {
+            ExprKind::Literal(literal) => Ok(literal_value(literal)),
+            ExprKind::Ident(name) => {
+                let free = std::mem::take(&mut self.free_root);
+                // A type name is a constant once checked: it costs nothing.
+                if !free && (self.is_bound(name) || type_by_name(name).is_none()) {
+                    self.charge(cost::SELECT_AND_IDENT)?;
+                }
+                self.resolve(name)
+            }
+            ExprKind::Select {
+                operand,
+                field,
+                test_only,
+                optional,
+            } => self.eval_select(operand, field, *test_only, *optional),
+            ExprKind::Call {
+                target,
+                function,
+                args,
+            } => self.eval_call(target.as_deref(), function, args),
+            ExprKind::List {
+                elements,
+                optional_indices,
+            } => self.eval_list(elements, optional_indices),
+            ExprKind::Map { entries } => self.eval_map(entries),
+            ExprKind::Struct { type_name, fields } => {
+                for field in fields {
+                    self.eval(&field.value)?;
+                }
+                self.charge(cost::STRUCT_CREATE_BASE)?;
+                Err(EvalError::Runtime(format!("unknown type: {type_name}")))
+            }
+            ExprKind::Comprehension(comprehension) => self.eval_comprehension(comprehension),
+        }
+    }
+
+    /// A comprehension variable, then a variable of the activation, then a type name.
+    fn resolve(&self, name: &str) -> Outcome {
+        if let Some((_, value)) = self.locals.iter().rev().find(|(n, _)| &**n == name) {
+            return value.clone();
+        }
+        if let Some(value) = self.activation.get(name) {
+            return Ok(value.clone());
+        }
+        match type_by_name(name) {
+            Some(type_name) => Ok(Value::Type(type_name)),
+            None => Err(EvalError::Runtime(format!("no such attribute(s): {name}"))),
+        }
+    }
+
+    /// Selecting from or indexing a value that is no variable (`f(x).a`, `[1, 2][0]`): cel-go
+    /// wraps the operand in a relative attribute, which costs 1 more.
+    pub(crate) fn charge_relative(&mut self, operand: &Expr) -> Result<(), EvalError> {
+        let attribute = match &operand.kind {
+            ExprKind::Ident(_) | ExprKind::Select { .. } => true,
+            ExprKind::Call {
+                target: None,
+                function,
+                ..
+            } => matches!(&**function, "_[_]" | "_[?_]" | "_?_:_"),
+            _ => false,
+        };
+        if attribute {
+            Ok(())
+        } else {
+            self.charge(cost::SELECT_AND_IDENT)
+        }
+    }
+
+    /// Whether `name` is a comprehension variable or a variable of the activation.
+    fn is_bound(&self, name: &str) -> bool {
+        self.locals.iter().any(|(n, _)| &**n == name) || self.activation.get(name).is_some()
+    }
+
+    #[inline(never)]
+    fn eval_select(
+        &mut self,
+        operand: &Expr,
+        field: &str,
+        test_only: bool,
+        optional: bool,
+    ) -> Outcome {
+        // `google.protobuf.Duration`: a qualified name whose root is no variable.
+        if !test_only
+            && !optional
+            && let Some(root) = root_ident(operand)
+            && !self.is_bound(qualified_root(root))
+            && let Some(name) = operand.dotted_name()
+        {
+            let full = format!("{name}.{field}");
+            let free = std::mem::take(&mut self.free_root);
+            if !free && type_by_name(&full).is_none() {
+                self.charge(cost::SELECT_AND_IDENT)?;
+            }
+            if let Some(value) = self.activation.get(&full) {
+                return Ok(value.clone());
+            }
+            return match type_by_name(&full) {
+                Some(type_name) => Ok(Value::Type(type_name)),
+                None => Err(EvalError::Runtime(format!("no such attribute(s): {full}"))),
+            };
+        }
+        let target = self.eval(operand)?;
+        self.charge_relative(operand)?;
+        // Kubernetes runs cel-go with `PresenceTestHasCost(false)`: `has()` itself is free.
+        if !test_only {
+            self.charge(cost::SELECT_AND_IDENT)?;
+        }
+        if test_only {
+            return match &target {
+                Value::Map(map) => Ok(Value::Bool(map.lookup(&Value::string(field))?.is_some())),
+                Value::Optional(None) => Ok(Value::Bool(false)),
+                Value::Optional(Some(inner)) => match &**inner {
+                    Value::Map(map) => {
+                        Ok(Value::Bool(map.lookup(&Value::string(field))?.is_some()))
+                    }
+                    _ => Ok(Value::Bool(false)),
+                },
+                _ => Ok(Value::Bool(false)),
+            };
+        }
+        match target {
+            Value::Optional(None) => Ok(Value::Optional(None)),
+            Value::Optional(Some(inner)) => {
+                Ok(Value::Optional(select_field(&inner, field)?.map(Arc::new)))
+            }
+            target if optional => Ok(Value::Optional(select_field(&target, field)?.map(Arc::new))),
+            target => select_field(&target, field)?
+                .ok_or_else(|| EvalError::Runtime(format!("no such key: {field}"))),
+        }
+    }
+
+    #[inline(never)]
+    fn eval_list(&mut self, elements: &[Expr], optional_indices: &[u32]) -> Outcome {
+        let mut values = Vec::with_capacity(elements.len());
+        for (i, element) in elements.iter().enumerate() {
+            let value = self.eval(element)?;
+            if optional_indices.iter().any(|&o| o as usize == i) {
+                match value {
+                    Value::Optional(Some(inner)) => values.push((*inner).clone()),
+                    Value::Optional(None) => {}
+                    other => {
+                        return Err(EvalError::Runtime(format!(
+                            "cannot initialize optional list element from non-optional value {}",
+                            convert::go_format(&other)
+                        )));
+                    }
+                }
+            } else {
+                values.push(value);
+            }
+        }
+        if !optional_indices.is_empty() || !elements.iter().all(cost::is_constant) {
+            self.charge(cost::LIST_CREATE_BASE)?;
+        }
+        Ok(Value::list(values))
+    }
+
+    #[inline(never)]
+    fn eval_map(&mut self, entries: &[crate::ast::MapEntry]) -> Outcome {
+        let mut map = crate::Map::default();
+        for entry in entries {
+            let key = self.eval(&entry.key)?;
+            let value = self.eval(&entry.value)?;
+            let Some(key) = crate::Key::from_value(&key) else {
+                return Err(EvalError::Runtime(format!(
+                    "unsupported key type: {}",
+                    key.type_name()
+                )));
+            };
+            // As cel-go's: a later entry replaces an earlier one with the same key, and an
+            // empty optional entry removes it.
+            let value = if entry.optional {
+                match value {
+                    Value::Optional(Some(inner)) => (*inner).clone(),
+                    Value::Optional(None) => {
+                        map.entries.remove(&key);
+                        continue;
+                    }
+                    other => {
+                        return Err(EvalError::Runtime(format!(
+                            "cannot initialize optional entry '{}' from non-optional value {}",
+                            convert::go_format(&key.to_value()),
+                            convert::go_format(&other)
+                        )));
+                    }
+                }
+            } else {
+                value
+            };
+            map.entries.insert(key, value);
+        }
+        let constant = entries
+            .iter()
+            .all(|e| !e.optional && cost::is_constant(&e.key) && cost::is_constant(&e.value));
+        if !constant {
+            self.charge(cost::MAP_CREATE_BASE)?;
+        }
+        Ok(Value::Map(Arc::new(map)))
+    }
+
+    #[inline(never)]
+    fn eval_comprehension(&mut self, c: &Comprehension) -> Outcome {
+        let range = self.eval(&c.iter_range)?;
+        if let Some(append) = accumulate::AppendStep::detect(c) {
+            return self.eval_appending(c, &range, &append);
+        }
+        let init = self.eval(&c.accu_init);
+        let base = self.locals.len();
+        self.locals.push((c.accu_var.clone(), init));
+        let outcome = self.fold(c, &range);
+        let outcome = match outcome {
+            Ok(()) => self.eval(&c.result),
+            Err(err) => Err(err),
+        };
+        self.locals.truncate(base);
+        outcome
+    }
+
+    /// Runs the loop of `c` over `range`, the accumulator being the last local.
+    fn fold(&mut self, c: &Comprehension, range: &Value) -> Result<(), EvalError> {
+        let accu = self.locals.len() - 1;
+        let base = self.locals.len();
+        for (first, second) in iteration_items(range, c.iter_var2.is_some())? {
+            self.locals.truncate(base);
+            self.locals.push((c.iter_var.clone(), Ok(first)));
+            if let (Some(var2), Some(second)) = (&c.iter_var2, second) {
+                self.locals.push((var2.clone(), Ok(second)));
+            }
+            match self.eval(&c.loop_condition) {
+                Err(EvalError::CostExceeded) => return Err(EvalError::CostExceeded),
+                Ok(Value::Bool(false)) => break,
+                _ => {}
+            }
+            let next = self.eval(&c.loop_step);
+            if let Err(EvalError::CostExceeded) = next {
+                return Err(EvalError::CostExceeded);
+            }
+            self.locals[accu].1 = next;
+        }
+        self.locals.truncate(base);
+        Ok(())
+    }
+}
+
+/// The items a comprehension binds, one turn after another: a list's elements (with
+/// `two`, index and element), a map's keys (with `two`, key and value). Lazy, so that a
+/// comprehension that stops early over a large range does no work for the rest of it.
+type Items<'a> = Box<dyn Iterator<Item = (Value, Option<Value>)> + 'a>;
+
+fn iteration_items(range: &Value, two: bool) -> Result<Items<'_>, EvalError> {
+    match range {
+        Value::List(items) => Ok(Box::new(items.iter().enumerate().map(move |(i, item)| {
+            if two {
+                (Value::Int(i as i64), Some(item.clone()))
+            } else {
+                (item.clone(), None)
+            }
+        }))),
+        Value::Map(map) => {
+            Ok(Box::new(map.entries.iter().map(move |(key, value)| {
+                (key.to_value(), two.then(|| value.clone()))
+            })))
+        }
+        other => Err(EvalError::Runtime(format!(
+            "cannot iterate over {}",
+            other.type_name()
+        ))),
+    }
+}
+
+/// The value of a literal (constants cost nothing).
+fn literal_value(literal: &Literal) -> Value {
+    match literal {
+        Literal::Null => Value::Null,
+        Literal::Bool(b) => Value::Bool(*b),
+        Literal::Int(i) => Value::Int(*i),
+        Literal::Uint(u) => Value::Uint(*u),
+        Literal::Double(d) => Value::Double(*d),
+        Literal::String(s) => Value::String(s.clone()),
+        Literal::Bytes(b) => Value::Bytes(b.clone()),
+    }
+}
+
+/// `a` of an identifier `a` or a chain of plain selects on one, `a.b.c`.
+fn root_ident(expr: &Expr) -> Option<&str> {
+    let mut node = expr;
+    loop {
+        match &node.kind {
+            ExprKind::Ident(name) => return Some(name),
+            ExprKind::Select {
+                operand,
+                test_only: false,
+                optional: false,
+                ..
+            } => node = operand,
+            _ => return None,
+        }
+    }
+}
+
+/// The type a name denotes, when it is one of CEL's type names.
+pub(crate) fn type_by_name(name: &str) -> Option<TypeName> {
+    Some(match name {
+        "int" => TypeName::Int,
+        "uint" => TypeName::Uint,
+        "double" => TypeName::Double,
+        "bool" => TypeName::Bool,
+        "string" => TypeName::String,
+        "bytes" => TypeName::Bytes,
+        "list" => TypeName::List,
+        "map" => TypeName::Map,
+        "null_type" => TypeName::Null,
+        "type" => TypeName::Type,
+        "optional_type" => TypeName::Optional,
+        "google.protobuf.Duration" => TypeName::Duration,
+        "google.protobuf.Timestamp" => TypeName::Timestamp,
+        _ => return None,
+    })
+}
+
+/// `target.field`: `Some` value of a map's key, `None` when the map lacks it; an error for
+/// values that have no fields.
+fn select_field(target: &Value, field: &str) -> Result<Option<Value>, EvalError> {
+    match target {
+        Value::Map(map) => Ok(map.lookup(&Value::string(field))?.cloned()),
+        _ => Err(EvalError::Runtime(format!("no such key: {field}"))),
+    }
+}
