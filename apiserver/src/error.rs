@@ -44,6 +44,18 @@ pub struct Invalid {
     pub causes: Vec<FieldError>,
 }
 
+/// The details of a ValidatingAdmissionPolicy's denial.
+#[derive(Debug)]
+pub struct PolicyDenial {
+    pub target: Target,
+    /// `deployments.apps "web" is forbidden: ValidatingAdmissionPolicy ...`.
+    pub message: String,
+    /// The message without the resource, which the status lists as its cause.
+    pub cause: String,
+    /// `Invalid`, `Forbidden`, `Unauthorized` or `RequestEntityTooLarge`.
+    pub reason: &'static str,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("{} {:?} not found", .0.qualified_resource(), .0.name)]
@@ -84,6 +96,10 @@ pub enum Error {
         target: Option<Target>,
         message: String,
     },
+    /// A denial of a ValidatingAdmissionPolicy: admission's Forbidden, with the status reason
+    /// (and so the code) of the failed validation.
+    #[error("{}", .0.message)]
+    PolicyDenied(Box<PolicyDenial>),
     #[error("Unauthorized")]
     Unauthorized,
     #[error("Request entity too large: limit is {0}")]
@@ -141,6 +157,13 @@ impl Error {
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Error::Forbidden(_) | Error::Denied { .. } => StatusCode::FORBIDDEN,
             Error::Unauthorized => StatusCode::UNAUTHORIZED,
+            Error::PolicyDenied(denial) => match denial.reason {
+                "Forbidden" => StatusCode::FORBIDDEN,
+                "Unauthorized" => StatusCode::UNAUTHORIZED,
+                "RequestEntityTooLarge" => StatusCode::PAYLOAD_TOO_LARGE,
+                "Invalid" => StatusCode::UNPROCESSABLE_ENTITY,
+                _ => StatusCode::INTERNAL_SERVER_ERROR,
+            },
             Error::TooLarge(_) | Error::EntityTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -162,6 +185,7 @@ impl Error {
             Error::MethodNotAllowed => "MethodNotAllowed",
             Error::Forbidden(_) | Error::Denied { .. } => "Forbidden",
             Error::Unauthorized => "Unauthorized",
+            Error::PolicyDenied(denial) => denial.reason,
             Error::TooLarge(_) | Error::EntityTooLarge(_) => "RequestEntityTooLarge",
             Error::Timeout(_) => "Timeout",
             Error::Internal(_) => "InternalError",
@@ -219,6 +243,18 @@ impl Error {
                 }
                 None => json!({}),
             }),
+            Error::PolicyDenied(denial) => {
+                let PolicyDenial { target, cause, .. } = denial.as_ref();
+                let mut details = json!({"kind": target.resource});
+                if !target.name.is_empty() {
+                    details["name"] = json!(target.name);
+                }
+                if !target.group.is_empty() {
+                    details["group"] = json!(target.group);
+                }
+                details["causes"] = json!([{ "message": cause }]);
+                Some(details)
+            }
             Error::TooManyRequests(_) => Some(json!({"retryAfterSeconds": RETRY_AFTER_SECONDS})),
             _ => None,
         };

@@ -32,7 +32,7 @@ mod path;
 mod pods;
 mod representation;
 mod review;
-mod scale;
+pub(crate) mod scale;
 mod watch_stream;
 
 pub use backup::{RestoreState, restore_router};
@@ -54,6 +54,8 @@ pub struct ApiState {
     pub auth: Authenticator,
     /// Decides what each caller may do.
     pub authz: Arc<Authorizer>,
+    /// The ValidatingAdmissionPolicies in force, compiled.
+    pub admission: Arc<crate::admission::Policies>,
     pub shutdown: watch::Receiver<bool>,
     /// `host:port` clients reach the server at (for legacy `/api`).
     pub server_address: String,
@@ -392,10 +394,22 @@ async fn serve(state: &ApiState, request: Request) -> Result<Response> {
         // The caller's next request is decided by the policy this write made.
         state.authz.catch_up(&state.store, &state.cache).await;
     }
+    if rt.group == "admissionregistration.k8s.io"
+        && parts.method != Method::GET
+        && query.get("dryRun").is_none()
+    {
+        // The caller's next write passes the policies this write made.
+        let now = state.store.backend().current_revision();
+        state.cache.caught_up(now, ADMISSION_CATCH_UP).await;
+    }
     Ok(slot.hold(response))
 }
 
-/// The options of a write, with RBAC's escalation check when it writes an RBAC object.
+/// How long a write of a policy or binding waits for the policies to take it in.
+const ADMISSION_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The options of a write, with RBAC's escalation check when it writes an RBAC object, and the
+/// ValidatingAdmissionPolicies' check when any binding is in force.
 fn writing(state: &ApiState, request: &ResourceRequest<'_>) -> Result<WriteOptions> {
     let mut options = write_options(request.headers, request.query)?;
     if request.rt.group == crate::authz::GROUP {
@@ -404,7 +418,50 @@ fn writing(state: &ApiState, request: &ResourceRequest<'_>) -> Result<WriteOptio
             user: request.user.clone(),
         }));
     }
+    if let Some(policies) = policy_admission(state, request, options.dry_run) {
+        options.admission = Some(Arc::new(crate::admission::PolicyAdmission {
+            inner: options.admission.take(),
+            ..policies
+        }));
+    }
     Ok(options)
+}
+
+/// The ValidatingAdmissionPolicies' check of a request, when any binding is in force.
+fn policy_admission(
+    state: &ApiState,
+    request: &ResourceRequest<'_>,
+    dry_run: bool,
+) -> Option<crate::admission::PolicyAdmission> {
+    let policies = state.admission.current(&state.cache);
+    (!policies.is_empty()).then(|| crate::admission::PolicyAdmission {
+        set: policies,
+        catalog: state.store.registry().catalog(),
+        cache: state.cache.clone(),
+        user: request.user.clone(),
+        subresource: request.at.subresource.clone().unwrap_or_default(),
+        dry_run,
+        inner: None,
+        delete_warnings: Default::default(),
+    })
+}
+
+/// A delete's options, with the policies' check when any binding is in force (given the
+/// stored object as `oldObject`, for each object of a deletecollection too).
+fn deleting(
+    state: &ApiState,
+    request: &ResourceRequest<'_>,
+    body: &[u8],
+) -> Result<(
+    DeleteOptions,
+    Option<Arc<crate::admission::PolicyAdmission>>,
+)> {
+    let mut options = delete_options(request.headers, request.query, body)?;
+    let policies = policy_admission(state, request, options.dry_run).map(Arc::new);
+    if let Some(policies) = &policies {
+        options.admission = Some(policies.clone());
+    }
+    Ok((options, policies))
 }
 
 /// Approving or denying a certificate signing request needs `approve` on its signer (upstream's
@@ -479,13 +536,13 @@ async fn replace(
     let options = writing(state, request)?;
     may_write(state, request, true).await?;
     if sub == Some("scale") {
-        let written = scale::update(&state.store, rt, ns, name, object, &options).await?;
+        let (scale, warnings) = scale::update(&state.store, rt, ns, name, object, &options).await?;
         return Ok(written_response(
             StatusCode::OK,
             &Representation::Object,
             rt,
-            written,
-            &[],
+            scale,
+            &warnings,
         ));
     }
     let written = state
@@ -518,13 +575,14 @@ async fn patch(
     let options = writing(state, request)?;
     may_write(state, request, patch_type == PatchType::Apply).await?;
     if sub == Some("scale") {
-        let written = scale::patch(&state.store, rt, ns, name, patch_type, &body, &options).await?;
+        let (scale, warnings) =
+            scale::patch(&state.store, rt, ns, name, patch_type, &body, &options).await?;
         return Ok(written_response(
             StatusCode::OK,
             &Representation::Object,
             rt,
-            written,
-            &[],
+            scale,
+            &warnings,
         ));
     }
     let written = state
@@ -692,13 +750,13 @@ async fn serve_resource(
         (&Method::PUT, Some(name)) => replace(state, request, representation, name, body).await,
         (&Method::PATCH, Some(name)) => patch(state, request, representation, name, body).await,
         (&Method::DELETE, Some(name)) => {
-            let options = delete_options(headers, query, &body)?;
-            match store.delete(rt, ns, name, &options).await? {
+            let (options, policies) = deleting(state, request, &body)?;
+            let mut response = match store.delete(rt, ns, name, &options).await? {
                 Deleted::Pending(object) => {
-                    Ok(representation.response(StatusCode::OK, &representation.object(rt, object)))
+                    representation.response(StatusCode::OK, &representation.object(rt, object))
                 }
                 Deleted::Gone(object) if rt.delete_returns_object => {
-                    Ok(representation.response(StatusCode::OK, &representation.object(rt, object)))
+                    representation.response(StatusCode::OK, &representation.object(rt, object))
                 }
                 Deleted::Gone(object) => {
                     let mut details =
@@ -706,18 +764,27 @@ async fn serve_resource(
                     if !rt.group.is_empty() {
                         details["group"] = json!(rt.group);
                     }
-                    Ok(json_response(
+                    json_response(
                         StatusCode::OK,
                         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
-                    ))
+                    )
                 }
+            };
+            if let Some(policies) = policies {
+                add_warnings(&mut response, &policies.take_delete_warnings());
             }
+            Ok(response)
         }
         (&Method::DELETE, None) => {
             let list = list_options(rt, query)?;
-            let options = delete_options(headers, query, &body)?;
+            let (options, policies) = deleting(state, request, &body)?;
             let page = store.delete_collection(rt, ns, &list, &options).await?;
-            Ok(representation.response(StatusCode::OK, &representation.list(rt, page)))
+            let mut response =
+                representation.response(StatusCode::OK, &representation.list(rt, page));
+            if let Some(policies) = policies {
+                add_warnings(&mut response, &policies.take_delete_warnings());
+            }
+            Ok(response)
         }
         _ => Err(Error::MethodNotAllowed),
     }
@@ -791,13 +858,18 @@ fn written_response(
     warnings: &[String],
 ) -> Response {
     let mut response = representation.response(code, &representation.object(rt, object));
+    add_warnings(&mut response, warnings);
+    response
+}
+
+/// `Warning` headers (`299 - "..."`), one a warning.
+fn add_warnings(response: &mut Response, warnings: &[String]) {
     for warning in warnings {
         let escaped = warning.replace('\\', "\\\\").replace('"', "\\\"");
         if let Ok(value) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
             response.headers_mut().append(header::WARNING, value);
         }
     }
-    response
 }
 
 fn wants_aggregated(accept: &str) -> bool {

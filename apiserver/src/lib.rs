@@ -24,6 +24,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch as signal;
 use tokio::task::JoinHandle;
 
+pub mod admission;
 pub mod apply;
 pub mod auth;
 pub mod authz;
@@ -588,6 +589,7 @@ async fn serve_api(
         cache: cache.clone(),
         auth: s.authenticator,
         authz: authorizer.clone(),
+        admission: Arc::new(admission::Policies::default()),
         shutdown: s.shutdown.clone(),
         server_address: s.server_address,
         in_flight: s.in_flight,

@@ -15,6 +15,7 @@ use tower::ServiceExt as _;
 
 use crate::{Config, Server, StorageKind};
 
+mod admission;
 mod backup;
 mod connections;
 mod fuzz;

@@ -21,6 +21,7 @@ use std::fmt;
 use serde_json::Value;
 
 pub mod builtin;
+pub mod cel;
 pub mod crd;
 pub mod meta;
 pub mod multicluster;

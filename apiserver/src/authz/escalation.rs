@@ -22,7 +22,13 @@ pub struct Escalation {
 }
 
 impl Admission for Escalation {
-    fn admit(&self, rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<()> {
+    fn admit(
+        &self,
+        rt: &ResourceType,
+        object: &Value,
+        old: Option<&Value>,
+        _warnings: &mut Vec<String>,
+    ) -> Result<()> {
         if rt.group != GROUP || self.user.groups.iter().any(|g| g == MASTERS) {
             return Ok(());
         }

@@ -69,7 +69,7 @@ pub fn from_object(rt: &ResourceType, object: &Value) -> Result<Value> {
     }))
 }
 
-/// PUT of a Scale.
+/// PUT of a Scale: the Scale written, and the write's warnings.
 pub async fn update(
     store: &Store,
     rt: &ResourceType,
@@ -77,7 +77,7 @@ pub async fn update(
     name: &str,
     scale: Value,
     options: &WriteOptions,
-) -> Result<Value> {
+) -> Result<(Value, Vec<String>)> {
     let replicas = scale["spec"]["replicas"].as_i64().ok_or_else(|| {
         Error::BadRequest("spec.replicas: Required value: the Scale must give spec.replicas".into())
     })?;
@@ -93,7 +93,8 @@ pub async fn update(
     .await
 }
 
-/// PATCH of a Scale (merge or JSON patch applied to the Scale, then written back).
+/// PATCH of a Scale (merge or JSON patch applied to the Scale, then written back): the Scale
+/// written, and the write's warnings.
 pub async fn patch(
     store: &Store,
     rt: &ResourceType,
@@ -102,7 +103,7 @@ pub async fn patch(
     patch_type: PatchType,
     body: &[u8],
     options: &WriteOptions,
-) -> Result<Value> {
+) -> Result<(Value, Vec<String>)> {
     let current = store.get(rt, ns, name).await?;
     let mut scale = from_object(rt, &current)?;
     let doc: Value = match patch_type {
@@ -140,7 +141,7 @@ async fn write(
     replicas: i64,
     resource_version: Option<&str>,
     options: &WriteOptions,
-) -> Result<Value> {
+) -> Result<(Value, Vec<String>)> {
     let paths = rt.scale.as_ref().ok_or(Error::UnknownPath)?;
     let mut patch = json!({});
     set(&mut patch, &paths.spec_replicas, json!(replicas));
@@ -151,5 +152,5 @@ async fn write(
     let written = store
         .patch(rt, ns, name, None, PatchType::Merge, &body, options)
         .await?;
-    from_object(rt, &written.object)
+    Ok((from_object(rt, &written.object)?, written.warnings))
 }

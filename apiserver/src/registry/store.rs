@@ -65,7 +65,19 @@ pub struct WriteOptions {
 /// A check of a write's outcome that depends on who writes, run after validation and before
 /// anything is stored.
 pub trait Admission: Send + Sync {
-    fn admit(&self, rt: &ResourceType, object: &Value, old: Option<&Value>) -> Result<()>;
+    /// `warnings` takes what the check warns of (for the `Warning` header).
+    fn admit(
+        &self,
+        rt: &ResourceType,
+        object: &Value,
+        old: Option<&Value>,
+        warnings: &mut Vec<String>,
+    ) -> Result<()>;
+
+    /// The check of a delete of `old`, the stored object (none by default).
+    fn admit_delete(&self, _rt: &ResourceType, _old: &Value) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for dyn Admission {
@@ -121,6 +133,8 @@ pub struct DeleteOptions {
     pub precondition_resource_version: Option<String>,
     /// What happens to the object's dependents; `None`: the resource's default.
     pub propagation: Option<Propagation>,
+    /// What the caller's delete must also pass (admission policies), given the stored object.
+    pub admission: Option<Arc<dyn Admission>>,
 }
 
 /// `DeleteOptions.propagationPolicy`: what the garbage collector does with an object's
@@ -1074,6 +1088,9 @@ impl Store {
                     ),
                 });
             }
+            if let Some(admission) = &options.admission {
+                admission.admit_delete(rt, &current)?;
+            }
             let propagation = options
                 .propagation
                 .unwrap_or_else(|| Propagation::default_for(rt));
@@ -1391,6 +1408,13 @@ impl Store {
                 validation::apply_defaults(object, schema, &unchanged);
                 // Custom resources ratchet: unchanged fields are not validated again.
                 errors.extend(validation::validate(object, old, schema));
+                if let Some(rules) =
+                    validation::cel::validator_for(&rt.qualified_resource(), &rt.version, schema)
+                {
+                    errors.extend(validation::cel::validate(
+                        &rules, object, old, &errors, warnings,
+                    ));
+                }
                 errors.extend(validation::multicluster::validate(
                     &rt.group, &rt.kind, object, old,
                 ));
@@ -1424,7 +1448,7 @@ impl Store {
             ));
         }
         match &options.admission {
-            Some(admission) => admission.admit(rt, object, old),
+            Some(admission) => admission.admit(rt, object, old, warnings),
             None => Ok(()),
         }
     }

@@ -36,6 +36,9 @@ pub fn validate(group: &str, kind: &str, object: &Value) -> Vec<FieldError> {
             template(object, "spec", RESTART_ALWAYS, &mut errors);
         }
         ("batch", "Job") => template(object, "spec", RESTART_JOB, &mut errors),
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            errors.extend(crate::admission::policies::spec_errors(object));
+        }
         ("batch", "CronJob") => template(
             &object["spec"]["jobTemplate"],
             "spec.jobTemplate.spec",

@@ -4,7 +4,7 @@
 //! Like upstream, a v1 CRD is checked in its internal form: when every version has the same
 //! schema (or subresources, or printer columns) they are checked once at the top level, so errors
 //! read `spec.validation.openAPIV3Schema…`; otherwise per version
-//! (`spec.versions[1].schema.openAPIV3Schema…`). Not checked here: CEL rules beyond their shape,
+//! (`spec.versions[1].schema.openAPIV3Schema…`). CEL rules are compiled by [`super::cel`]. Not checked here:
 //! that defaults validate against their schema, the completeness of value validations
 //! (`anyOf` naming fields the schema lacks), webhook URLs and services, and `status`.
 
@@ -715,6 +715,10 @@ fn validate_schema(
     structural_errs.sort_by_key(ToString::to_string);
     errs.extend(structural_errs);
     openapi_schema(schema, &root, &SchemaContext::default(), true, &mut errs);
+    if errs.is_empty() {
+        // Rules are compiled against the structural schema, so only once it is one.
+        errs.extend(super::cel::crd_errors(schema, &root));
+    }
     errs
 }
 
@@ -1065,7 +1069,7 @@ struct SchemaContext {
 
 const OPENAPI_V3_TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
 
-/// Upstream's `ValidateCustomResourceDefinitionOpenAPISchema` without CEL compilation.
+/// Upstream's `ValidateCustomResourceDefinitionOpenAPISchema`; CEL compilation follows in [`validate_schema`].
 fn openapi_schema(
     s: &Value,
     field: &str,
@@ -1397,7 +1401,7 @@ fn list_and_map_types(
     }
 }
 
-/// The shape of `x-kubernetes-validations` rules (the CEL itself is not compiled here).
+/// The shape of `x-kubernetes-validations` rules; [`super::cel::crd_errors`] compiles them.
 fn validation_rules(s: &Value, field: &str, errs: &mut Vec<FieldError>) {
     let rules_path = path::child(field, "x-kubernetes-validations");
     for (i, rule) in schema_list(s, "x-kubernetes-validations")

@@ -225,60 +225,7 @@ fn validate_node(
     if let Value::Object(map) = data {
         errs.extend(check_object(map, old, s, path));
     }
-    errs.extend(check_immutable(data, old, s, path));
     errs
-}
-
-/// The one CEL idiom this server evaluates before it has a CEL interpreter: the transition rule
-/// `self == oldSelf` (or `oldSelf == self`) of `x-kubernetes-validations`, which makes a value
-/// immutable once set. As kube-apiserver does, it is evaluated only on an update whose stored
-/// object has the value too, and a value that did not change never reaches it (ratcheting).
-/// Every other rule is checked for its shape only, when its CRD is written.
-fn check_immutable(
-    data: &Value,
-    old: Option<&Value>,
-    s: &Map<String, Value>,
-    path: &Path<'_>,
-) -> Vec<FieldError> {
-    let Some(old) = old else {
-        return Vec::new();
-    };
-    if data == old {
-        return Vec::new();
-    }
-    sub_schemas(s, "x-kubernetes-validations")
-        .iter()
-        .filter_map(|rule| {
-            let text = rule.get("rule")?.as_str()?;
-            let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
-            if compact != "self==oldSelf" && compact != "oldSelf==self" {
-                return None;
-            }
-            let message = rule
-                .get("message")
-                .and_then(Value::as_str)
-                .map_or_else(|| format!("failed rule: {text}"), str::to_owned);
-            // kube-apiserver names the value's type, not the value, in a rule's error.
-            Some(FieldError::invalid(
-                error_field(path),
-                cel_type(data),
-                message,
-            ))
-        })
-        .collect()
-}
-
-/// The CEL type name of a JSON value, as a failed rule's error shows it.
-fn cel_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 fn type_error(path: &Path<'_>, expected: &str, actual: &str) -> FieldError {
@@ -1205,32 +1152,6 @@ mod tests {
             ]
         );
         assert!(errs.iter().all(|e| e.reason() == "FieldValueDuplicate"));
-    }
-
-    #[test]
-    fn values_that_rules_make_immutable_cannot_change() {
-        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
-            "mode": {"type": "string", "x-kubernetes-validations": [
-                {"rule": "self == oldSelf", "message": "mode cannot change"}]},
-            "size": {"type": "integer", "x-kubernetes-validations": [{"rule": "oldSelf==self"}]},
-            "other": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 5"}]},
-        }}}});
-        let old = json!({"spec": {"mode": "Embedded", "size": 1}});
-        // Created with any value; an update that keeps it, or adds one that was absent, passes.
-        assert!(validate(&old, None, &schema).is_empty());
-        let same = json!({"spec": {"mode": "Embedded", "size": 1, "other": "longer than five"}});
-        assert!(
-            validate(&same, Some(&old), &schema).is_empty(),
-            "only the idiom is evaluated"
-        );
-        let changed = json!({"spec": {"mode": "Process", "size": 2}});
-        assert_eq!(
-            messages(&validate(&changed, Some(&old), &schema)),
-            [
-                r#"spec.mode: Invalid value: "string": mode cannot change"#,
-                r#"spec.size: Invalid value: "integer": failed rule: oldSelf==self"#,
-            ]
-        );
     }
 
     #[test]

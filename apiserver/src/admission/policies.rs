@@ -1,0 +1,278 @@
+//! A ValidatingAdmissionPolicy compiled: its match conditions, variables, validations and audit
+//! annotations parsed and checked once (per change of its spec) against the environment every
+//! policy expression sees, and its bindings read into what matching needs.
+
+use std::sync::Arc;
+
+use atoll_cel::{Env, Program, Type};
+use serde_json::Value;
+
+/// The variables every policy expression may use (all dynamic: objects of any kind arrive).
+pub const OBJECT: &str = "object";
+pub const OLD_OBJECT: &str = "oldObject";
+pub const REQUEST: &str = "request";
+pub const PARAMS: &str = "params";
+pub const NAMESPACE_OBJECT: &str = "namespaceObject";
+pub const VARIABLES: &str = "variables";
+
+/// Expressions of one policy compiled at most (match conditions, variables, validations and
+/// audit annotations together); upstream's validation allows no more than 64 of each.
+const MAX_EXPRESSIONS: usize = 256;
+
+/// The environment of policy expressions.
+pub fn env() -> Env {
+    Env::new()
+        .variable(OBJECT, Type::Dyn)
+        .variable(OLD_OBJECT, Type::Dyn)
+        .variable(REQUEST, Type::Dyn)
+        .variable(PARAMS, Type::Dyn)
+        .variable(NAMESPACE_OBJECT, Type::Dyn)
+        .variable(
+            VARIABLES,
+            Type::Map(Box::new(Type::String), Box::new(Type::Dyn)),
+        )
+}
+
+/// One compiled expression: its source, and the program or why it does not compile (upstream's
+/// `compilation failed: ...`, which evaluation reports as an error).
+#[derive(Debug)]
+pub struct Compiled {
+    pub source: String,
+    pub program: Result<Program, String>,
+}
+
+impl Compiled {
+    fn new(env: &Env, source: &str) -> Compiled {
+        Compiled {
+            source: source.to_owned(),
+            program: Program::compile(env, source).map_err(|e| format!("compilation failed: {e}")),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Validation {
+    pub expression: Compiled,
+    pub message: String,
+    pub message_expression: Option<Compiled>,
+    /// `Invalid` when unset.
+    pub reason: Option<String>,
+}
+
+/// A policy, compiled.
+#[derive(Debug)]
+pub struct Policy {
+    pub name: String,
+    /// The spec it was compiled from (a change of anything else compiles nothing again).
+    pub spec: Value,
+    /// `failurePolicy: Ignore` (the default is Fail).
+    pub ignore_failures: bool,
+    pub match_constraints: Value,
+    /// `apiVersion` and `kind` of the params, when the policy takes params.
+    pub param_kind: Option<(String, String)>,
+    pub match_conditions: Vec<(String, Compiled)>,
+    pub variables: Vec<(String, Compiled)>,
+    /// Whether any expression reads `variables` (else they are not evaluated).
+    pub uses_variables: bool,
+    pub validations: Vec<Validation>,
+    pub audit_annotations: Vec<(String, Compiled)>,
+}
+
+fn text<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn items<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .take(MAX_EXPRESSIONS)
+}
+
+impl Policy {
+    /// Compiles the policy `object` (a stored ValidatingAdmissionPolicy).
+    pub fn compile(object: &Value) -> Policy {
+        let env = env();
+        let spec = object.get("spec").cloned().unwrap_or(Value::Null);
+        let named = |key: &str, name_key: &str, expression_key: &str| {
+            items(&spec, key)
+                .map(|item| {
+                    (
+                        text(item, name_key).to_owned(),
+                        Compiled::new(&env, text(item, expression_key)),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let match_conditions = named("matchConditions", "name", "expression");
+        let variables = named("variables", "name", "expression");
+        let audit_annotations = named("auditAnnotations", "key", "valueExpression");
+        let validations: Vec<Validation> = items(&spec, "validations")
+            .map(|v| Validation {
+                expression: Compiled::new(&env, text(v, "expression")),
+                message: text(v, "message").trim().to_owned(),
+                message_expression: Some(text(v, "messageExpression"))
+                    .filter(|m| !m.trim().is_empty())
+                    .map(|m| Compiled::new(&env, m)),
+                reason: v
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .filter(|r| !r.is_empty())
+                    .map(str::to_owned),
+            })
+            .collect();
+        let param_kind = spec
+            .get("paramKind")
+            .filter(|p| p.is_object())
+            .map(|p| (text(p, "apiVersion").to_owned(), text(p, "kind").to_owned()));
+        let reads = |c: &Compiled| c.program.as_ref().is_ok_and(|p| p.references(VARIABLES));
+        let uses_variables = match_conditions.iter().any(|(_, c)| reads(c))
+            || audit_annotations.iter().any(|(_, c)| reads(c))
+            || validations.iter().any(|v: &Validation| {
+                reads(&v.expression) || v.message_expression.as_ref().is_some_and(reads)
+            });
+        Policy {
+            name: text(&object["metadata"], "name").to_owned(),
+            uses_variables,
+            ignore_failures: text(&spec, "failurePolicy") == "Ignore",
+            match_constraints: spec.get("matchConstraints").cloned().unwrap_or(Value::Null),
+            param_kind,
+            match_conditions,
+            variables,
+            validations,
+            audit_annotations,
+            spec,
+        }
+    }
+}
+
+/// The validation actions of a binding.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Actions {
+    pub deny: bool,
+    pub warn: bool,
+    pub audit: bool,
+}
+
+/// A binding, as matching and evaluation read it.
+#[derive(Debug)]
+pub struct Binding {
+    pub name: String,
+    pub policy_name: String,
+    /// `matchResources`, or null (everything the policy matches).
+    pub match_resources: Value,
+    pub param_ref: Option<ParamRef>,
+    pub actions: Actions,
+    /// The stored binding's spec, to tell changes.
+    pub spec: Value,
+}
+
+#[derive(Debug)]
+pub struct ParamRef {
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    pub selector: Option<Value>,
+    /// `parameterNotFoundAction: Deny` (the default is Allow).
+    pub deny_when_missing: bool,
+}
+
+impl Binding {
+    pub fn read(object: &Value) -> Binding {
+        let spec = object.get("spec").cloned().unwrap_or(Value::Null);
+        let mut actions = Actions::default();
+        for action in items(&spec, "validationActions").filter_map(Value::as_str) {
+            match action {
+                "Deny" => actions.deny = true,
+                "Warn" => actions.warn = true,
+                "Audit" => actions.audit = true,
+                _ => {}
+            }
+        }
+        let param_ref = spec
+            .get("paramRef")
+            .filter(|p| p.is_object())
+            .map(|p| ParamRef {
+                name: Some(text(p, "name"))
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned),
+                namespace: Some(text(p, "namespace"))
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_owned),
+                selector: p.get("selector").filter(|s| s.is_object()).cloned(),
+                deny_when_missing: text(p, "parameterNotFoundAction") == "Deny",
+            });
+        Binding {
+            name: text(&object["metadata"], "name").to_owned(),
+            policy_name: text(&spec, "policyName").to_owned(),
+            match_resources: spec.get("matchResources").cloned().unwrap_or(Value::Null),
+            param_ref,
+            actions,
+            spec,
+        }
+    }
+}
+
+/// The policies and bindings in force.
+#[derive(Debug, Default, Clone)]
+pub struct PolicySet {
+    /// By name.
+    pub policies: std::collections::BTreeMap<String, Arc<Policy>>,
+    /// By name.
+    pub bindings: std::collections::BTreeMap<String, Arc<Binding>>,
+}
+
+impl PolicySet {
+    pub fn is_empty(&self) -> bool {
+        self.bindings.is_empty()
+    }
+
+    /// Each binding with the policy it names, by policy then binding name (bindings of missing
+    /// policies are left out, as upstream ignores them).
+    pub fn hooks(&self) -> Vec<(&Arc<Policy>, &Arc<Binding>)> {
+        let mut hooks: Vec<_> = self
+            .bindings
+            .values()
+            .filter_map(|binding| {
+                self.policies
+                    .get(&binding.policy_name)
+                    .map(|policy| (policy, binding))
+            })
+            .collect();
+        hooks.sort_by(|a, b| (&a.0.name, &a.1.name).cmp(&(&b.0.name, &b.1.name)));
+        hooks
+    }
+}
+
+/// The errors of a policy's expressions that do not compile, as upstream's validation of a
+/// ValidatingAdmissionPolicy reports them (`spec.validations[0].expression: Invalid value:
+/// "...": compilation failed: ERROR: <input>:1:5: ...`).
+pub fn spec_errors(object: &Value) -> Vec<crate::validation::FieldError> {
+    let env = env();
+    let spec = &object["spec"];
+    let mut errors = Vec::new();
+    let fields = [
+        ("matchConditions", "expression"),
+        ("variables", "expression"),
+        ("validations", "expression"),
+        ("validations", "messageExpression"),
+        ("auditAnnotations", "valueExpression"),
+    ];
+    for (list, key) in fields {
+        for (i, item) in items(spec, list).enumerate() {
+            let source = text(item, key);
+            if source.trim().is_empty() {
+                continue;
+            }
+            if let Err(err) = Program::compile(&env, source) {
+                errors.push(crate::validation::FieldError::invalid(
+                    format!("spec.{list}[{i}].{key}"),
+                    source,
+                    format!("compilation failed: {err}"),
+                ));
+            }
+        }
+    }
+    errors
+}

@@ -1,0 +1,505 @@
+//! The engine on its own: matching, params, and each action and failure path.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::policies::{Binding, Policy, PolicySet};
+use super::*;
+
+struct Fake {
+    namespaces: Vec<Value>,
+    config_maps: Vec<Value>,
+}
+
+impl Lookup for Fake {
+    fn namespace(&self, name: &str) -> Option<Value> {
+        self.namespaces
+            .iter()
+            .find(|n| n["metadata"]["name"] == name)
+            .cloned()
+    }
+    fn param_kind_namespaced(&self, api_version: &str, kind: &str) -> Option<bool> {
+        (api_version == "v1" && kind == "ConfigMap").then_some(true)
+    }
+    fn params(
+        &self,
+        _: &str,
+        _: &str,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        selector: Option<&Value>,
+    ) -> Vec<Value> {
+        self.config_maps
+            .iter()
+            .filter(|c| namespace.is_none_or(|ns| c["metadata"]["namespace"] == ns))
+            .filter(|c| name.is_none_or(|n| c["metadata"]["name"] == n))
+            .filter(|c| {
+                selector.is_none_or(|s| {
+                    crate::registry::selector::matches_label_selector(s, &c["metadata"]["labels"])
+                })
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+fn fake() -> Fake {
+    Fake {
+        namespaces: vec![
+            json!({"metadata": {"name": "test", "labels": {"environment": "test"}}}),
+            json!({"metadata": {"name": "prod", "labels": {"environment": "prod"}}}),
+        ],
+        config_maps: vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "limits", "namespace": "test", "labels": {"use": "limits"}},
+            "data": {"max": "3"}})],
+    }
+}
+
+fn replicas_policy(extra: Value) -> Value {
+    let mut policy = json!({"metadata": {"name": "demo-policy.example.com"}, "spec": {
+        "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+        "validations": [{"expression": "object.spec.replicas <= 5"}]}});
+    if let (Some(spec), Some(extra)) = (policy["spec"].as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            spec.insert(k.clone(), v.clone());
+        }
+    }
+    policy
+}
+
+fn binding(actions: &[&str], extra: Value) -> Value {
+    let mut binding = json!({"metadata": {"name": "demo-binding"}, "spec": {
+        "policyName": "demo-policy.example.com", "validationActions": actions}});
+    if let (Some(spec), Some(extra)) = (binding["spec"].as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            spec.insert(k.clone(), v.clone());
+        }
+    }
+    binding
+}
+
+fn set(policy: Value, binding: Value) -> PolicySet {
+    let mut set = PolicySet::default();
+    let p = Policy::compile(&policy);
+    let b = Binding::read(&binding);
+    set.policies.insert(p.name.clone(), Arc::new(p));
+    set.bindings.insert(b.name.clone(), Arc::new(b));
+    set
+}
+
+fn deployment(replicas: i64, labels: Value) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "test", "labels": labels},
+        "spec": {"replicas": replicas}})
+}
+
+fn run(set: &PolicySet, object: &Value, subresource: &str, namespace: &str) -> Outcome {
+    let user = crate::auth::User {
+        name: "alice".into(),
+        uid: String::new(),
+        groups: vec!["devs".into()],
+        extra: Default::default(),
+    };
+    let versions = ["v1".to_owned()];
+    let request = Request {
+        operation: Operation::Create,
+        group: "apps",
+        version: "v1",
+        resource: "deployments",
+        subresource,
+        kind: ("apps", "v1", "Deployment"),
+        equivalent_versions: &versions,
+        name: "web",
+        namespace,
+        namespaced: true,
+        object: Some(object),
+        old_object: None,
+        user: &user,
+        dry_run: false,
+        uid: "",
+    };
+    evaluate(set, &request, &fake())
+}
+
+#[test]
+fn deny_refuses_with_upstreams_message_and_code() {
+    let set = set(replicas_policy(json!({})), binding(&["Deny"], json!({})));
+    let outcome = run(&set, &deployment(6, json!({})), "", "test");
+    let denial = outcome.denial.expect("denied");
+    let error = denial_error(&denial, "apps", "deployments", "web");
+    assert_eq!(
+        error.to_string(),
+        "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'demo-policy.example.com' with binding 'demo-binding' denied request: failed expression: object.spec.replicas <= 5"
+    );
+    assert_eq!(error.code().as_u16(), 422);
+    let status = error.to_status();
+    assert_eq!(status["reason"], "Invalid");
+    assert_eq!(status["details"]["kind"], "deployments");
+    assert!(
+        run(&set, &deployment(5, json!({})), "", "test")
+            .denial
+            .is_none()
+    );
+}
+
+#[test]
+fn reasons_choose_the_code_and_messages_the_text() {
+    let policy = replicas_policy(
+        json!({"validations": [{"expression": "object.spec.replicas <= 5",
+        "reason": "Forbidden", "message": "too many",
+        "messageExpression": "'replicas ' + string(object.spec.replicas) + ' > 5'"}]}),
+    );
+    let set = set(policy, binding(&["Deny"], json!({})));
+    let denial = run(&set, &deployment(7, json!({})), "", "test")
+        .denial
+        .expect("denied");
+    assert_eq!(denial.message, "replicas 7 > 5");
+    let error = denial_error(&denial, "apps", "deployments", "web");
+    assert_eq!(error.code().as_u16(), 403);
+    for (reason, code) in [("Unauthorized", 401), ("RequestEntityTooLarge", 413)] {
+        let d = Denial {
+            reason: reason.into(),
+            ..denial.clone()
+        };
+        assert_eq!(
+            denial_error(&d, "apps", "deployments", "web")
+                .code()
+                .as_u16(),
+            code
+        );
+    }
+}
+
+#[test]
+fn warn_and_audit_admit_with_warnings() {
+    let set = set(
+        replicas_policy(json!({})),
+        binding(&["Warn", "Audit"], json!({})),
+    );
+    let outcome = run(&set, &deployment(6, json!({})), "", "test");
+    assert!(outcome.denial.is_none());
+    assert_eq!(
+        outcome.warnings,
+        [
+            "Validation failed for ValidatingAdmissionPolicy 'demo-policy.example.com' with binding 'demo-binding': failed expression: object.spec.replicas <= 5"
+        ]
+    );
+    assert_eq!(outcome.audit_annotations.len(), 1);
+}
+
+#[test]
+fn matching_by_rules_selectors_and_subresources() {
+    let scoped = binding(
+        &["Deny"],
+        json!({"matchResources": {"namespaceSelector": {"matchLabels": {"environment": "test"}}}}),
+    );
+    let set1 = set(replicas_policy(json!({})), scoped);
+    assert!(
+        run(&set1, &deployment(6, json!({})), "", "test")
+            .denial
+            .is_some()
+    );
+    assert!(
+        run(&set1, &deployment(6, json!({})), "", "prod")
+            .denial
+            .is_none()
+    );
+    // A subresource write is not matched by `deployments`, but is by `deployments/*`.
+    let set2 = set(replicas_policy(json!({})), binding(&["Deny"], json!({})));
+    assert!(
+        run(&set2, &deployment(6, json!({})), "status", "test")
+            .denial
+            .is_none()
+    );
+    let sub = replicas_policy(
+        json!({"matchConstraints": {"resourceRules": [{"apiGroups": ["*"],
+        "apiVersions": ["*"], "operations": ["*"], "resources": ["deployments/*"]}]}}),
+    );
+    let set3 = set(sub, binding(&["Deny"], json!({})));
+    assert!(
+        run(&set3, &deployment(6, json!({})), "status", "test")
+            .denial
+            .is_some()
+    );
+    // Object selector and exclusions.
+    let selected = binding(
+        &["Deny"],
+        json!({"matchResources": {"objectSelector": {"matchLabels": {"app": "web"}}}}),
+    );
+    let set4 = set(replicas_policy(json!({})), selected);
+    assert!(
+        run(&set4, &deployment(6, json!({"app": "web"})), "", "test")
+            .denial
+            .is_some()
+    );
+    assert!(
+        run(&set4, &deployment(6, json!({"app": "db"})), "", "test")
+            .denial
+            .is_none()
+    );
+    let excluding = binding(
+        &["Deny"],
+        json!({"matchResources": {"excludeResourceRules": [{"apiGroups": ["apps"],
+            "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["deployments"]}]}}),
+    );
+    let set5 = set(replicas_policy(json!({})), excluding);
+    assert!(
+        run(&set5, &deployment(6, json!({})), "", "test")
+            .denial
+            .is_none()
+    );
+    // Another version of the resource matches under Equivalent only.
+    let other = replicas_policy(
+        json!({"matchConstraints": {"resourceRules": [{"apiGroups": ["apps"],
+        "apiVersions": ["v1beta2"], "operations": ["CREATE"], "resources": ["deployments"]}]}}),
+    );
+    let set6 = set(other, binding(&["Deny"], json!({})));
+    assert!(
+        run(&set6, &deployment(6, json!({})), "", "test")
+            .denial
+            .is_none()
+    );
+}
+
+#[test]
+fn params_by_name_and_selector_and_when_missing() {
+    let policy = replicas_policy(json!({
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "validations": [{"expression": "object.spec.replicas <= int(params.data.max)"}]}));
+    let by_name = binding(&["Deny"], json!({"paramRef": {"name": "limits"}}));
+    let set1 = set(policy.clone(), by_name);
+    assert!(
+        run(&set1, &deployment(4, json!({})), "", "test")
+            .denial
+            .is_some()
+    );
+    assert!(
+        run(&set1, &deployment(3, json!({})), "", "test")
+            .denial
+            .is_none()
+    );
+    let by_selector = binding(
+        &["Deny"],
+        json!({"paramRef": {"selector": {"matchLabels": {"use": "limits"}}}}),
+    );
+    let set2 = set(policy.clone(), by_selector);
+    assert!(
+        run(&set2, &deployment(4, json!({})), "", "test")
+            .denial
+            .is_some()
+    );
+    let missing = binding(
+        &["Deny"],
+        json!({"paramRef": {"name": "absent", "parameterNotFoundAction": "Deny"}}),
+    );
+    let set3 = set(policy.clone(), missing);
+    let denial = run(&set3, &deployment(1, json!({})), "", "test")
+        .denial
+        .expect("denied");
+    assert_eq!(
+        denial.message(),
+        "ValidatingAdmissionPolicy 'demo-policy.example.com' with binding 'demo-binding' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+    );
+    let allowed = binding(
+        &["Deny"],
+        json!({"paramRef": {"name": "absent", "parameterNotFoundAction": "Allow"}}),
+    );
+    let set4 = set(policy, allowed);
+    assert!(
+        run(&set4, &deployment(9, json!({})), "", "test")
+            .denial
+            .is_none()
+    );
+}
+
+#[test]
+fn errors_follow_the_failure_policy() {
+    let failing = json!({"validations": [{"expression": "object.spec.missing > 1"}]});
+    let set1 = set(
+        replicas_policy(failing.clone()),
+        binding(&["Deny"], json!({})),
+    );
+    let denial = run(&set1, &deployment(1, json!({})), "", "test")
+        .denial
+        .expect("denied");
+    assert!(
+        denial
+            .message
+            .starts_with("expression 'object.spec.missing > 1' resulted in error: "),
+        "{}",
+        denial.message
+    );
+    let mut ignoring = failing;
+    ignoring["failurePolicy"] = json!("Ignore");
+    let set2 = set(replicas_policy(ignoring), binding(&["Deny"], json!({})));
+    assert!(
+        run(&set2, &deployment(1, json!({})), "", "test")
+            .denial
+            .is_none()
+    );
+    // A compile error, under Fail.
+    let broken = json!({"validations": [{"expression": "object.spec.replicas <="}]});
+    let set3 = set(replicas_policy(broken), binding(&["Deny"], json!({})));
+    let denial = run(&set3, &deployment(1, json!({})), "", "test")
+        .denial
+        .expect("denied");
+    assert!(
+        denial
+            .message
+            .starts_with("compilation error: compilation failed: ")
+    );
+}
+
+#[test]
+fn match_conditions_and_variables() {
+    let policy = replicas_policy(json!({
+        "matchConditions": [{"name": "not-system", "expression": "request.userInfo.username != 'system:admin'"},
+            {"name": "labelled", "expression": "has(object.metadata.labels) && 'app' in object.metadata.labels"}],
+        "variables": [{"name": "limit", "expression": "5"},
+            {"name": "over", "expression": "object.spec.replicas > variables.limit"}],
+        "validations": [{"expression": "!variables.over", "messageExpression": "'at most ' + string(variables.limit)"}]}));
+    let set = set(policy, binding(&["Deny"], json!({})));
+    assert!(
+        run(&set, &deployment(6, json!({})), "", "test")
+            .denial
+            .is_none()
+    );
+    let denial = run(&set, &deployment(6, json!({"app": "web"})), "", "test")
+        .denial
+        .expect("denied");
+    assert_eq!(denial.message, "at most 5");
+    // Reading a variable that failed is its error.
+    let failing = replicas_policy(json!({
+        "variables": [{"name": "bad", "expression": "object.spec.nope"}],
+        "validations": [{"expression": "variables.bad == 1"}]}));
+    let set3 = super::tests::set(failing, binding(&["Deny"], json!({})));
+    let denial = run(&set3, &deployment(1, json!({})), "", "test")
+        .denial
+        .expect("denied");
+    assert!(
+        denial.message.starts_with(
+            "expression 'variables.bad == 1' resulted in error: composited variable \"bad\" fails to evaluate: "
+        ),
+        "{}",
+        denial.message
+    );
+    // A condition that errors goes to the failure policy.
+    let erroring = replicas_policy(json!({
+        "matchConditions": [{"name": "bad", "expression": "object.nope == 1"}]}));
+    let set2 = super::tests::set(erroring, binding(&["Deny"], json!({})));
+    assert!(
+        run(&set2, &deployment(1, json!({})), "", "test")
+            .denial
+            .is_some()
+    );
+}
+
+#[test]
+fn request_and_namespace_object_are_visible() {
+    let policy = replicas_policy(json!({"validations": [
+        {"expression": "request.operation == 'CREATE' && request.kind.kind == 'Deployment' && request.resource.resource == 'deployments' && request.namespace == 'test' && request.name == 'web' && 'devs' in request.userInfo.groups && !request.dryRun"},
+        {"expression": "namespaceObject.metadata.labels.environment == 'test'"},
+        {"expression": "oldObject == null && params == null"}]}));
+    let set = set(policy, binding(&["Deny"], json!({})));
+    let outcome = run(&set, &deployment(1, json!({})), "", "test");
+    assert!(outcome.denial.is_none(), "{:?}", outcome.denial);
+}
+
+#[test]
+fn expensive_expressions_run_out_of_budget() {
+    let policy = replicas_policy(json!({"validations": [{"expression":
+        "[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, [1,2,3,4,5,6,7,8,9,10].all(c, [1,2,3,4,5,6,7,8,9,10].all(d, [1,2,3,4,5,6,7,8,9,10].all(e, [1,2,3,4,5,6,7,8,9,10].all(f, a + b + c + d + e + f > 0))))))"}]}));
+    let set = set(policy, binding(&["Deny"], json!({})));
+    let denial = run(&set, &deployment(1, json!({})), "", "test")
+        .denial
+        .expect("denied");
+    assert!(denial.message.contains("cost"), "{}", denial.message);
+}
+
+#[test]
+fn gateway_apis_safe_upgrades_policy() {
+    let file = include_str!(
+        "../../../tests/testdata/gateway-api/gateway.networking.k8s.io_vap_safeupgrades.yaml"
+    );
+    let mut docs = file.split("\n---\n");
+    let policy = crate::yaml::decode(docs.next().unwrap_or_default().as_bytes()).expect("policy");
+    let binding = crate::yaml::decode(docs.next().unwrap_or_default().as_bytes()).expect("binding");
+    let set = set(policy, binding);
+    for validation in &set.policies["safe-upgrades.gateway.networking.k8s.io"].validations {
+        assert!(
+            validation.expression.program.is_ok(),
+            "{:?}",
+            validation.expression.program
+        );
+    }
+    let user = crate::auth::User {
+        name: "admin".into(),
+        uid: String::new(),
+        groups: vec![],
+        extra: Default::default(),
+    };
+    let crd = |annotations: Value| {
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.gateway.networking.k8s.io", "annotations": annotations},
+            "spec": {"group": "gateway.networking.k8s.io"}})
+    };
+    let versions = ["v1".to_owned()];
+    let decide = |object: &Value| {
+        let request = Request {
+            operation: Operation::Create,
+            group: "apiextensions.k8s.io",
+            version: "v1",
+            resource: "customresourcedefinitions",
+            subresource: "",
+            kind: ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            equivalent_versions: &versions,
+            name: "widgets.gateway.networking.k8s.io",
+            namespace: "",
+            namespaced: false,
+            object: Some(object),
+            old_object: None,
+            user: &user,
+            dry_run: false,
+            uid: "",
+        };
+        evaluate(&set, &request, &fake())
+    };
+    let denial = decide(&crd(json!({}))).denial.expect("denied");
+    assert_eq!(
+        denial.message,
+        "Installing CRDs with version before v1.5.0 is prohibited by default. Uninstall ValidatingAdmissionPolicy safe-upgrades.gateway.networking.k8s.io to install older versions."
+    );
+    let old = decide(&crd(
+        json!({"gateway.networking.k8s.io/bundle-version": "v1.4.0"}),
+    ));
+    assert!(old.denial.is_some());
+    let current = decide(&crd(
+        json!({"gateway.networking.k8s.io/bundle-version": "v1.6.1"}),
+    ));
+    assert!(current.denial.is_none(), "{:?}", current.denial);
+}
+
+#[test]
+fn policies_whose_expressions_do_not_compile_are_invalid() {
+    let policy = replicas_policy(json!({"validations": [
+        {"expression": "object.spec.replicas <= 5"},
+        {"expression": "object.spec.replicas <=", "messageExpression": "'x' +"}]}));
+    let errors = super::policies::spec_errors(&policy);
+    let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.validations[1].expression",
+            "spec.validations[1].messageExpression"
+        ]
+    );
+    assert!(
+        errors[0]
+            .to_string()
+            .starts_with("spec.validations[1].expression: Invalid value: \"object.spec.replicas <=\": compilation failed: ERROR: <input>:1:"),
+        "{}",
+        errors[0]
+    );
+}

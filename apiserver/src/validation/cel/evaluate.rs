@@ -1,0 +1,354 @@
+//! Evaluating a [`Validator`] on a write: every rule on every node that has a value, with
+//! `oldSelf` from the correlated old value, charged to the object's budget, failures turned
+//! into field errors with the rule's message, reason and field path, and failures of unchanged
+//! values ratcheted to warnings, as kube-apiserver's `schema/cel` validator does.
+//!
+//! A node's value is converted for CEL once: a node below one that was converted takes its
+//! value from its parent's. Whether a value is unchanged (for ratcheting) is decided only when
+//! one of its rules fails.
+
+use std::sync::Arc;
+
+use atoll_cel::{Activation, EvalError, Key, Value as Cel};
+use serde_json::Value;
+
+use super::{
+    Charged, MAX_MESSAGE_BYTES, OLD_SELF, RUNTIME_BUDGET, Rule, SELF, Validator, declare,
+    eval_charged,
+};
+use crate::validation::{FieldError, path};
+
+/// Where a node stands for ratcheting: the old value it correlates with, if any, and the
+/// nearest correlated pair (itself or an ancestor) whose equality decides whether its errors
+/// are only warnings.
+#[derive(Clone, Copy)]
+struct Correlation<'a> {
+    old: Option<&'a Value>,
+    /// The nearest node with a correlated old value, as (new, old); `None` below the root's
+    /// `apiVersion` and `kind`, on create, and where nothing correlates.
+    anchor: Option<(&'a Value, &'a Value)>,
+}
+
+impl Correlation<'_> {
+    /// Whether errors here become warnings: the anchor did not change.
+    fn ratchets(&self) -> bool {
+        self.anchor.is_some_and(|(new, old)| new == old)
+    }
+}
+
+/// The outcome of one object's validation.
+struct Run<'w> {
+    errors: Vec<FieldError>,
+    warnings: &'w mut Vec<String>,
+    /// What the object's rules may still spend.
+    remaining: u64,
+    /// Set once evaluation must stop (budget spent).
+    stopped: bool,
+}
+
+impl Validator {
+    /// The errors of `object` (with `old`, the stored object, on an update); warnings for
+    /// failures of unchanged values.
+    pub fn validate(
+        &self,
+        object: &Value,
+        old: Option<&Value>,
+        warnings: &mut Vec<String>,
+    ) -> Vec<FieldError> {
+        let mut run = Run {
+            errors: Vec::new(),
+            warnings,
+            remaining: RUNTIME_BUDGET,
+            stopped: false,
+        };
+        let correlation = Correlation {
+            old,
+            anchor: old.map(|old| (object, old)),
+        };
+        self.walk(object, None, "", correlation, &mut run);
+        run.errors
+    }
+
+    /// `converted`: the node's CEL value, when an ancestor's conversion already made it.
+    fn walk(
+        &self,
+        value: &Value,
+        converted: Option<Cel>,
+        field: &str,
+        correlation: Correlation<'_>,
+        run: &mut Run<'_>,
+    ) {
+        if value.is_null() || run.stopped {
+            return;
+        }
+        let converted = match converted {
+            Some(c) => Some(c),
+            None if !self.rules.is_empty() => {
+                Some(declare::value_of(value, &self.schema, self.resource_root))
+            }
+            None => None,
+        };
+        if let Some(this) = &converted {
+            self.expressions(this, field, correlation, run);
+        }
+        for all_of in &self.all_of {
+            // allOf errors do not ratchet.
+            let plain = Correlation {
+                anchor: None,
+                ..correlation
+            };
+            all_of.walk(value, converted.clone(), field, plain, run);
+        }
+        match value {
+            Value::Object(object) => {
+                self.walk_object(object, converted.as_ref(), field, correlation, run)
+            }
+            Value::Array(items) => {
+                self.walk_items(items, converted.as_ref(), field, correlation, run)
+            }
+            _ => {}
+        }
+    }
+
+    fn walk_object(
+        &self,
+        object: &serde_json::Map<String, Value>,
+        converted: Option<&Cel>,
+        field: &str,
+        correlation: Correlation<'_>,
+        run: &mut Run<'_>,
+    ) {
+        let old_object = correlation.old.filter(|_| self.map_correlatable);
+        for (key, value) in object {
+            let (sub, sub_field, cel_key) = match (self.properties.get(key), &self.additional) {
+                (Some(sub), _) => (sub, path::child(field, key), declare::escape(key)),
+                (None, Some(values)) => (&**values, path::key(field, key), Some(key.into())),
+                (None, None) => continue,
+            };
+            let child = match (converted, cel_key) {
+                (Some(Cel::Map(map)), Some(name)) => {
+                    map.entries.get(&Key::String(Arc::from(&*name))).cloned()
+                }
+                _ => None,
+            };
+            let old = old_object.and_then(|o| o.get(key));
+            // The root's `apiVersion` and `kind` never ratchet.
+            let anchored = !(field.is_empty() && matches!(key.as_str(), "apiVersion" | "kind"));
+            let next = Correlation {
+                old,
+                anchor: match old {
+                    _ if !anchored => None,
+                    Some(old) => Some((value, old)),
+                    None => correlation.anchor,
+                },
+            };
+            sub.walk(value, child, &sub_field, next, run);
+            if run.stopped {
+                return;
+            }
+        }
+    }
+
+    fn walk_items(
+        &self,
+        items: &[Value],
+        converted: Option<&Cel>,
+        field: &str,
+        correlation: Correlation<'_>,
+        run: &mut Run<'_>,
+    ) {
+        let Some(item_validator) = &self.items else {
+            return;
+        };
+        let old_items = correlation.old.and_then(Value::as_array);
+        for (i, item) in items.iter().enumerate() {
+            let old = match (&self.list_map_keys, old_items) {
+                (Some(keys), Some(old_items)) => old_items
+                    .iter()
+                    .find(|o| keys.iter().all(|k| o.get(k) == item.get(k))),
+                _ => None,
+            };
+            let child = match converted {
+                Some(Cel::List(list)) => list.get(i).cloned(),
+                _ => None,
+            };
+            let next = Correlation {
+                old,
+                anchor: match old {
+                    Some(old) => Some((item, old)),
+                    None => correlation.anchor,
+                },
+            };
+            item_validator.walk(item, child, &path::index(field, i), next, run);
+            if run.stopped {
+                return;
+            }
+        }
+    }
+
+    /// The node's own rules, on its CEL value `this`.
+    fn expressions(
+        &self,
+        this: &Cel,
+        field: &str,
+        correlation: Correlation<'_>,
+        run: &mut Run<'_>,
+    ) {
+        if run.remaining == 0 {
+            run.stop(self.invalid(
+                field,
+                "validation failed due to running out of cost budget, no further validation rules will be run",
+            ));
+            return;
+        }
+        let old = correlation
+            .old
+            .filter(|o| !o.is_null())
+            .filter(|_| self.rules.iter().any(|r| r.uses_old_self))
+            .map(|o| declare::value_of(o, &self.schema, self.resource_root));
+        let mut plain = Activation::new().bind(SELF, this.clone());
+        if let Some(old) = &old {
+            plain = plain.bind(OLD_SELF, old.clone());
+        }
+        let optional = self.rules.iter().any(|r| r.optional_old_self).then(|| {
+            Activation::new()
+                .bind(SELF, this.clone())
+                .bind(OLD_SELF, Cel::Optional(old.clone().map(Arc::new)))
+        });
+        for rule in &self.rules {
+            let program = match &rule.program {
+                Ok(program) => program,
+                Err(err) => {
+                    run.errors
+                        .push(self.invalid(field, &format!("rule compile error: {err}")));
+                    continue;
+                }
+            };
+            if rule.uses_old_self && old.is_none() && !rule.optional_old_self {
+                continue; // transition rules need an old value
+            }
+            let activation = match (&optional, rule.optional_old_self) {
+                (Some(optional), true) => optional,
+                _ => &plain,
+            };
+            match eval_charged(program, activation, &mut run.remaining) {
+                Charged::Value(Cel::Bool(true)) => continue,
+                Charged::Value(_) => {}
+                Charged::CallLimit => {
+                    run.stop(self.invalid(field, &format!(
+                        "'{}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                        EvalError::CostExceeded,
+                        rule.error_string()
+                    )));
+                    return;
+                }
+                Charged::OutOfBudget => {
+                    run.stop(self.invalid(
+                        field,
+                        "validation failed due to running out of cost budget, no further validation rules will be run",
+                    ));
+                    return;
+                }
+                Charged::Runtime(err) if err.starts_with("no such overload") => {
+                    run.errors.push(self.invalid(field, &format!(
+                        "'{err}': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                        rule.error_string()
+                    )));
+                    continue;
+                }
+                Charged::Runtime(err) => {
+                    run.errors.push(self.invalid(
+                        field,
+                        &format!("{err} evaluating rule: {}", rule.error_string()),
+                    ));
+                    continue;
+                }
+            }
+            let at = match &rule.field_path {
+                Some(relative) if field.is_empty() => relative.clone(),
+                Some(relative) if relative.starts_with('[') => format!("{field}{relative}"),
+                Some(relative) => path::child(field, relative),
+                None => field.to_owned(),
+            };
+            let detail = match self.message(rule, activation, run) {
+                Ok(Some(message)) => message,
+                Ok(None) if rule.message.is_empty() => {
+                    format!("failed rule: {}", rule.error_string())
+                }
+                Ok(None) => rule.message.clone(),
+                Err(stop) => {
+                    run.stop(self.invalid(&at, &stop));
+                    return;
+                }
+            };
+            let error = self.for_reason(&at, detail, rule.reason.as_deref());
+            if !rule.uses_old_self && correlation.ratchets() {
+                run.warnings.push(error.to_string());
+            } else {
+                run.errors.push(error);
+            }
+        }
+    }
+
+    /// The message of a failed rule from its `messageExpression`: `Ok(None)` when it has none
+    /// or it fails (the static message is used, as upstream), `Err` when the budget ran out.
+    fn message(
+        &self,
+        rule: &Rule,
+        activation: &Activation,
+        run: &mut Run<'_>,
+    ) -> Result<Option<String>, String> {
+        let Some(program) = &rule.message_expression else {
+            return Ok(None);
+        };
+        match eval_charged(program, activation, &mut run.remaining) {
+            Charged::CallLimit => Err(format!(
+                "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
+                crate::validation::render::go_quote(program.source())
+            )),
+            Charged::OutOfBudget => Err(
+                "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_owned(),
+            ),
+            Charged::Value(Cel::String(message)) => {
+                let trimmed = message.trim();
+                Ok((!trimmed.is_empty()
+                    && trimmed.len() <= MAX_MESSAGE_BYTES
+                    && !trimmed.contains('\n'))
+                .then(|| trimmed.to_owned()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// An `Invalid value` error whose value is the node's schema type, as upstream reports
+    /// rule failures.
+    fn invalid(&self, field: &str, detail: &str) -> FieldError {
+        FieldError::invalid(error_field(field), self.schema_type.as_str(), detail)
+    }
+
+    fn for_reason(&self, field: &str, detail: String, reason: Option<&str>) -> FieldError {
+        let field = error_field(field);
+        match reason {
+            Some("FieldValueForbidden") => FieldError::forbidden(field, detail),
+            Some("FieldValueRequired") => FieldError::required(field, detail),
+            Some("FieldValueDuplicate") => FieldError::duplicate(field, self.schema_type.as_str()),
+            _ => FieldError::invalid(field, self.schema_type.as_str(), detail),
+        }
+    }
+}
+
+impl Run<'_> {
+    fn stop(&mut self, error: FieldError) {
+        self.errors.push(error);
+        self.stopped = true;
+    }
+}
+
+/// The root's errors are on `<nil>`, as upstream's nil field path prints.
+fn error_field(field: &str) -> String {
+    if field.is_empty() {
+        "<nil>".to_owned()
+    } else {
+        field.to_owned()
+    }
+}
