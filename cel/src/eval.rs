@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use crate::ast::{Comprehension, Expr, ExprKind, Literal};
 use crate::value::TypeName;
-use crate::{Activation, Budget, EvalError, Value};
+use crate::{Activation, Budget, EvalError, Key, Value};
 
 /// What evaluating a node gives: a value or a CEL error.
 pub(crate) type Outcome = Result<Value, EvalError>;
@@ -202,7 +202,7 @@ impl Interpreter<'_> {
     fn eval_select(
         &mut self,
         operand: &Expr,
-        field: &str,
+        field: &Arc<str>,
         test_only: bool,
         optional: bool,
     ) -> Outcome {
@@ -234,11 +234,11 @@ impl Interpreter<'_> {
         }
         if test_only {
             return match &target {
-                Value::Map(map) => Ok(Value::Bool(map.lookup(&Value::string(field))?.is_some())),
+                Value::Map(map) => Ok(Value::Bool(map.get(&Key::String(field.clone())).is_some())),
                 Value::Optional(None) => Ok(Value::Bool(false)),
                 Value::Optional(Some(inner)) => match &**inner {
                     Value::Map(map) => {
-                        Ok(Value::Bool(map.lookup(&Value::string(field))?.is_some()))
+                        Ok(Value::Bool(map.get(&Key::String(field.clone())).is_some()))
                     }
                     _ => Ok(Value::Bool(false)),
                 },
@@ -447,9 +447,11 @@ pub(crate) fn type_by_name(name: &str) -> Option<TypeName> {
 
 /// `target.field`: `Some` value of a map's key, `None` when the map lacks it; an error for
 /// values that have no fields.
-fn select_field(target: &Value, field: &str) -> Result<Option<Value>, EvalError> {
+/// The value of `field` of a map; the field's name is shared with the expression, so no
+/// key is allocated.
+fn select_field(target: &Value, field: &Arc<str>) -> Result<Option<Value>, EvalError> {
     match target {
-        Value::Map(map) => Ok(map.lookup(&Value::string(field))?.cloned()),
+        Value::Map(map) => Ok(map.get(&Key::String(field.clone())).cloned()),
         _ => Err(EvalError::Runtime(format!("no such key: {field}"))),
     }
 }
