@@ -14,13 +14,11 @@ use super::policies::{
     VARIABLES,
 };
 use super::{Lookup, Request, matching, values};
-use crate::validation::cel::{Charged, eval_charged};
+use crate::validation::cel::{Charged, eval_charged, usable_message};
 
 /// Cost one expression's evaluation may spend, and one binding's evaluation (for one param):
 /// the same limits as CRD rules (`celconfig.PerCallLimit`, `celconfig.RuntimeCELCostBudget`).
 pub use crate::validation::cel::{PER_CALL_LIMIT, RUNTIME_BUDGET};
-/// The longest message a `messageExpression` may produce, in bytes.
-const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 /// Params one binding is evaluated with at most.
 pub(super) const MAX_PARAMS: usize = 100;
 
@@ -391,14 +389,7 @@ fn validate(
             Ok(_) => {
                 let mut message = match &validation.message_expression {
                     Some(m) => match run.eval(m, &activation) {
-                        Ok(Cel::String(s)) => {
-                            let s = s.trim();
-                            if s.len() > MAX_MESSAGE_BYTES || s.contains('\n') {
-                                String::new()
-                            } else {
-                                s.to_owned()
-                            }
-                        }
+                        Ok(Cel::String(s)) => usable_message(&s).unwrap_or_default().to_owned(),
                         Err(Failure::OutOfBudget) => {
                             decisions
                                 .push(error(format!("failed messageExpression: {OUT_OF_BUDGET}")));

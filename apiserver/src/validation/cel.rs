@@ -32,6 +32,14 @@ const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 const SELF: &str = "self";
 const OLD_SELF: &str = "oldSelf";
 
+/// A message expression's result as a message, if it can be one: trimmed, not empty, one
+/// line, at most 5 KiB (upstream's rule for CRD rules and policies alike).
+pub(crate) fn usable_message(message: &str) -> Option<&str> {
+    let trimmed = message.trim();
+    (!trimmed.is_empty() && trimmed.len() <= MAX_MESSAGE_BYTES && !trimmed.contains('\n'))
+        .then_some(trimmed)
+}
+
 /// How an evaluation charged to a budget ended.
 pub(crate) enum Charged {
     Value(atoll_cel::Value),

@@ -13,8 +13,7 @@ use atoll_cel::{Activation, EvalError, Key, Value as Cel};
 use serde_json::Value;
 
 use super::{
-    Charged, MAX_MESSAGE_BYTES, OLD_SELF, RUNTIME_BUDGET, Rule, SELF, Validator, declare,
-    eval_charged,
+    Charged, OLD_SELF, RUNTIME_BUDGET, Rule, SELF, Validator, declare, eval_charged, usable_message,
 };
 use crate::validation::{FieldError, path};
 
@@ -264,30 +263,45 @@ impl Validator {
                     continue;
                 }
             }
-            let at = match &rule.field_path {
-                Some(relative) if field.is_empty() => relative.clone(),
-                Some(relative) if relative.starts_with('[') => format!("{field}{relative}"),
-                Some(relative) => path::child(field, relative),
-                None => field.to_owned(),
-            };
-            let detail = match self.message(rule, activation, run) {
-                Ok(Some(message)) => message,
-                Ok(None) if rule.message.is_empty() => {
-                    format!("failed rule: {}", rule.error_string())
-                }
-                Ok(None) => rule.message.clone(),
-                Err(stop) => {
-                    run.stop(self.invalid(&at, &stop));
-                    return;
-                }
-            };
-            let error = self.for_reason(&at, detail, rule.reason.as_deref());
-            if !rule.uses_old_self && correlation.ratchets() {
-                run.warnings.push(error.to_string());
-            } else {
-                run.errors.push(error);
+            if !self.report_failure(rule, activation, field, correlation, run) {
+                return;
             }
         }
+    }
+
+    /// Reports a rule that did not hold: at its `fieldPath` under `field`, with its message
+    /// and reason, as a warning when the value did not change (ratcheting). False when the
+    /// message expression spent the budget and evaluation must stop.
+    fn report_failure(
+        &self,
+        rule: &Rule,
+        activation: &Activation,
+        field: &str,
+        correlation: Correlation<'_>,
+        run: &mut Run<'_>,
+    ) -> bool {
+        let at = match &rule.field_path {
+            Some(relative) if field.is_empty() => relative.clone(),
+            Some(relative) if relative.starts_with('[') => format!("{field}{relative}"),
+            Some(relative) => path::child(field, relative),
+            None => field.to_owned(),
+        };
+        let detail = match self.message(rule, activation, run) {
+            Ok(Some(message)) => message,
+            Ok(None) if rule.message.is_empty() => format!("failed rule: {}", rule.error_string()),
+            Ok(None) => rule.message.clone(),
+            Err(stop) => {
+                run.stop(self.invalid(&at, &stop));
+                return false;
+            }
+        };
+        let error = self.for_reason(&at, detail, rule.reason.as_deref());
+        if !rule.uses_old_self && correlation.ratchets() {
+            run.warnings.push(error.to_string());
+        } else {
+            run.errors.push(error);
+        }
+        true
     }
 
     /// The message of a failed rule from its `messageExpression`: `Ok(None)` when it has none
@@ -309,13 +323,7 @@ impl Validator {
             Charged::OutOfBudget => Err(
                 "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_owned(),
             ),
-            Charged::Value(Cel::String(message)) => {
-                let trimmed = message.trim();
-                Ok((!trimmed.is_empty()
-                    && trimmed.len() <= MAX_MESSAGE_BYTES
-                    && !trimmed.contains('\n'))
-                .then(|| trimmed.to_owned()))
-            }
+            Charged::Value(Cel::String(message)) => Ok(usable_message(&message).map(str::to_owned)),
             _ => Ok(None),
         }
     }
