@@ -11,6 +11,7 @@ mod call;
 mod convert;
 mod cost;
 mod functions;
+pub(crate) mod plan;
 mod time;
 
 #[cfg(test)]
@@ -24,20 +25,30 @@ use std::sync::Arc;
 
 use crate::ast::{Comprehension, Expr, ExprKind, Literal};
 use crate::value::TypeName;
-use crate::{Activation, Budget, EvalError, Key, Value};
+use crate::{Activation, Budget, EvalError, Value};
+
+pub(crate) use plan::Plan;
+use plan::Step;
 
 /// What evaluating a node gives: a value or a CEL error.
 pub(crate) type Outcome = Result<Value, EvalError>;
 
-/// Evaluates `expr` with the variables of `activation`, charging `budget`.
+/// Evaluates `expr`, planned with `activation`'s variables declared, charging `budget` (for
+/// expressions evaluated without compiling them first).
+#[cfg(test)]
 pub(crate) fn eval(expr: &Expr, activation: &Activation, budget: &mut Budget) -> Outcome {
-    let mut interpreter = Interpreter {
-        activation,
-        budget,
-        locals: Vec::new(),
-        free_root: false,
-    };
-    interpreter.eval(expr)
+    let plan = Plan::for_activation(expr, activation);
+    eval_planned(expr, &plan, activation, budget)
+}
+
+/// Evaluates `expr` as `plan` says, with the variables of `activation`, charging `budget`.
+pub(crate) fn eval_planned(
+    expr: &Expr,
+    plan: &Plan,
+    activation: &Activation,
+    budget: &mut Budget,
+) -> Outcome {
+    Interpreter::new(plan, activation, budget).eval(expr)
 }
 
 /// Whether `expr` reads variable `name` anywhere a comprehension variable of the same name
@@ -92,15 +103,37 @@ fn qualified_root(ident: &str) -> &str {
     ident.split('.').next().unwrap_or(ident)
 }
 
-/// One evaluation's state: the variables, the budget, and the comprehension variables in
-/// scope (innermost last), which may hold errors.
+/// One evaluation's state: the plan, the activation's variables by the plan's slots, the
+/// budget, and the comprehension variables in scope (innermost last; the plan knows each
+/// one's position), which may hold errors.
 pub(crate) struct Interpreter<'a> {
-    activation: &'a Activation,
+    plan: &'a Plan,
+    variables: Vec<Option<&'a Value>>,
     budget: &'a mut Budget,
-    locals: Vec<(Arc<str>, Outcome)>,
+    locals: Vec<Outcome>,
     /// Set while evaluating a conditional's branch that is a variable (or a selection from
     /// one): cel-go resolves such a branch without charging for the variable itself.
     free_root: bool,
+}
+
+impl<'a> Interpreter<'a> {
+    pub(crate) fn new(
+        plan: &'a Plan,
+        activation: &'a Activation,
+        budget: &'a mut Budget,
+    ) -> Interpreter<'a> {
+        Interpreter {
+            plan,
+            variables: plan
+                .variables
+                .iter()
+                .map(|name| activation.get(name))
+                .collect(),
+            budget,
+            locals: Vec::new(),
+            free_root: false,
+        }
+    }
 }
 
 impl Interpreter<'_> {
@@ -123,55 +156,142 @@ impl Interpreter<'_> {
     }
 
     pub(crate) fn eval(&mut self, expr: &Expr) -> Outcome {
-        match &expr.kind {
-            ExprKind::Literal(literal) => Ok(literal_value(literal)),
-            ExprKind::Ident(name) => {
-                let free = std::mem::take(&mut self.free_root);
-                // A type name is a constant once checked: it costs nothing.
-                if !free && (self.is_bound(name) || type_by_name(name).is_none()) {
-                    self.charge(cost::SELECT_AND_IDENT)?;
-                }
-                self.resolve(name)
+        let plan = self.plan;
+        match (plan.step(expr), &expr.kind) {
+            (Step::Constant(value), _) => Ok(value.clone()),
+            (_, ExprKind::Literal(literal)) => Ok(literal_value(literal)),
+            (
+                step @ (Step::Local(_) | Step::Variable(_) | Step::Type(_) | Step::Unbound(_)),
+                ExprKind::Ident(_) | ExprKind::Select { .. },
+            ) => self.eval_name(step),
+            (
+                _,
+                ExprKind::Select {
+                    operand,
+                    field,
+                    test_only,
+                    optional,
+                },
+            ) => match self.eval_path(expr) {
+                Some(outcome) => outcome,
+                None => self.eval_select(operand, field, *test_only, *optional),
+            },
+            (Step::Call(callee), ExprKind::Call { target, args, .. }) => {
+                self.eval_call(callee, target.as_deref(), args)
             }
-            ExprKind::Select {
-                operand,
-                field,
-                test_only,
-                optional,
-            } => self.eval_select(operand, field, *test_only, *optional),
-            ExprKind::Call {
-                target,
-                function,
-                args,
-            } => self.eval_call(target.as_deref(), function, args),
-            ExprKind::List {
-                elements,
-                optional_indices,
-            } => self.eval_list(elements, optional_indices),
-            ExprKind::Map { entries } => self.eval_map(entries),
-            ExprKind::Struct { type_name, fields } => {
+            (
+                _,
+                ExprKind::List {
+                    elements,
+                    optional_indices,
+                },
+            ) => self.eval_list(elements, optional_indices),
+            (_, ExprKind::Map { entries }) => self.eval_map(entries),
+            (_, ExprKind::Struct { type_name, fields }) => {
                 for field in fields {
                     self.eval(&field.value)?;
                 }
                 self.charge(cost::STRUCT_CREATE_BASE)?;
                 Err(EvalError::Runtime(format!("unknown type: {type_name}")))
             }
-            ExprKind::Comprehension(comprehension) => self.eval_comprehension(comprehension),
+            (step, ExprKind::Comprehension(comprehension)) => {
+                self.eval_comprehension(comprehension, matches!(step, Step::Appending))
+            }
+            (_, ExprKind::Ident(name)) | (_, ExprKind::Call { function: name, .. }) => {
+                Err(EvalError::Runtime(format!("unplanned expression: {name}")))
+            }
         }
     }
 
-    /// A comprehension variable, then a variable of the activation, then a type name.
-    fn resolve(&self, name: &str) -> Outcome {
-        if let Some((_, value)) = self.locals.iter().rev().find(|(n, _)| &**n == name) {
-            return value.clone();
+    /// A comprehension variable, a variable of the activation, a type name (which costs
+    /// nothing: it is a constant once checked), or a name that names nothing.
+    fn eval_name(&mut self, step: &Step) -> Outcome {
+        let free = std::mem::take(&mut self.free_root);
+        if !free && !matches!(step, Step::Type(_)) {
+            self.charge(cost::SELECT_AND_IDENT)?;
         }
-        if let Some(value) = self.activation.get(name) {
-            return Ok(value.clone());
+        match step {
+            Step::Local(position) => self.locals[*position].clone(),
+            Step::Variable(slot) => match self.variables[*slot] {
+                Some(value) => Ok(value.clone()),
+                None => Err(EvalError::Runtime(format!(
+                    "no such attribute(s): {}",
+                    self.plan.variables[*slot]
+                ))),
+            },
+            Step::Type(type_name) => Ok(Value::Type(type_name.clone())),
+            Step::Unbound(name) => Err(EvalError::Runtime(format!("no such attribute(s): {name}"))),
+            _ => Err(EvalError::Runtime("unplanned name".to_string())),
         }
-        match type_by_name(name) {
-            Some(type_name) => Ok(Value::Type(type_name)),
-            None => Err(EvalError::Runtime(format!("no such attribute(s): {name}"))),
+    }
+
+    /// A chain of selections from a variable (`self.spec.replicas`, `p.port`), walked by
+    /// reference so that only the value selected is cloned, charged as the chain's steps
+    /// would be one by one. `None` for anything else (an optional on the way, a longer
+    /// chain), which is evaluated step by step.
+    fn eval_path(&mut self, expr: &Expr) -> Option<Outcome> {
+        const MOST: usize = 8;
+        let mut fields: [&str; MOST] = [""; MOST];
+        let mut depth = 0;
+        let mut node = expr;
+        let root = loop {
+            if let step @ (Step::Local(_) | Step::Variable(_)) = self.plan.step(node) {
+                break step;
+            }
+            match &node.kind {
+                ExprKind::Select {
+                    operand,
+                    field,
+                    test_only: false,
+                    optional: false,
+                } if depth < MOST => {
+                    fields[depth] = field;
+                    depth += 1;
+                    node = operand;
+                }
+                _ => return None,
+            }
+        };
+        let root = match root {
+            Step::Local(position) => self.locals[*position].as_ref().map_err(Clone::clone),
+            Step::Variable(slot) => self.variables[*slot].ok_or_else(|| {
+                EvalError::Runtime(format!(
+                    "no such attribute(s): {}",
+                    self.plan.variables[*slot]
+                ))
+            }),
+            _ => return None,
+        };
+        let (outcome, steps) = match root {
+            Err(err) => (Err(err), 0),
+            Ok(mut value) => {
+                let mut steps = 0;
+                let mut outcome = None;
+                for field in fields[..depth].iter().rev() {
+                    steps += 1;
+                    match value {
+                        Value::Map(map) => match map.field(field) {
+                            Some(found) => value = found,
+                            None => {
+                                outcome = Some(Err(no_such_key(field)));
+                                break;
+                            }
+                        },
+                        Value::Optional(_) => return None,
+                        _ => {
+                            outcome = Some(Err(no_such_key(field)));
+                            break;
+                        }
+                    }
+                }
+                (outcome.unwrap_or_else(|| Ok(value.clone())), steps)
+            }
+        };
+        let free = std::mem::take(&mut self.free_root);
+        if let Err(err) = self.charge(u64::from(!free) + steps) {
+            return Some(Err(err));
         }
+        Some(outcome)
     }
 
     /// Selecting from or indexing a value that is no variable (`f(x).a`, `[1, 2][0]`): cel-go
@@ -179,11 +299,11 @@ impl Interpreter<'_> {
     pub(crate) fn charge_relative(&mut self, operand: &Expr) -> Result<(), EvalError> {
         let attribute = match &operand.kind {
             ExprKind::Ident(_) | ExprKind::Select { .. } => true,
-            ExprKind::Call {
-                target: None,
-                function,
-                ..
-            } => matches!(&**function, "_[_]" | "_[?_]" | "_?_:_"),
+            ExprKind::Call { .. } => {
+                self.plan.calls(operand, plan::Function::Index)
+                    || self.plan.calls(operand, plan::Function::OptionalIndex)
+                    || self.plan.calls(operand, plan::Function::Conditional)
+            }
             _ => false,
         };
         if attribute {
@@ -191,11 +311,6 @@ impl Interpreter<'_> {
         } else {
             self.charge(cost::SELECT_AND_IDENT)
         }
-    }
-
-    /// Whether `name` is a comprehension variable or a variable of the activation.
-    fn is_bound(&self, name: &str) -> bool {
-        self.locals.iter().any(|(n, _)| &**n == name) || self.activation.get(name).is_some()
     }
 
     #[inline(never)]
@@ -206,26 +321,6 @@ impl Interpreter<'_> {
         test_only: bool,
         optional: bool,
     ) -> Outcome {
-        // `google.protobuf.Duration`: a qualified name whose root is no variable.
-        if !test_only
-            && !optional
-            && let Some(root) = root_ident(operand)
-            && !self.is_bound(qualified_root(root))
-            && let Some(name) = operand.dotted_name()
-        {
-            let full = format!("{name}.{field}");
-            let free = std::mem::take(&mut self.free_root);
-            if !free && type_by_name(&full).is_none() {
-                self.charge(cost::SELECT_AND_IDENT)?;
-            }
-            if let Some(value) = self.activation.get(&full) {
-                return Ok(value.clone());
-            }
-            return match type_by_name(&full) {
-                Some(type_name) => Ok(Value::Type(type_name)),
-                None => Err(EvalError::Runtime(format!("no such attribute(s): {full}"))),
-            };
-        }
         let target = self.eval(operand)?;
         self.charge_relative(operand)?;
         // Kubernetes runs cel-go with `PresenceTestHasCost(false)`: `has()` itself is free.
@@ -234,12 +329,10 @@ impl Interpreter<'_> {
         }
         if test_only {
             return match &target {
-                Value::Map(map) => Ok(Value::Bool(map.get(&Key::String(field.clone())).is_some())),
+                Value::Map(map) => Ok(Value::Bool(map.field(field).is_some())),
                 Value::Optional(None) => Ok(Value::Bool(false)),
                 Value::Optional(Some(inner)) => match &**inner {
-                    Value::Map(map) => {
-                        Ok(Value::Bool(map.get(&Key::String(field.clone())).is_some()))
-                    }
+                    Value::Map(map) => Ok(Value::Bool(map.field(field).is_some())),
                     _ => Ok(Value::Bool(false)),
                 },
                 _ => Ok(Value::Bool(false)),
@@ -251,8 +344,7 @@ impl Interpreter<'_> {
                 Ok(Value::Optional(select_field(&inner, field)?.map(Arc::new)))
             }
             target if optional => Ok(Value::Optional(select_field(&target, field)?.map(Arc::new))),
-            target => select_field(&target, field)?
-                .ok_or_else(|| EvalError::Runtime(format!("no such key: {field}"))),
+            target => select_field(&target, field)?.ok_or_else(|| no_such_key(field)),
         }
     }
 
@@ -276,9 +368,9 @@ impl Interpreter<'_> {
                 values.push(value);
             }
         }
-        if !optional_indices.is_empty() || !elements.iter().all(cost::is_constant) {
-            self.charge(cost::LIST_CREATE_BASE)?;
-        }
+        // A list of constants is a constant, planned (cel-go's `OptOptimize`): this one is
+        // built.
+        self.charge(cost::LIST_CREATE_BASE)?;
         Ok(Value::list(values))
     }
 
@@ -316,24 +408,21 @@ impl Interpreter<'_> {
             };
             map.entries.insert(key, value);
         }
-        let constant = entries
-            .iter()
-            .all(|e| !e.optional && cost::is_constant(&e.key) && cost::is_constant(&e.value));
-        if !constant {
-            self.charge(cost::MAP_CREATE_BASE)?;
-        }
+        self.charge(cost::MAP_CREATE_BASE)?;
         Ok(Value::Map(Arc::new(map)))
     }
 
+    /// A comprehension: the accumulator is pushed first, then each turn's iteration
+    /// variables, at the positions the plan gave them.
     #[inline(never)]
-    fn eval_comprehension(&mut self, c: &Comprehension) -> Outcome {
+    fn eval_comprehension(&mut self, c: &Comprehension, appending: bool) -> Outcome {
         let range = self.eval(&c.iter_range)?;
-        if let Some(append) = accumulate::AppendStep::detect(c) {
+        if appending && let Some(append) = accumulate::AppendStep::shape(c) {
             return self.eval_appending(c, &range, &append);
         }
         let init = self.eval(&c.accu_init);
         let base = self.locals.len();
-        self.locals.push((c.accu_var.clone(), init));
+        self.locals.push(init);
         let outcome = self.fold(c, &range);
         let outcome = match outcome {
             Ok(()) => self.eval(&c.result),
@@ -349,9 +438,9 @@ impl Interpreter<'_> {
         let base = self.locals.len();
         for (first, second) in iteration_items(range, c.iter_var2.is_some())? {
             self.locals.truncate(base);
-            self.locals.push((c.iter_var.clone(), Ok(first)));
-            if let (Some(var2), Some(second)) = (&c.iter_var2, second) {
-                self.locals.push((var2.clone(), Ok(second)));
+            self.locals.push(Ok(first));
+            if let Some(second) = second {
+                self.locals.push(Ok(second));
             }
             match self.eval(&c.loop_condition) {
                 Err(EvalError::CostExceeded) => return Err(EvalError::CostExceeded),
@@ -362,7 +451,7 @@ impl Interpreter<'_> {
             if let Err(EvalError::CostExceeded) = next {
                 return Err(EvalError::CostExceeded);
             }
-            self.locals[accu].1 = next;
+            self.locals[accu] = next;
         }
         self.locals.truncate(base);
         Ok(())
@@ -451,7 +540,11 @@ pub(crate) fn type_by_name(name: &str) -> Option<TypeName> {
 /// key is allocated.
 fn select_field(target: &Value, field: &Arc<str>) -> Result<Option<Value>, EvalError> {
     match target {
-        Value::Map(map) => Ok(map.get(&Key::String(field.clone())).cloned()),
-        _ => Err(EvalError::Runtime(format!("no such key: {field}"))),
+        Value::Map(map) => Ok(map.field(field).cloned()),
+        _ => Err(no_such_key(field)),
     }
+}
+
+fn no_such_key(field: &str) -> EvalError {
+    EvalError::Runtime(format!("no such key: {field}"))
 }

@@ -56,6 +56,9 @@ pub struct Program {
     /// What the checker found (every node's type, every call's overloads), for
     /// [`Program::estimate_cost`].
     checked: Arc<check::Checked>,
+    /// What evaluation does at each node, settled once (variables by slot, calls by
+    /// function, constants computed).
+    plan: Arc<eval::Plan>,
 }
 
 impl Program {
@@ -65,11 +68,13 @@ impl Program {
         let expr = parse::parse(source).map_err(|issues| CompileError::new(source, issues))?;
         let checked =
             check::check_ast(&expr, env).map_err(|issues| CompileError::new(source, issues))?;
+        let plan = eval::Plan::new(&expr, env.variables.iter().map(|(name, _)| &**name));
         Ok(Program {
             source: Arc::from(source),
             expr,
             result: checked.result.clone(),
             checked: Arc::new(checked),
+            plan: Arc::new(plan),
         })
     }
 
@@ -105,7 +110,7 @@ impl Program {
     /// Evaluates with the variables of `activation`, charging `budget`; a variable the
     /// expression reads but the activation lacks is an evaluation error.
     pub fn eval(&self, activation: &Activation, budget: &mut Budget) -> Result<Value, EvalError> {
-        eval::eval(&self.expr, activation, budget)
+        eval::eval_planned(&self.expr, &self.plan, activation, budget)
     }
 }
 

@@ -2,6 +2,8 @@
 //! libraries add (quantity, IP, CIDR, URL, semver, format).
 
 use std::any::Any;
+use std::borrow::Borrow;
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -242,6 +244,12 @@ fn compare_int_double(i: i128, d: f64) -> Option<std::cmp::Ordering> {
 }
 
 impl Map {
+    /// The value under string key `name` (a field of an object), found without making a
+    /// [`Key`] of it.
+    pub fn field(&self, name: &str) -> Option<&Value> {
+        self.entries.get(&KeyRef::String(name) as &dyn KeyView)
+    }
+
     /// The value under `key`, finding numeric keys across int and uint (and a double key
     /// with an integral value) as cel-go does.
     pub fn get(&self, key: &Key) -> Option<&Value> {
@@ -279,6 +287,63 @@ impl Map {
                 ))),
             },
         }
+    }
+}
+
+/// A [`Key`] as borrowed, ordered as keys are, so that a map can be searched by a `&str`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum KeyRef<'a> {
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    String(&'a str),
+}
+
+/// What both [`Key`] and [`KeyRef`] are seen as by a map's search.
+trait KeyView {
+    fn view(&self) -> KeyRef<'_>;
+}
+
+impl KeyView for Key {
+    fn view(&self) -> KeyRef<'_> {
+        match self {
+            Key::Bool(b) => KeyRef::Bool(*b),
+            Key::Int(i) => KeyRef::Int(*i),
+            Key::Uint(u) => KeyRef::Uint(*u),
+            Key::String(s) => KeyRef::String(s),
+        }
+    }
+}
+
+impl KeyView for KeyRef<'_> {
+    fn view(&self) -> KeyRef<'_> {
+        *self
+    }
+}
+
+impl<'a> Borrow<dyn KeyView + 'a> for Key {
+    fn borrow(&self) -> &(dyn KeyView + 'a) {
+        self
+    }
+}
+
+impl PartialEq for dyn KeyView + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.view() == other.view()
+    }
+}
+
+impl Eq for dyn KeyView + '_ {}
+
+impl PartialOrd for dyn KeyView + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn KeyView + '_ {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.view().cmp(&other.view())
     }
 }
 

@@ -34,20 +34,35 @@ enum Accumulated {
 
 impl<'a> AppendStep<'a> {
     /// Recognizes a comprehension whose accumulator starts as `[]`, whose step only appends
-    /// to it and which reads it nowhere else but in its result.
+    /// to it and which reads it nowhere else but in its result (when planning).
     pub(super) fn detect(c: &'a Comprehension) -> Option<AppendStep<'a>> {
         let accu = &*c.accu_var;
         if &*c.iter_var == accu || c.iter_var2.as_deref() == Some(accu) {
             return None;
         }
+        if references(&c.loop_condition, accu) {
+            return None;
+        }
+        let step = AppendStep::shape(c)?;
+        let reads_accu = |e: &Expr| references(e, accu);
+        let rest = match step.growth {
+            Growth::Append(exprs) | Growth::Insert(exprs) => exprs,
+        };
+        if step.condition.is_some_and(reads_accu) || rest.iter().any(reads_accu) {
+            return None;
+        }
+        Some(step)
+    }
+
+    /// The parts of a step of the form [`AppendStep::detect`] recognizes, without checking
+    /// where the accumulator is read (when evaluating a comprehension the plan says is one).
+    pub(super) fn shape(c: &'a Comprehension) -> Option<AppendStep<'a>> {
+        let accu = &*c.accu_var;
         let list_init = match &c.accu_init.kind {
             ExprKind::List { elements, .. } if elements.is_empty() => true,
             ExprKind::Map { entries } if entries.is_empty() => false,
             _ => return None,
         };
-        if references(&c.loop_condition, accu) {
-            return None;
-        }
         let ExprKind::Call {
             target: None,
             function,
@@ -58,9 +73,6 @@ impl<'a> AppendStep<'a> {
         };
         let (condition, step) = match (&**function, args.as_slice()) {
             ("_?_:_", [condition, step, otherwise]) if is_ident(otherwise, accu) => {
-                if references(condition, accu) {
-                    return None;
-                }
                 (Some(condition), step)
             }
             _ => (None, &c.loop_step),
@@ -74,7 +86,7 @@ impl<'a> AppendStep<'a> {
             return None;
         };
         let (first, rest) = args.split_first()?;
-        if !is_ident(first, accu) || rest.iter().any(|e| references(e, accu)) {
+        if !is_ident(first, accu) {
             return None;
         }
         let growth = match (&**function, rest) {
@@ -111,13 +123,17 @@ impl Interpreter<'_> {
             Growth::Append(_) => Accumulated::List(Vec::new()),
             Growth::Insert(_) => Accumulated::Map(crate::Map::default()),
         };
+        // The accumulator's place (the plan puts the iteration variables after it); the
+        // loop does not read it.
+        let accu = self.locals.len();
+        self.locals.push(Ok(Value::Null));
         let base = self.locals.len();
         let mut outcome = Ok(());
         for (first, second) in items {
             self.locals.truncate(base);
-            self.locals.push((c.iter_var.clone(), Ok(first)));
-            if let (Some(var2), Some(second)) = (&c.iter_var2, second) {
-                self.locals.push((var2.clone(), Ok(second)));
+            self.locals.push(Ok(first));
+            if let Some(second) = second {
+                self.locals.push(Ok(second));
             }
             match self.eval(&c.loop_condition) {
                 Err(EvalError::CostExceeded) => {
@@ -149,14 +165,16 @@ impl Interpreter<'_> {
             }
         }
         self.locals.truncate(base);
-        outcome?;
-        let accumulated = match accumulated {
+        if let Err(err) = outcome {
+            self.locals.truncate(accu);
+            return Err(err);
+        }
+        self.locals[accu] = Ok(match accumulated {
             Accumulated::List(items) => Value::list(items),
             Accumulated::Map(map) => Value::Map(std::sync::Arc::new(map)),
-        };
-        self.locals.push((c.accu_var.clone(), Ok(accumulated)));
+        });
         let result = self.eval(&c.result);
-        self.locals.truncate(base);
+        self.locals.truncate(accu);
         result
     }
 

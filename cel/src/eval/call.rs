@@ -2,13 +2,13 @@
 //! `@not_strictly_false`, the optional `or` and `orValue`), indexing, and the dispatch of
 //! every other call to the standard library, then to Kubernetes' libraries.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::ast::{Expr, ExprKind};
 use crate::{EvalError, Value};
 
-use super::{Interpreter, Outcome, convert, cost, functions, qualified_root, root_ident};
+use super::plan::{Callee, Function};
+use super::{Interpreter, Outcome, convert, cost, functions};
 
 /// cel-go's error for a call no overload of the function accepts.
 pub(crate) fn no_such_overload() -> EvalError {
@@ -19,72 +19,61 @@ impl Interpreter<'_> {
     #[inline(never)]
     pub(super) fn eval_call(
         &mut self,
+        callee: &Callee,
         target: Option<&Expr>,
-        function: &str,
         args: &[Expr],
     ) -> Outcome {
-        if target.is_none() {
-            match (function, args) {
-                ("_&&_", [a, b]) => return self.eval_logic(a, b, false),
-                ("_||_", [a, b]) => return self.eval_logic(a, b, true),
-                ("_?_:_", [condition, truthy, falsy]) => {
-                    return match self.eval(condition)? {
-                        Value::Bool(true) => self.eval_branch(truthy),
-                        Value::Bool(false) => self.eval_branch(falsy),
-                        _ => Err(no_such_overload()),
-                    };
-                }
-                ("@not_strictly_false", [arg]) => {
-                    let value = self.eval(arg);
-                    self.charge(1)?;
-                    return match value {
-                        Ok(Value::Bool(b)) => Ok(Value::Bool(b)),
-                        Err(EvalError::CostExceeded) => Err(EvalError::CostExceeded),
-                        _ => Ok(Value::Bool(true)),
-                    };
-                }
-                ("_[_]", [operand, index]) => return self.eval_index(operand, index, false),
-                ("_[?_]", [operand, index]) => return self.eval_index(operand, index, true),
-                _ => {}
+        match (callee.function, args) {
+            (Function::And, [a, b]) => return self.eval_logic(a, b, false),
+            (Function::Or, [a, b]) => return self.eval_logic(a, b, true),
+            (Function::Conditional, [condition, truthy, falsy]) => {
+                return match self.eval(condition)? {
+                    Value::Bool(true) => self.eval_branch(truthy),
+                    Value::Bool(false) => self.eval_branch(falsy),
+                    _ => Err(no_such_overload()),
+                };
             }
+            (Function::NotStrictlyFalse, [arg]) => {
+                let value = self.eval(arg);
+                self.charge(1)?;
+                return match value {
+                    Ok(Value::Bool(b)) => Ok(Value::Bool(b)),
+                    Err(EvalError::CostExceeded) => Err(EvalError::CostExceeded),
+                    _ => Ok(Value::Bool(true)),
+                };
+            }
+            (Function::Index, [operand, index]) => return self.eval_index(operand, index, false),
+            (Function::OptionalIndex, [operand, index]) => {
+                return self.eval_index(operand, index, true);
+            }
+            (Function::OptionalOr | Function::OptionalOrValue, [alternative]) => {
+                if let Some(target) = target {
+                    return self.eval_optional_or(target, callee, alternative);
+                }
+            }
+            _ => {}
         }
-        // `optional.of(x)`: a function named by a qualified name, not a method of a variable.
-        let (function, target) = match target {
-            Some(t) => match root_ident(t).filter(|root| !self.is_bound(qualified_root(root))) {
-                Some(_) => match t.dotted_name() {
-                    Some(name) => (Cow::Owned(format!("{name}.{function}")), None),
-                    None => (Cow::Borrowed(function), Some(t)),
-                },
-                None => (Cow::Borrowed(function), Some(t)),
-            },
-            None => (Cow::Borrowed(function), None),
+        let target = target.filter(|_| callee.method);
+        let count = args.len() + usize::from(target.is_some());
+        // Most calls take at most three values: those are kept on the stack.
+        let mut few = [Value::Null, Value::Null, Value::Null];
+        let mut many = Vec::new();
+        let values: &mut [Value] = if count <= few.len() {
+            &mut few[..count]
+        } else {
+            many.resize(count, Value::Null);
+            &mut many
         };
-        if let (Some(target), "or" | "orValue", [alternative]) = (target, &*function, args) {
-            return self.eval_optional_or(target, &function, alternative);
-        }
-        let mut values = Vec::with_capacity(args.len() + 1);
-        if let Some(target) = target {
-            values.push(self.eval(target)?);
-        }
-        for arg in args {
-            values.push(self.eval(arg)?);
+        for (slot, expr) in values.iter_mut().zip(target.into_iter().chain(args)) {
+            *slot = self.eval(expr)?;
         }
         // Kubernetes runs cel-go with `OptOptimize`: a conversion of a constant and a test
         // of membership in a constant list are computed when the program is planned.
-        let planned = match (&*function, args) {
-            (_, [arg]) if target.is_none() && convert::is_conversion(&function) => {
-                cost::is_constant(arg)
-            }
-            ("@in", [_, list]) => {
-                matches!(list.kind, ExprKind::List { .. }) && cost::is_constant(list)
-            }
-            _ => false,
-        };
-        if planned {
-            return functions::standard(&function, false, &values)
+        if callee.planned {
+            return functions::standard(callee, false, values)
                 .unwrap_or_else(|| Err(no_such_overload()));
         }
-        self.call_function(&function, target.is_some(), values)
+        self.call_function(callee, callee.method, values)
     }
 
     /// A branch of `_?_:_`: cel-go plans a conditional as an attribute whose branches, when
@@ -121,12 +110,13 @@ impl Interpreter<'_> {
 
     /// `opt.or(other)` and `opt.orValue(v)`: the alternative is evaluated only when `opt` is
     /// empty.
-    fn eval_optional_or(&mut self, target: &Expr, function: &str, alternative: &Expr) -> Outcome {
+    fn eval_optional_or(&mut self, target: &Expr, callee: &Callee, alternative: &Expr) -> Outcome {
         let receiver = self.eval(target)?;
+        let or = callee.function == Function::OptionalOr;
         match receiver {
             Value::Optional(Some(inner)) => {
                 self.charge(1)?;
-                Ok(if function == "or" {
+                Ok(if or {
                     Value::Optional(Some(inner))
                 } else {
                     (*inner).clone()
@@ -135,15 +125,15 @@ impl Interpreter<'_> {
             Value::Optional(None) => {
                 let other = self.eval(alternative)?;
                 self.charge(1)?;
-                match (function, other) {
-                    ("or", other @ Value::Optional(_)) => Ok(other),
-                    ("orValue", other) => Ok(other),
+                match (or, other) {
+                    (true, other @ Value::Optional(_)) => Ok(other),
+                    (false, other) => Ok(other),
                     _ => Err(no_such_overload()),
                 }
             }
             receiver => {
                 let other = self.eval(alternative)?;
-                self.call_function(function, true, vec![receiver, other])
+                self.call_function(callee, true, &[receiver, other])
             }
         }
     }
@@ -174,28 +164,28 @@ impl Interpreter<'_> {
         }
     }
 
-    /// Calls `function` with evaluated arguments (`values[0]` is the receiver of a method
-    /// call): the standard library first, then Kubernetes' libraries.
+    /// Calls the function of `callee` with evaluated arguments (`values[0]` is the receiver
+    /// of a method call): the standard library first, then Kubernetes' libraries.
     pub(super) fn call_function(
         &mut self,
-        function: &str,
+        callee: &Callee,
         method: bool,
-        values: Vec<Value>,
+        values: &[Value],
     ) -> Outcome {
-        if function == "_+_" {
+        if callee.function == Function::Add {
             // Charged first: a concatenation the budget cannot pay for is never built.
-            self.charge(cost::call(function, &values))?;
-            return functions::add(&values);
+            self.charge(cost::add(values))?;
+            return functions::add(values);
         }
-        if let Some(outcome) = functions::standard(function, method, &values) {
-            self.charge(cost::call(function, &values))?;
+        if let Some(outcome) = functions::standard(callee, method, values) {
+            self.charge(cost::call(callee, values))?;
             return outcome;
         }
         let (receiver, args) = match (method, values.split_first()) {
             (true, Some((receiver, args))) => (Some(receiver), args),
-            _ => (None, values.as_slice()),
+            _ => (None, values),
         };
-        match crate::library::call(function, receiver, args, self.budget()) {
+        match crate::library::call(&callee.name, receiver, args, self.budget()) {
             Some(outcome) => outcome,
             None => Err(no_such_overload()),
         }

@@ -8,6 +8,9 @@
 use crate::Value;
 use crate::ast::{Expr, ExprKind};
 
+use super::functions::Standard;
+use super::plan::{Callee, Function};
+
 /// Reading a variable, selecting a field, indexing.
 pub(crate) const SELECT_AND_IDENT: u64 = 1;
 /// Building a list from a literal.
@@ -38,37 +41,50 @@ fn traversal(size: u64) -> u64 {
     (size as f64 * STRING_TRAVERSAL_FACTOR).ceil() as u64
 }
 
-/// The cost of calling standard function `function` with `args` (the receiver first for a
-/// method call), as cel-go's cost tracker charges it after the call. Charged before the call
-/// here, so that a concatenation too costly for the budget never allocates.
-pub(crate) fn call(function: &str, args: &[Value]) -> u64 {
+/// The cost of calling the standard function of `callee` with `args` (the receiver first for
+/// a method call), as cel-go's cost tracker charges it after the call.
+pub(crate) fn call(callee: &Callee, args: &[Value]) -> u64 {
+    use Standard as F;
+    let Function::Standard(function) = callee.function else {
+        return match (&*callee.name, args) {
+            ("bytes", [s @ Value::String(_)]) | ("string", [s @ Value::Bytes(_)]) => {
+                traversal(size(s))
+            }
+            _ => 1,
+        };
+    };
     match (function, args) {
-        ("startsWith" | "endsWith", [s, _]) => traversal(size(s)),
-        ("bytes", [s @ Value::String(_)]) | ("string", [s @ Value::Bytes(_)]) => traversal(size(s)),
-        ("@in", [_, list @ Value::List(_)]) => size(list),
+        (F::StartsWith | F::EndsWith, [s, _]) => traversal(size(s)),
+        (F::In, [_, list @ Value::List(_)]) => size(list),
         (
-            "_<_" | "_<=_" | "_>_" | "_>=_",
+            F::Less | F::LessOrEqual | F::Greater | F::GreaterOrEqual,
             [
                 a @ (Value::String(_) | Value::Bytes(_)),
                 b @ (Value::String(_) | Value::Bytes(_)),
             ],
         )
-        | ("_==_" | "_!=_", [a, b]) => traversal(size(a).min(size(b))),
-        ("_+_", [a @ (Value::String(_) | Value::Bytes(_)), b]) => {
-            traversal(size(a).saturating_add(size(b)))
-        }
-        // cel-go charges 1; charged by size here, so that lists built by concatenation stay
-        // within what the budget pays for (the same for lists of up to ten elements).
-        ("_+_", [a @ Value::List(_), b @ Value::List(_)]) => {
-            traversal(size(a).saturating_add(size(b))).max(1)
-        }
-        ("matches", [s, pattern]) => {
+        | (F::Equal | F::NotEqual, [a, b]) => traversal(size(a).min(size(b))),
+        (F::Matches, [s, pattern]) => {
             let string_cost = ((1.0 + size(s) as f64) * STRING_TRAVERSAL_FACTOR).ceil() as u64;
             let regex_cost = (size(pattern) as f64 * REGEX_LENGTH_FACTOR).ceil() as u64;
             string_cost.saturating_mul(regex_cost)
         }
-        ("contains", [s @ Value::String(_), sub]) => {
+        (F::Contains, [s @ Value::String(_), sub]) => {
             traversal(size(s)).saturating_mul(traversal(size(sub)))
+        }
+        _ => 1,
+    }
+}
+
+/// The cost of `_+_`, charged before the call, so that a concatenation too costly for the
+/// budget never allocates.
+pub(crate) fn add(args: &[Value]) -> u64 {
+    match args {
+        [a @ (Value::String(_) | Value::Bytes(_)), b] => traversal(size(a).saturating_add(size(b))),
+        // cel-go charges 1; charged by size here, so that lists built by concatenation stay
+        // within what the budget pays for (the same for lists of up to ten elements).
+        [a @ Value::List(_), b @ Value::List(_)] => {
+            traversal(size(a).saturating_add(size(b))).max(1)
         }
         _ => 1,
     }

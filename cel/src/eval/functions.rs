@@ -7,23 +7,91 @@ use std::sync::Arc;
 use crate::{EvalError, Value};
 
 use super::call::no_such_overload;
+use super::plan::{Callee, Function};
 use super::{Outcome, convert, time};
 
 fn runtime(message: &str) -> EvalError {
     EvalError::Runtime(message.to_string())
 }
 
-/// Calls standard function `function` (`args[0]` is the receiver when `method`); `None` when
-/// the standard library has no such function for these arguments' types, so that Kubernetes'
-/// libraries may have it (`size` of a non-sized value, `string(ip)`).
-pub(crate) fn standard(function: &str, method: bool, args: &[Value]) -> Option<Outcome> {
+/// The standard library's functions that the interpreter dispatches without their names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Standard {
+    Subtract,
+    Multiply,
+    Divide,
+    Modulo,
+    Negate,
+    Not,
+    Equal,
+    NotEqual,
+    Less,
+    LessOrEqual,
+    Greater,
+    GreaterOrEqual,
+    In,
+    Size,
+    Contains,
+    StartsWith,
+    EndsWith,
+    Matches,
+    OptionalOf,
+    OptionalOfNonZeroValue,
+    OptionalNone,
+    MapInsert,
+    HasValue,
+    Value,
+}
+
+impl Standard {
+    /// The function named `name`, if it is one of these.
+    pub(crate) fn of(name: &str) -> Option<Standard> {
+        use Standard::*;
+        Some(match name {
+            "_-_" => Subtract,
+            "_*_" => Multiply,
+            "_/_" => Divide,
+            "_%_" => Modulo,
+            "-_" => Negate,
+            "!_" => Not,
+            "_==_" => Equal,
+            "_!=_" => NotEqual,
+            "_<_" => Less,
+            "_<=_" => LessOrEqual,
+            "_>_" => Greater,
+            "_>=_" => GreaterOrEqual,
+            "@in" => In,
+            "size" => Size,
+            "contains" => Contains,
+            "startsWith" => StartsWith,
+            "endsWith" => EndsWith,
+            "matches" => Matches,
+            "optional.of" => OptionalOf,
+            "optional.ofNonZeroValue" => OptionalOfNonZeroValue,
+            "optional.none" => OptionalNone,
+            "cel.@mapInsert" => MapInsert,
+            "hasValue" => HasValue,
+            "value" => Value,
+            _ => return None,
+        })
+    }
+}
+
+/// Calls the standard function of `callee` (`args[0]` is the receiver when `method`); `None`
+/// when the standard library has no such function for these arguments' types, so that
+/// Kubernetes' libraries may have it (`size` of a non-sized value, `string(ip)`).
+pub(crate) fn standard(callee: &Callee, method: bool, args: &[Value]) -> Option<Outcome> {
+    use Standard as F;
     use Value::*;
+    let Function::Standard(function) = callee.function else {
+        return named(&callee.name, method, args);
+    };
     Some(match (function, args) {
-        ("_-_", [a, b]) => subtract(a, b),
-        ("_*_", [a, b]) => multiply(a, b),
-        ("_/_", [a, b]) => divide(a, b),
-        ("_%_", [a, b]) => modulo(a, b),
-        ("-_", [a]) => match a {
+        (F::Subtract, [a, b]) => subtract(a, b),
+        (F::Multiply, [a, b]) => multiply(a, b),
+        (F::Divide, [a, b]) => divide(a, b),
+        (F::Modulo, [a, b]) => modulo(a, b),
+        (F::Negate, [a]) => match a {
             Int(i) => i
                 .checked_neg()
                 .map(Int)
@@ -31,55 +99,58 @@ pub(crate) fn standard(function: &str, method: bool, args: &[Value]) -> Option<O
             Double(d) => Ok(Double(-d)),
             _ => Err(no_such_overload()),
         },
-        ("!_", [a]) => match a {
+        (F::Not, [a]) => match a {
             Bool(b) => Ok(Bool(!b)),
             _ => Err(no_such_overload()),
         },
-        ("_==_", [a, b]) => Ok(Bool(a.equals(b))),
-        ("_!=_", [a, b]) => Ok(Bool(!a.equals(b))),
-        ("_<_", [a, b]) => order(a, b, |o| o.is_lt()),
-        ("_<=_", [a, b]) => order(a, b, |o| o.is_le()),
-        ("_>_", [a, b]) => order(a, b, |o| o.is_gt()),
-        ("_>=_", [a, b]) => order(a, b, |o| o.is_ge()),
-        ("@in", [element, container]) => match container {
+        (F::Equal, [a, b]) => Ok(Bool(a.equals(b))),
+        (F::NotEqual, [a, b]) => Ok(Bool(!a.equals(b))),
+        (F::Less, [a, b]) => order(a, b, |o| o.is_lt()),
+        (F::LessOrEqual, [a, b]) => order(a, b, |o| o.is_le()),
+        (F::Greater, [a, b]) => order(a, b, |o| o.is_gt()),
+        (F::GreaterOrEqual, [a, b]) => order(a, b, |o| o.is_ge()),
+        (F::In, [element, container]) => match container {
             List(items) => Ok(Bool(items.iter().any(|item| item.equals(element)))),
             Map(map) => Ok(Bool(map.lookup(element).ok().flatten().is_some())),
             _ => Err(no_such_overload()),
         },
-        ("size", [value]) => match value {
+        (F::Size, [value]) => match value {
             String(s) => Ok(Int(s.chars().count() as i64)),
             Bytes(b) => Ok(Int(b.len() as i64)),
             List(l) => Ok(Int(l.len() as i64)),
             Map(m) => Ok(Int(m.entries.len() as i64)),
             _ => return None,
         },
-        ("contains", [String(s), String(sub)]) => Ok(Bool(s.contains(&**sub))),
-        ("startsWith", [String(s), String(prefix)]) => Ok(Bool(s.starts_with(&**prefix))),
-        ("endsWith", [String(s), String(suffix)]) => Ok(Bool(s.ends_with(&**suffix))),
-        ("matches", [String(s), String(pattern)]) => {
+        (F::Contains, [String(s), String(sub)]) => Ok(Bool(s.contains(&**sub))),
+        (F::StartsWith, [String(s), String(prefix)]) => Ok(Bool(s.starts_with(&**prefix))),
+        (F::EndsWith, [String(s), String(suffix)]) => Ok(Bool(s.ends_with(&**suffix))),
+        (F::Matches, [String(s), String(pattern)]) => {
             crate::library::regex::compile(pattern).map(|re| Bool(re.is_match(s)))
         }
-        ("optional.of", [value]) if !method => Ok(Optional(Some(Arc::new(value.clone())))),
-        ("optional.ofNonZeroValue", [value]) if !method => Ok(Optional(
+        (F::OptionalOf, [value]) if !method => Ok(Optional(Some(Arc::new(value.clone())))),
+        (F::OptionalOfNonZeroValue, [value]) if !method => Ok(Optional(
             (!is_zero_value(value)).then(|| Arc::new(value.clone())),
         )),
-        ("optional.none", []) if !method => Ok(Optional(None)),
-        ("cel.@mapInsert", [Map(m), rest @ ..]) if !method && matches!(rest.len(), 1 | 2) => {
+        (F::OptionalNone, []) if !method => Ok(Optional(None)),
+        (F::MapInsert, [Map(m), rest @ ..]) if !method && matches!(rest.len(), 1 | 2) => {
             let mut inserted = (**m).clone();
             map_insert(&mut inserted, rest).map(|()| Map(Arc::new(inserted)))
         }
-        ("hasValue", [Optional(inner)]) if method => Ok(Bool(inner.is_some())),
-        ("value", [Optional(inner)]) if method => match inner {
+        (F::HasValue, [Optional(inner)]) if method => Ok(Bool(inner.is_some())),
+        (F::Value, [Optional(inner)]) if method => match inner {
             Some(inner) => Ok((**inner).clone()),
             None => Err(runtime("optional.none() dereference")),
         },
-        _ => {
-            if !method && let Some(outcome) = convert::convert(function, args) {
-                return Some(outcome);
-            }
-            return time::accessor(function, method, args);
-        }
+        _ => return named(&callee.name, method, args),
     })
+}
+
+/// The conversions and the timestamp and duration accessors, by name.
+fn named(function: &str, method: bool, args: &[Value]) -> Option<Outcome> {
+    if !method && let Some(outcome) = convert::convert(function, args) {
+        return Some(outcome);
+    }
+    time::accessor(function, method, args)
 }
 
 /// `cel.@mapInsert(m, k, v)` and `cel.@mapInsert(m, entries)` (the ext comprehensions'
