@@ -7,9 +7,10 @@
 //! value from its parent's. Whether a value is unchanged (for ratcheting) is decided only when
 //! one of its rules fails.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use atoll_cel::{Activation, EvalError, Key, Value as Cel};
+use atoll_cel::{Activation, EvalError, Value as Cel};
 use serde_json::Value;
 
 use super::{
@@ -125,9 +126,7 @@ impl Validator {
                 (None, None) => continue,
             };
             let child = match (converted, cel_key) {
-                (Some(Cel::Map(map)), Some(name)) => {
-                    map.entries.get(&Key::String(Arc::from(&*name))).cloned()
-                }
+                (Some(Cel::Map(map)), Some(name)) => map.field(&name).cloned(),
                 _ => None,
             };
             let old = old_object.and_then(|o| o.get(key));
@@ -159,14 +158,15 @@ impl Validator {
         let Some(item_validator) = &self.items else {
             return;
         };
-        let old_items = correlation.old.and_then(Value::as_array);
+        let old_items = match (
+            &self.list_map_keys,
+            correlation.old.and_then(Value::as_array),
+        ) {
+            (Some(keys), Some(old_items)) => OldItems::new(keys, old_items, items.len()),
+            _ => OldItems::None,
+        };
         for (i, item) in items.iter().enumerate() {
-            let old = match (&self.list_map_keys, old_items) {
-                (Some(keys), Some(old_items)) => old_items
-                    .iter()
-                    .find(|o| keys.iter().all(|k| o.get(k) == item.get(k))),
-                _ => None,
-            };
+            let old = old_items.find(item);
             let child = match converted {
                 Some(Cel::List(list)) => list.get(i).cloned(),
                 _ => None,
@@ -343,6 +343,45 @@ impl Validator {
             _ => FieldError::invalid(field, self.schema_type.as_str(), detail),
         }
     }
+}
+
+/// The old items of a `x-kubernetes-list-type: map` list, found by the values of the list's
+/// keys (the first with the same values, as upstream): by a scan while both lists are short,
+/// else through an index, so that updating a long list is not quadratic.
+enum OldItems<'a> {
+    None,
+    Scan(&'a [String], &'a [Value]),
+    Index(&'a [String], HashMap<Vec<String>, &'a Value>),
+}
+
+impl<'a> OldItems<'a> {
+    fn new(keys: &'a [String], old_items: &'a [Value], new_count: usize) -> OldItems<'a> {
+        if old_items.len().saturating_mul(new_count) <= 256 {
+            return OldItems::Scan(keys, old_items);
+        }
+        let mut index = HashMap::with_capacity(old_items.len());
+        for old in old_items {
+            index.entry(key_values(keys, old)).or_insert(old);
+        }
+        OldItems::Index(keys, index)
+    }
+
+    fn find(&self, item: &Value) -> Option<&'a Value> {
+        match self {
+            OldItems::None => None,
+            OldItems::Scan(keys, old_items) => old_items
+                .iter()
+                .find(|o| keys.iter().all(|k| o.get(k) == item.get(k))),
+            OldItems::Index(keys, index) => index.get(&key_values(keys, item)).copied(),
+        }
+    }
+}
+
+/// The values of an item's list-map keys, as JSON text (empty where the item lacks one).
+fn key_values(keys: &[String], item: &Value) -> Vec<String> {
+    keys.iter()
+        .map(|k| item.get(k).map(Value::to_string).unwrap_or_default())
+        .collect()
 }
 
 impl Run<'_> {

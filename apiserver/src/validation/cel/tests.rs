@@ -185,6 +185,47 @@ fn items_of_map_lists_correlate_by_key() {
 }
 
 #[test]
+fn items_of_long_map_lists_correlate_by_key_through_an_index() {
+    let schema = widget_schema(
+        json!([]),
+        json!({"ports": {"type": "array", "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name", "protocol"],
+            "items": {"type": "object", "required": ["name"],
+                "properties": {"name": {"type": "string"}, "protocol": {"type": "string"}, "port": {"type": "integer"}},
+                "x-kubernetes-validations": [{"rule": "self.port == oldSelf.port", "message": "port is immutable"}]}}}),
+    );
+    let ports = |changed: Option<usize>| -> Value {
+        (0..2_000)
+            .rev()
+            .map(|i| {
+                let port = if Some(i) == changed { 1 } else { i };
+                // Items without a protocol correlate with old items without one.
+                if i % 2 == 0 {
+                    json!({"name": format!("p{i}"), "protocol": "TCP", "port": port})
+                } else {
+                    json!({"name": format!("p{i}"), "port": port})
+                }
+            })
+            .collect()
+    };
+    let old = widget(json!({"ports": ports(None)}));
+    // Reversed order, same ports: no error.
+    let mut reversed = ports(None);
+    reversed.as_array_mut().unwrap().reverse();
+    assert!(
+        errors_of(&schema, &widget(json!({"ports": reversed})), Some(&old))
+            .0
+            .is_empty()
+    );
+    // One changed port, found at its index in the new list.
+    let new = widget(json!({"ports": ports(Some(1_501))}));
+    assert_eq!(
+        errors_of(&schema, &new, Some(&old)).0,
+        [r#"spec.ports[498]: Invalid value: "object": port is immutable"#]
+    );
+}
+
+#[test]
 fn runtime_errors_say_what_failed_and_which_rule() {
     let schema = widget_schema(
         json!([{"rule": "self.items[3] == 'x'"}, {"rule": "self.any > 1"}]),
