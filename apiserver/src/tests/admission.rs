@@ -1,5 +1,6 @@
 //! ValidatingAdmissionPolicies through the HTTP API: a deletecollection checks every object it
-//! deletes, and a denial's status carries upstream's reason, code and cause.
+//! deletes, and a denial's status carries upstream's reason, code and cause and the warnings
+//! given before it.
 
 use http::{Method, StatusCode};
 use serde_json::json;
@@ -75,6 +76,68 @@ async fn policies_check_each_object_of_a_deletecollection() {
             warning.as_deref(),
             Some("299 - \"Validation failed for ValidatingAdmissionPolicy 'warn' with binding 'warn-binding': failed expression: object.data.k != 'warn'\"")
         );
+    })
+    .await;
+}
+
+const GROUP: &str = "/apis/admissionregistration.k8s.io/v1";
+
+fn on_config_maps(name: &str, operations: &[&str], expression: &str) -> serde_json::Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""],
+            "apiVersions": ["v1"], "operations": operations, "resources": ["configmaps"]}]},
+            "validations": [{"expression": expression, "message": format!("{name} says no")}]}})
+}
+
+fn binding_of(policy: &str, action: &str) -> serde_json::Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": format!("{policy}-binding")},
+        "spec": {"policyName": policy, "validationActions": [action]}})
+}
+
+fn warnings(answer: &super::Answer) -> Vec<String> {
+    answer
+        .headers
+        .get_all(http::header::WARNING)
+        .iter()
+        .map(|v| v.to_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_refused_request_answers_the_warnings_given_before_it() {
+    within(async {
+        let server = TestServer::start(StorageKind::Memory, |_| {}).await;
+        server.create_config_maps("team", &["old"]).await;
+        for (name, action) in [("warns", "Warn"), ("denies", "Deny")] {
+            let policy = on_config_maps(name, &["CREATE", "DELETE"], "request.operation == 'DELETE' ? oldObject.metadata.name != 'old' : object.data.k != 'x'");
+            let made = server.send(Method::POST, &format!("{GROUP}/validatingadmissionpolicies"), Some(policy)).await;
+            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+            let made = server.send(Method::POST, &format!("{GROUP}/validatingadmissionpolicybindings"), Some(binding_of(name, action))).await;
+            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+        }
+        let expected = ["299 - \"Validation failed for ValidatingAdmissionPolicy 'warns' with binding 'warns-binding': warns says no\""];
+
+        let refused = server
+            .send(Method::POST, "/api/v1/namespaces/team/configmaps", Some(config_map("x", json!({"k": "x"}))))
+            .await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+        assert!(refused.json()["message"].as_str().unwrap_or_default().contains("denies says no"));
+        assert_eq!(warnings(&refused), expected);
+
+        let refused = server
+            .send(Method::DELETE, "/api/v1/namespaces/team/configmaps/old", None)
+            .await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+        assert_eq!(warnings(&refused), expected);
+
+        // A request refused before any check warned answers no warning.
+        let refused = server
+            .send(Method::POST, "/api/v1/namespaces/team/configmaps", Some(config_map("Bad_Name", json!({"k": "x"}))))
+            .await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.text());
+        assert_eq!(warnings(&refused), Vec::<String>::new());
     })
     .await;
 }
