@@ -3,6 +3,8 @@
 //! under `testdata/gateway-api` with its license) with their rules on create, every patch type,
 //! server-side apply and updates (transition rules); CRDs whose rules do not compile refused;
 //! rules on the status subresource; and ratcheting of values that were stored before a rule.
+//! ValidatingAdmissionPolicies enforced, their expressions type-checked into their status, and
+//! the warnings of a refused request shown with its error.
 
 use std::path::PathBuf;
 
@@ -530,6 +532,189 @@ fn validating_admission_policies_are_enforced() {
         let classes = gateway_api("gateway.networking.k8s.io_gatewayclasses.yaml");
         k.run(&["apply", "--server-side", "-f", &classes]).success();
         established(&k, "gatewayclasses.gateway.networking.k8s.io");
+    });
+
+    s.finish();
+}
+
+const GAUGES: &str = "
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gauges.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gauges, singular: gauge, kind: Gauge}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+";
+
+const GAUGE_POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: "gauge-size.example.com"}
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups:   ["example.com"]
+      apiVersions: ["v1"]
+      operations:  ["CREATE", "UPDATE"]
+      resources:   ["gauges"]
+  validations:
+    - expression: "object.spec.sise <= 10 && object.metadata.labels.size() < 5"
+"#;
+
+const CONFIG_WARN_AND_DENY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: "labelled.example.com"}
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups:   [""]
+      apiVersions: ["v1"]
+      operations:  ["CREATE"]
+      resources:   ["configmaps"]
+  validations:
+    - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
+      message: configmaps should name their team
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: "labelled-binding.example.com"}
+spec:
+  policyName: "labelled.example.com"
+  validationActions: [Warn]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: "no-secrets.example.com"}
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups:   [""]
+      apiVersions: ["v1"]
+      operations:  ["CREATE"]
+      resources:   ["configmaps"]
+  validations:
+    - expression: "!has(object.data) || !('password' in object.data)"
+      message: passwords belong in Secrets
+      reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: "no-secrets-binding.example.com"}
+spec:
+  policyName: "no-secrets.example.com"
+  validationActions: [Deny]
+"#;
+
+#[test]
+fn policies_are_type_checked_and_refusals_keep_their_warnings() {
+    let c = Cluster::start().unwrap();
+    let k = c.kubectl();
+    let mut s = Steps::default();
+    let apply = |name: &str, yaml: &str| {
+        k.run(&["apply", "-f", &c.file(name, yaml).to_string_lossy()])
+            .success();
+    };
+    let observed = |policy: &str, generation: u32| {
+        k.run(&[
+            "wait",
+            "--timeout=30s",
+            &format!("--for=jsonpath={{.status.observedGeneration}}={generation}"),
+            &format!("validatingadmissionpolicy/{policy}"),
+        ])
+        .success();
+    };
+    let misspelt = REPLICA_POLICY.replace("object.spec.replicas", "object.spec.replicsa");
+
+    s.step("a misspelt field of a Deployment is a warning in the policy's status", || {
+        apply("misspelt.yaml", &misspelt);
+        observed("demo-policy.example.com", 1);
+        k.run(&["get", "validatingadmissionpolicy", "demo-policy.example.com", "-o", "yaml"])
+            .success()
+            .stdout_has("observedGeneration: 1")
+            .stdout_has("- fieldRef: spec.validations[0].expression")
+            .stdout_has("apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicsa'");
+        k.run(&[
+            "get", "validatingadmissionpolicy", "demo-policy.example.com",
+            "-o", "jsonpath={.status.typeChecking.expressionWarnings[0].warning}",
+        ])
+        .success()
+        .stdout_is("apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicsa'\n | object.spec.replicsa <= 5\n | ...........^\n");
+        // Type checking only warns: the policy is enforced (the field is missing at run time).
+        apply("binding.yaml", &REPLICA_BINDING.replace("matchResources:\n    namespaceSelector:\n      matchLabels:\n        environment: test\n", ""));
+        k.run(&["create", "deployment", "typo", "--image=nginx", "--replicas=2"])
+            .failure()
+            .stderr_has("denied request: expression 'object.spec.replicsa <= 5' resulted in error: no such key: replicsa");
+    });
+
+    s.step("the fixed policy's next generation has no warning", || {
+        apply("fixed.yaml", REPLICA_POLICY);
+        observed("demo-policy.example.com", 2);
+        k.run(&[
+            "get",
+            "validatingadmissionpolicy",
+            "demo-policy.example.com",
+            "-o",
+            "jsonpath={.metadata.generation} {.status.typeChecking}",
+        ])
+        .success()
+        .stdout_is("2 {}");
+        k.run(&[
+            "create",
+            "deployment",
+            "typo",
+            "--image=nginx",
+            "--replicas=2",
+        ])
+        .success();
+        k.run(&[
+            "delete",
+            "validatingadmissionpolicybinding",
+            "demo-binding-test.example.com",
+        ])
+        .success();
+    });
+
+    s.step("a policy on a custom resource is checked against the CRD's schema", || {
+        k.run(&["create", "-f", &c.file("gauges.yaml", GAUGES).to_string_lossy()])
+            .success();
+        established(&k, "gauges.example.com");
+        apply("gauge-policy.yaml", GAUGE_POLICY);
+        observed("gauge-size.example.com", 1);
+        let warning = k
+            .run(&[
+                "get", "validatingadmissionpolicy", "gauge-size.example.com",
+                "-o", "jsonpath={.status.typeChecking.expressionWarnings[*].warning}",
+            ])
+            .success()
+            .stdout;
+        // Only the misspelt field: the metadata of a custom resource is all of ObjectMeta.
+        assert_eq!(
+            warning,
+            "example.com/v1, Kind=Gauge: ERROR: <input>:1:12: undefined field 'sise'\n | object.spec.sise <= 10 && object.metadata.labels.size() < 5\n | ...........^\n"
+        );
+    });
+
+    s.step("a request one binding warns on and another denies shows both", || {
+        apply("config-policies.yaml", CONFIG_WARN_AND_DENY);
+        k.run(&["create", "configmap", "db", "--from-literal=password=hunter2"])
+            .failure()
+            .stderr_has("Warning: Validation failed for ValidatingAdmissionPolicy 'labelled.example.com' with binding 'labelled-binding.example.com': configmaps should name their team")
+            .stderr_has("configmaps \"db\" is forbidden: ValidatingAdmissionPolicy 'no-secrets.example.com' with binding 'no-secrets-binding.example.com' denied request: passwords belong in Secrets");
+        k.run(&["get", "configmap", "db"]).failure();
     });
 
     s.finish();

@@ -6,12 +6,16 @@
 //! [`policies`] compiles each policy once per change of its spec; [`evaluate`] decides one
 //! request with no I/O (what it must look up, the namespace and the params, it asks a
 //! [`Lookup`]); [`live`] keeps the compiled policies current from the watch cache and checks
-//! the writes the HTTP API receives.
+//! the writes the HTTP API receives. [`type_checking`] checks a policy's expressions against the
+//! schemas of the kinds it names, and [`status`] is the controller that writes what it finds into
+//! each policy's status.
 
 mod evaluate;
 pub mod live;
 mod matching;
 pub mod policies;
+pub mod status;
+pub mod type_checking;
 mod values;
 
 #[cfg(test)]

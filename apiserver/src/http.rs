@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::registry::ResourceType;
 use crate::registry::selector::{FieldSelector, LabelSelector, supported_fields};
 use crate::registry::store::{
-    DeleteOptions, Deleted, FieldValidation, ListOptions, PatchType, Propagation, Store,
+    DeleteOptions, Deleted, FieldValidation, ListOptions, PatchType, Propagation, Store, Warnings,
     WriteOptions,
 };
 use crate::watch::WatchCache;
@@ -77,9 +77,12 @@ async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Respons
         Ok(limit) => limit,
         Err(err) => return error_response(&err),
     };
+    // What the request's checks warned of, answered with an error too, as upstream does.
+    let warnings = Arc::new(Warnings::default());
     // A panic serving one request fails that request with 500; the server goes on.
-    let serving =
-        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(serve(&state, request)));
+    let serving = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(serve(
+        &state, request, &warnings,
+    )));
     let served = match limit {
         Some(limit) => tokio::time::timeout(limit, serving)
             .await
@@ -99,7 +102,9 @@ async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Respons
             } else {
                 tracing::debug!(%method, %path, error = %err, "request refused");
             }
-            error_response(&err)
+            let mut response = error_response(&err);
+            add_warnings(&mut response, &warnings.take());
+            response
         }
     }
 }
@@ -296,7 +301,7 @@ fn attributes(method: &Method, path: &str, at: Option<&ApiPath>, query: &Query) 
     )
 }
 
-async fn serve(state: &ApiState, request: Request) -> Result<Response> {
+async fn serve(state: &ApiState, request: Request, warnings: &Arc<Warnings>) -> Result<Response> {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_owned();
     let user = caller(state, &parts).await?;
@@ -385,6 +390,7 @@ async fn serve(state: &ApiState, request: Request) -> Result<Response> {
         headers: &parts.headers,
         query: &query,
         user: &user,
+        warnings,
     };
     let response = serve_resource(state, &request, representation, body).await?;
     if rt.group == crate::authz::GROUP
@@ -412,6 +418,7 @@ const ADMISSION_CATCH_UP: std::time::Duration = std::time::Duration::from_secs(5
 /// ValidatingAdmissionPolicies' check when any binding is in force.
 fn writing(state: &ApiState, request: &ResourceRequest<'_>) -> Result<WriteOptions> {
     let mut options = write_options(request.headers, request.query)?;
+    options.warnings = request.warnings.clone();
     if request.rt.group == crate::authz::GROUP {
         options.admission = Some(Arc::new(crate::authz::escalation::Escalation {
             authorizer: state.authz.clone(),
@@ -462,6 +469,20 @@ fn deleting(
         options.admission = Some(policies.clone());
     }
     Ok((options, policies))
+}
+
+/// A delete's outcome, the warnings of the policies' checks left for the error when refused.
+fn refused_with_warnings<T>(
+    outcome: Result<T>,
+    request: &ResourceRequest<'_>,
+    policies: Option<&crate::admission::PolicyAdmission>,
+) -> Result<T> {
+    if outcome.is_err()
+        && let Some(policies) = policies
+    {
+        request.warnings.record(policies.take_delete_warnings());
+    }
+    outcome
 }
 
 /// Approving or denying a certificate signing request needs `approve` on its signer (upstream's
@@ -653,6 +674,8 @@ struct ResourceRequest<'a> {
     headers: &'a HeaderMap,
     query: &'a Query,
     user: &'a crate::auth::User,
+    /// Where a refused write leaves its warnings.
+    warnings: &'a Arc<Warnings>,
 }
 
 async fn serve_resource(
@@ -751,7 +774,9 @@ async fn serve_resource(
         (&Method::PATCH, Some(name)) => patch(state, request, representation, name, body).await,
         (&Method::DELETE, Some(name)) => {
             let (options, policies) = deleting(state, request, &body)?;
-            let mut response = match store.delete(rt, ns, name, &options).await? {
+            let deleted = store.delete(rt, ns, name, &options).await;
+            let deleted = refused_with_warnings(deleted, request, policies.as_deref())?;
+            let mut response = match deleted {
                 Deleted::Pending(object) => {
                     representation.response(StatusCode::OK, &representation.object(rt, object))
                 }
@@ -778,7 +803,8 @@ async fn serve_resource(
         (&Method::DELETE, None) => {
             let list = list_options(rt, query)?;
             let (options, policies) = deleting(state, request, &body)?;
-            let page = store.delete_collection(rt, ns, &list, &options).await?;
+            let page = store.delete_collection(rt, ns, &list, &options).await;
+            let page = refused_with_warnings(page, request, policies.as_deref())?;
             let mut response =
                 representation.response(StatusCode::OK, &representation.list(rt, page));
             if let Some(policies) = policies {
@@ -973,6 +999,7 @@ fn write_options(headers: &HeaderMap, query: &Query) -> Result<WriteOptions> {
         field_validation: FieldValidation::parse(query.get("fieldValidation"))?,
         force: query.flag("force"),
         admission: None,
+        warnings: Default::default(),
     })
 }
 

@@ -605,6 +605,7 @@ async fn serve_api(
     let contents = cache.feed(registry::namespace_contents::wants);
     let certificates = cache.feed(registry::certificates::wants);
     let addresses = cache.feed(registry::service_ip_repair::wants);
+    let policy_status = cache.feed(admission::status::wants);
     let settled = registry::namespace_contents::settle(&store, &s.ca_pem).await;
     let tasks = vec![
         tokio::spawn(authz::run(
@@ -639,6 +640,11 @@ async fn serve_api(
         tokio::spawn(registry::service_ip_repair::run(
             store.clone(),
             addresses,
+            s.shutdown.clone(),
+        )),
+        tokio::spawn(admission::status::run(
+            store.clone(),
+            policy_status,
             s.shutdown.clone(),
         )),
         tokio::spawn(registry::namespace::run(store, s.shutdown.clone())),

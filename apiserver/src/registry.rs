@@ -128,11 +128,15 @@ impl ResourceType {
         format!("{}{name}", self.namespace_prefix(namespace))
     }
 
-    /// Whether objects carry `metadata.generation`: custom resources, CRDs, workloads and Pods,
-    /// as upstream; ConfigMaps, Secrets, Services and the like do not.
+    /// Whether objects carry `metadata.generation`: custom resources, CRDs, workloads, Pods
+    /// and admission configuration (webhook configurations, policies and their bindings), as
+    /// upstream; ConfigMaps, Secrets, Services and the like do not.
     pub fn tracks_generation(&self) -> bool {
         !self.builtin
-            || matches!(self.group.as_str(), "apps" | "apiextensions.k8s.io")
+            || matches!(
+                self.group.as_str(),
+                "apps" | "apiextensions.k8s.io" | "admissionregistration.k8s.io"
+            )
             || (self.group.is_empty() && self.plural == "pods")
     }
 

@@ -60,6 +60,59 @@ pub struct WriteOptions {
     /// What the caller's write must also pass once the object is valid (RBAC's escalation
     /// check, for one): the object as it would be stored, and what it replaces.
     pub admission: Option<Arc<dyn Admission>>,
+    /// Where a refused write leaves what its checks warned of before one refused it.
+    pub warnings: Arc<Warnings>,
+}
+
+/// The warnings of one request, as kube-apiserver records them on the request rather than on
+/// its outcome: a write refused after some check warned (an unknown field under
+/// `fieldValidation=Warn`, a ratcheted CRD rule, a policy binding's Warn action) still answers
+/// those warnings, beside its error. Each warning is kept once.
+#[derive(Debug, Default)]
+pub struct Warnings(std::sync::Mutex<Vec<String>>);
+
+impl Warnings {
+    pub fn record(&self, warnings: impl IntoIterator<Item = String>) {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for warning in warnings {
+            if !kept.contains(&warning) {
+                kept.push(warning);
+            }
+        }
+    }
+
+    /// What was recorded, emptied.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// The warnings one write collects: handed to its answer when it succeeds ([`Collected::finish`]),
+/// left in its options' [`Warnings`] when it fails.
+struct Collected<'a> {
+    list: Vec<String>,
+    refused: &'a Warnings,
+}
+
+impl<'a> Collected<'a> {
+    fn new(options: &'a WriteOptions) -> Collected<'a> {
+        Collected {
+            list: Vec::new(),
+            refused: &options.warnings,
+        }
+    }
+
+    fn finish(mut self) -> Vec<String> {
+        std::mem::take(&mut self.list)
+    }
+}
+
+impl Drop for Collected<'_> {
+    fn drop(&mut self) {
+        if !self.list.is_empty() {
+            self.refused.record(std::mem::take(&mut self.list));
+        }
+    }
 }
 
 /// A check of a write's outcome that depends on who writes, run after validation and before
@@ -544,14 +597,14 @@ impl Store {
         admit: Admit,
     ) -> Result<Written> {
         let now = now();
-        let mut warnings = Vec::new();
+        let mut warnings = Collected::new(options);
         let meta = meta_mut(&mut object);
         meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
         meta.insert("creationTimestamp".into(), json!(now));
         if rt.tracks_generation() {
             meta.insert("generation".into(), json!(1));
         }
-        self.validate(rt, &mut object, None, options, &mut warnings)?;
+        self.validate(rt, &mut object, None, options, &mut warnings.list)?;
         self.prepare_kind(rt, &mut object, None, &now)?;
         if let Some(ns) = ns.filter(|_| rt.namespaced) {
             self.check_namespace_accepts(ns).await?;
@@ -581,7 +634,7 @@ impl Store {
             return Ok(Written {
                 object,
                 created: true,
-                warnings,
+                warnings: warnings.finish(),
             });
         }
         let created = self.write_created(rt, ns, name, &mut object, admit).await;
@@ -596,7 +649,7 @@ impl Store {
         Ok(Written {
             object,
             created: true,
-            warnings,
+            warnings: warnings.finish(),
         })
     }
 
@@ -857,7 +910,7 @@ impl Store {
         applied: bool,
     ) -> Result<Written> {
         let now = now();
-        let mut warnings = Vec::new();
+        let mut warnings = Collected::new(options);
         check_type_meta(&mut new, rt)?;
         // What a subresource write may change.
         match subresource {
@@ -955,7 +1008,7 @@ impl Store {
                 ));
             }
         }
-        self.validate(rt, &mut new, Some(current), options, &mut warnings)?;
+        self.validate(rt, &mut new, Some(current), options, &mut warnings.list)?;
         self.prepare_kind(rt, &mut new, Some(current), &now)?;
         if rt.tracks_generation() && spec_changed(current, &new, rt.status) {
             let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
@@ -974,7 +1027,7 @@ impl Store {
             return Ok(Written {
                 object: current.clone(),
                 created: false,
-                warnings,
+                warnings: warnings.finish(),
             });
         }
         let terminating = new["metadata"].get("deletionTimestamp").is_some();
@@ -984,7 +1037,7 @@ impl Store {
                 return Ok(Written {
                     object: new,
                     created: false,
-                    warnings,
+                    warnings: warnings.finish(),
                 });
             }
             let key = rt.key(ns, name);
@@ -996,7 +1049,7 @@ impl Store {
                     Ok(Written {
                         object: new,
                         created: false,
-                        warnings,
+                        warnings: warnings.finish(),
                     })
                 }
                 Err(storage::Error::Conflict { .. }) => Err(conflict(rt, name)),
@@ -1021,7 +1074,7 @@ impl Store {
             return Ok(Written {
                 object: new,
                 created: false,
-                warnings,
+                warnings: warnings.finish(),
             });
         }
         let stored = to_storage(&mut new, rt)?;
@@ -1045,7 +1098,7 @@ impl Store {
                 Ok(Written {
                     object: new,
                     created: false,
-                    warnings,
+                    warnings: warnings.finish(),
                 })
             }
             Err(storage::Error::Conflict { .. }) => Err(conflict(rt, name)),

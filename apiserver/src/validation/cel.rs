@@ -372,6 +372,7 @@ fn normalize_field_path(json_path: &str) -> Result<String, String> {
 }
 
 pub use crd::crd_errors;
+pub(crate) use declare::resource_decl_type;
 
 /// The errors of `object`'s rules, after `schema_errors` (its schema validation): when those
 /// include a missing, unsupported, too long, too many or mistyped value, the rules are not run

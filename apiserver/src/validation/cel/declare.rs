@@ -126,6 +126,23 @@ pub(crate) fn decl_type(schema: &Value, resource_root: bool) -> Option<Type> {
     }
 }
 
+/// The declared type of a resource's root as upstream's `SchemaDeclType(schema, true)` builds
+/// it for policies: a schema that already declares `apiVersion`, `kind` and `metadata` (with
+/// `name` and `generateName`), as published OpenAPI schemas do, is taken as it is, metadata and
+/// all; any other is given those three, with only `name` and `generateName` in `metadata`.
+pub(crate) fn resource_decl_type(schema: &Value) -> Option<Type> {
+    let props = properties(schema);
+    let prop = |name: &str| props.and_then(|p| p.get(name)).unwrap_or(&Value::Null);
+    let meta = prop("metadata");
+    let meta_prop = |name: &str| properties(meta).and_then(|p| p.get(name));
+    let declares_meta = type_of(prop("kind")) == "string"
+        && type_of(prop("apiVersion")) == "string"
+        && type_of(meta) == "object"
+        && meta_prop("name").is_some_and(|n| type_of(n) == "string")
+        && meta_prop("generateName").is_some_and(|n| type_of(n) == "string");
+    decl_type(schema, !declares_meta)
+}
+
 fn is_meta(name: &str) -> bool {
     matches!(name, "apiVersion" | "kind" | "metadata")
 }
