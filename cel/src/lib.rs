@@ -62,9 +62,10 @@ impl Program {
     /// Parses and checks `source` against `env`. The error lists every problem found, in
     /// cel-go's format (see [`CompileError`]).
     pub fn compile(env: &Env, source: &str) -> Result<Program, CompileError> {
-        let expr = parse::parse(source).map_err(|issues| CompileError::new(source, issues))?;
+        let mut expr = parse::parse(source).map_err(|issues| CompileError::new(source, issues))?;
         let checked =
             check::check_ast(&expr, env).map_err(|issues| CompileError::new(source, issues))?;
+        qualify_variables(&mut expr, env);
         Ok(Program {
             source: Arc::from(source),
             expr,
@@ -106,6 +107,60 @@ impl Program {
     /// expression reads but the activation lacks is an evaluation error.
     pub fn eval(&self, activation: &Activation, budget: &mut Budget) -> Result<Value, EvalError> {
         eval::eval(&self.expr, activation, budget)
+    }
+}
+
+/// Makes each selection that spells a declared variable with a dotted name
+/// (`authorizer.requestResource`) the identifier of that variable, as cel-go's checker
+/// resolves it: the longest such name wins, and the variable is read from the activation as
+/// one name, whatever the variable its first part names holds. Node ids stay, so the
+/// checker's types still apply.
+fn qualify_variables(expr: &mut ast::Expr, env: &Env) {
+    if !env.variables.iter().any(|(name, _)| name.contains('.')) {
+        return;
+    }
+    // An explicit stack, so that depth is no concern.
+    let mut pending = vec![expr];
+    while let Some(node) = pending.pop() {
+        if let ast::ExprKind::Select {
+            test_only: false,
+            optional: false,
+            ..
+        } = &node.kind
+            && let Some(dotted) = node.dotted_name()
+            && let Some((name, _)) = env.variables.iter().rev().find(|(n, _)| **n == *dotted)
+        {
+            node.kind = ast::ExprKind::Ident(name.clone());
+            continue;
+        }
+        match &mut node.kind {
+            ast::ExprKind::Literal(_) | ast::ExprKind::Ident(_) => {}
+            ast::ExprKind::Select { operand, .. } => pending.push(operand),
+            ast::ExprKind::Call { target, args, .. } => {
+                if let Some(target) = target {
+                    pending.push(target);
+                }
+                pending.extend(args.iter_mut());
+            }
+            ast::ExprKind::List { elements, .. } => pending.extend(elements.iter_mut()),
+            ast::ExprKind::Map { entries } => {
+                for entry in entries {
+                    pending.push(&mut entry.key);
+                    pending.push(&mut entry.value);
+                }
+            }
+            ast::ExprKind::Struct { fields, .. } => {
+                pending.extend(fields.iter_mut().map(|f| &mut f.value));
+            }
+            ast::ExprKind::Comprehension(c) => {
+                let c = &mut **c;
+                pending.push(&mut c.iter_range);
+                pending.push(&mut c.accu_init);
+                pending.push(&mut c.loop_condition);
+                pending.push(&mut c.loop_step);
+                pending.push(&mut c.result);
+            }
+        }
     }
 }
 
