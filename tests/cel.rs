@@ -4,11 +4,12 @@
 //! server-side apply and updates (transition rules); CRDs whose rules do not compile refused;
 //! rules on the status subresource; and ratcheting of values that were stored before a rule.
 //! ValidatingAdmissionPolicies enforced, their expressions type-checked into their status, and
-//! the warnings of a refused request shown with its error.
+//! the warnings of a refused request shown with its error; policies that check the requester's
+//! authorization (`authorizer`), for the admin and for a user made with `atoll user create`.
 
 use std::path::PathBuf;
 
-use atoll_tests::{Cluster, Steps, Tool};
+use atoll_tests::{Cluster, Steps, Tool, atoll_binary, client_binary};
 
 fn gateway_api(file: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -534,6 +535,131 @@ fn validating_admission_policies_are_enforced() {
         established(&k, "gatewayclasses.gateway.networking.k8s.io");
     });
 
+    s.finish();
+}
+
+/// Writers of Deployments must be able to update the ConfigMaps of the Deployment's namespace
+/// (the authz library's documented example) and to delete what they create
+/// (`authorizer.requestResource`).
+const AUTHZ_POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: "deployment-writers.example.com"}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups:   ["apps"]
+      apiVersions: ["v1"]
+      operations:  ["CREATE", "UPDATE"]
+      resources:   ["deployments"]
+  validations:
+    - expression: "authorizer.group('').resource('configmaps').namespace(object.metadata.namespace).check('update').allowed()"
+      message: "only users who may update configmaps in the namespace may write deployments"
+      reason: Forbidden
+    - expression: "authorizer.requestResource.check('delete').allowed()"
+      messageExpression: "'user ' + request.userInfo.username + ' could not delete ' + object.metadata.name"
+      reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: "deployment-writers-binding.example.com"}
+spec:
+  policyName: "deployment-writers.example.com"
+  validationActions: [Deny]
+"#;
+
+#[test]
+fn policies_check_the_requesters_authorization() {
+    let c = Cluster::start().unwrap();
+    let admin = c.kubectl();
+    let mut s = Steps::default();
+    // A user with a client certificate, `atoll user create`'s.
+    let bob_config = c.file("bob.kubeconfig", "");
+    let admin_config = c.process.kubeconfig();
+    Tool::new(atoll_binary().unwrap())
+        .run(&[
+            "--kubeconfig",
+            admin_config.to_str().unwrap(),
+            "user",
+            "create",
+            "bob",
+            "-o",
+            bob_config.to_str().unwrap(),
+        ])
+        .success();
+    let bob = Tool::new(client_binary("kubectl").unwrap())
+        .env("HOME", c.home())
+        .env("KUBECONFIG", &bob_config)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    let create = |k: &Tool, name: &str| {
+        k.run(&[
+            "create",
+            "deployment",
+            name,
+            "--image=nginx",
+            "-n",
+            "team-a",
+        ])
+    };
+
+    s.step("the policy is accepted and the admin passes it", || {
+        admin.run(&["create", "namespace", "team-a"]).success();
+        admin
+            .run(&[
+                "apply",
+                "-f",
+                &c.file("authz.yaml", AUTHZ_POLICY).to_string_lossy(),
+            ])
+            .success();
+        create(&admin, "by-admin").success();
+    });
+
+    s.step("a user who may create deployments but not update configmaps is denied", || {
+        admin
+            .run(&["create", "role", "deployer", "--verb=create,get,list", "--resource=deployments.apps", "-n", "team-a"])
+            .success();
+        admin
+            .run(&["create", "rolebinding", "bob-deployer", "--role=deployer", "--user=bob", "-n", "team-a"])
+            .success();
+        create(&bob, "by-bob").failure().stderr_has(
+            "error: failed to create deployment: deployments.apps \"by-bob\" is forbidden: ValidatingAdmissionPolicy 'deployment-writers.example.com' with binding 'deployment-writers-binding.example.com' denied request: only users who may update configmaps in the namespace may write deployments",
+        );
+    });
+
+    s.step("authorizer.requestResource checks the request's own deployment", || {
+        admin
+            .run(&["create", "role", "configmap-writer", "--verb=update", "--resource=configmaps", "-n", "team-a"])
+            .success();
+        admin
+            .run(&["create", "rolebinding", "bob-configmaps", "--role=configmap-writer", "--user=bob", "-n", "team-a"])
+            .success();
+        create(&bob, "by-bob").failure().stderr_has(
+            "deployments.apps \"by-bob\" is forbidden: ValidatingAdmissionPolicy 'deployment-writers.example.com' with binding 'deployment-writers-binding.example.com' denied request: user bob could not delete by-bob",
+        );
+        // A name the user may delete passes.
+        admin
+            .run(&["create", "role", "deleter", "--verb=delete", "--resource=deployments.apps", "--resource-name=by-bob", "-n", "team-a"])
+            .success();
+        admin
+            .run(&["create", "rolebinding", "bob-deleter", "--role=deleter", "--user=bob", "-n", "team-a"])
+            .success();
+        create(&bob, "by-bob").success();
+        create(&bob, "other").failure().stderr_has("user bob could not delete other");
+    });
+
+    s.step("a policy whose authorizer call has the wrong argument type is refused", || {
+        let policy = AUTHZ_POLICY.split("---").next().unwrap_or_default();
+        let broken = policy
+            .replace("deployment-writers.example.com", "broken-authz.example.com")
+            .replace("check('delete')", "check(1)");
+        admin
+            .run(&["apply", "-f", &c.file("broken-authz.yaml", &broken).to_string_lossy()])
+            .failure()
+            .stderr_has(
+                "spec.validations[1].expression: Invalid value: \"authorizer.requestResource.check(1).allowed()\": compilation failed: ERROR: <input>:1:33: found no matching overload for 'check' applied to 'kubernetes.authorization.ResourceCheck.(int)'",
+            );
+    });
     s.finish();
 }
 

@@ -21,6 +21,9 @@ mod values;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
+use atoll_cel::library::authz;
 use serde_json::Value;
 
 pub use evaluate::{Denial, Outcome, PER_CALL_LIMIT, RUNTIME_BUDGET, evaluate};
@@ -79,6 +82,9 @@ pub struct Request<'a> {
 
 /// What evaluation reads besides the request.
 pub trait Lookup {
+    /// The authorizer of `user`'s checks (the `authorizer` variable of policy expressions);
+    /// `None` leaves the variable unbound, so that an expression reading it fails.
+    fn authorizer(&self, user: &User) -> Option<Arc<dyn authz::Authorizer>>;
     /// The Namespace named `name`, if it exists.
     fn namespace(&self, name: &str) -> Option<Value>;
     /// Whether objects of `kind` in `api_version` are namespaced; `None` when no such kind is

@@ -23,6 +23,7 @@ use crate::watch::{CachedEvent, Feed, Taken, WatchCache, next_pass};
 
 pub mod defaults;
 pub mod escalation;
+pub mod expressions;
 pub mod impersonation;
 pub mod policy;
 pub mod rules;

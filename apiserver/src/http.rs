@@ -446,6 +446,7 @@ fn policy_admission(
         catalog: state.store.registry().catalog(),
         cache: state.cache.clone(),
         user: request.user.clone(),
+        authorizer: state.authz.clone(),
         subresource: request.at.subresource.clone().unwrap_or_default(),
         dry_run,
         inner: None,

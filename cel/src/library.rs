@@ -4,13 +4,15 @@
 //! Kubernetes 1.35's base environment (apiserver `pkg/cel/environment/base.go`, cel-go
 //! v0.26.0) enables: Kubernetes' lists, regex, URLs, quantity, IP, CIDR, format and semver
 //! (version 1) libraries, and cel-go's ext strings (version 2), sets, lists (version 3),
-//! optional types and two-variable comprehensions (`cel.@mapInsert`). Not here: Kubernetes'
-//! authorizer library (`authorizer.path(...)...`), which needs an authorizer.
+//! optional types and two-variable comprehensions (`cel.@mapInsert`), and Kubernetes'
+//! authorization library with its selectors ([`authz`]), whose checks ask an
+//! [`authz::Authorizer`] the caller binds as the `authorizer` variable.
 //!
 //! [`call`] charges the whole runtime cost of the call: what Kubernetes' `CostEstimator.CallCost`
 //! (apiserver `pkg/cel/library/cost.go`) or cel-go's overload cost trackers say, and otherwise
 //! cel-go's default of 1. The interpreter charges nothing more for the call itself.
 
+pub mod authz;
 pub mod cidr;
 pub mod comprehensions;
 pub mod format;
@@ -149,7 +151,8 @@ pub fn call(
     args: &[Value],
     budget: &mut Budget,
 ) -> Option<Result<Value, EvalError>> {
-    let found = lists::call(function, receiver, args, budget)
+    let found = authz::call(function, receiver, args, budget)
+        .or_else(|| lists::call(function, receiver, args, budget))
         .or_else(|| strings::call(function, receiver, args, budget))
         .or_else(|| regex::call(function, receiver, args, budget))
         .or_else(|| sets::call(function, receiver, args, budget))
@@ -164,7 +167,9 @@ pub fn call(
         .or_else(|| jsonpatch::call(function, receiver, args, budget));
     match found {
         Some(result) => Some(result),
-        None if NAMES.contains(&function) => Some(Err(no_such_overload(function))),
+        None if NAMES.contains(&function) || authz::NAMES.contains(&function) => {
+            Some(Err(no_such_overload(function)))
+        }
         None => None,
     }
 }

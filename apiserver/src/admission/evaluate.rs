@@ -3,15 +3,17 @@
 //! (false skips; an error goes to the failure policy), the variables, the validations (false
 //! denies with the validation's message and reason) and the audit annotations, each expression
 //! charged to a per-call and a per-evaluation budget. Denials go to the binding's actions.
+//! Expressions may check the requester's authorization through the [`Lookup`]'s authorizer.
 
 use std::sync::Arc;
 
+use atoll_cel::library::authz;
 use atoll_cel::{Activation, EvalError, Key, Map, Value as Cel};
 use serde_json::Value;
 
 use super::policies::{
-    Binding, Compiled, NAMESPACE_OBJECT, OBJECT, OLD_OBJECT, PARAMS, Policy, PolicySet, REQUEST,
-    VARIABLES,
+    AUTHORIZER, Binding, Compiled, NAMESPACE_OBJECT, OBJECT, OLD_OBJECT, PARAMS, Policy, PolicySet,
+    REQUEST, REQUEST_RESOURCE, VARIABLES,
 };
 use super::{Lookup, Request, matching, values};
 use crate::validation::cel::{Charged, eval_charged, usable_message};
@@ -84,6 +86,8 @@ pub fn evaluate(set: &PolicySet, request: &Request<'_>, lookup: &dyn Lookup) -> 
             .clone()
     };
     let request_value = values::request(request);
+    // The requester's authorizer, made once for the request (it may cache its decisions).
+    let mut authorizer: Option<Option<Arc<dyn authz::Authorizer>>> = None;
     for (policy, binding) in set.hooks() {
         let ns = namespace_object(lookup);
         let labels = ns.as_ref().map(|n| &n["metadata"]["labels"]);
@@ -107,7 +111,7 @@ pub fn evaluate(set: &PolicySet, request: &Request<'_>, lookup: &dyn Lookup) -> 
                 continue;
             }
         };
-        let base = Activation::new()
+        let mut base = Activation::new()
             .bind(OBJECT, request.object.map_or(Cel::Null, values::json))
             .bind(
                 OLD_OBJECT,
@@ -118,6 +122,17 @@ pub fn evaluate(set: &PolicySet, request: &Request<'_>, lookup: &dyn Lookup) -> 
                 NAMESPACE_OBJECT,
                 ns.as_ref().map_or(Cel::Null, values::namespace_object),
             );
+        if let Some(checks) = authorizer
+            .get_or_insert_with(|| lookup.authorizer(request.user))
+            .clone()
+        {
+            base = base
+                .bind(AUTHORIZER, authz::authorizer(checks.clone()))
+                .bind(
+                    REQUEST_RESOURCE,
+                    authz::request_resource(checks, request_resource(request)),
+                );
+        }
         for param in params {
             let activation = base
                 .clone()
@@ -129,6 +144,19 @@ pub fn evaluate(set: &PolicySet, request: &Request<'_>, lookup: &dyn Lookup) -> 
         }
     }
     outcome
+}
+
+/// What `authorizer.requestResource` checks: the request's group, resource, subresource,
+/// namespace and name.
+fn request_resource<'a>(request: &Request<'a>) -> authz::ResourceAttributes<'a> {
+    authz::ResourceAttributes {
+        group: request.group,
+        resource: request.resource,
+        subresource: request.subresource,
+        namespace: request.namespace,
+        name: request.name,
+        ..Default::default()
+    }
 }
 
 fn deny(

@@ -132,6 +132,8 @@ pub struct PolicyAdmission {
     pub catalog: Arc<Catalog>,
     pub cache: Arc<WatchCache>,
     pub user: User,
+    /// What decides the policies' authorization checks (`authorizer.path('/x').check('get')`).
+    pub authorizer: Arc<crate::authz::Authorizer>,
     /// The subresource written (empty for the main resource).
     pub subresource: String,
     pub dry_run: bool,
@@ -262,6 +264,15 @@ impl PolicyAdmission {
 }
 
 impl Lookup for PolicyAdmission {
+    fn authorizer(&self, user: &User) -> Option<Arc<dyn atoll_cel::library::authz::Authorizer>> {
+        Some(Arc::new(
+            crate::authz::expressions::ExpressionAuthorizer::new(
+                self.authorizer.clone(),
+                user.clone(),
+            ),
+        ))
+    }
+
     fn namespace(&self, name: &str) -> Option<Value> {
         let rt = self.catalog.lookup("", "v1", "namespaces")?;
         self.object(&rt.key(None, name))

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use atoll_cel::library::authz;
 use atoll_cel::{Env, Program, Type};
 use serde_json::Value;
 
@@ -14,13 +15,26 @@ pub const REQUEST: &str = "request";
 pub const PARAMS: &str = "params";
 pub const NAMESPACE_OBJECT: &str = "namespaceObject";
 pub const VARIABLES: &str = "variables";
+/// The requesting user's authorizer (Kubernetes' authz library).
+pub const AUTHORIZER: &str = "authorizer";
+/// A ResourceCheck of the request's own resource (`authorizer.requestResource.check('get')`).
+pub const REQUEST_RESOURCE: &str = "authorizer.requestResource";
 
 /// Expressions of one policy compiled at most (match conditions, variables, validations and
 /// audit annotations together); upstream's validation allows no more than 64 of each.
 const MAX_EXPRESSIONS: usize = 256;
 
-/// The environment of policy expressions.
+/// The environment of policy expressions: match conditions, variables, validations and audit
+/// annotations, which may check authorization (`authorizer`, `authorizer.requestResource`).
 pub fn env() -> Env {
+    message_env()
+        .variable(AUTHORIZER, Type::Opaque(authz::AUTHORIZER_TYPE))
+        .variable(REQUEST_RESOURCE, Type::Opaque(authz::RESOURCE_CHECK_TYPE))
+}
+
+/// The environment of `messageExpression`s, which upstream gives no authorizer (a message
+/// may still read a variable that checked).
+pub fn message_env() -> Env {
     Env::new()
         .variable(OBJECT, Type::Dyn)
         .variable(OLD_OBJECT, Type::Dyn)
@@ -95,6 +109,7 @@ impl Policy {
     /// Compiles the policy `object` (a stored ValidatingAdmissionPolicy).
     pub fn compile(object: &Value) -> Policy {
         let env = env();
+        let message_env = message_env();
         let spec = object.get("spec").cloned().unwrap_or(Value::Null);
         let named = |key: &str, name_key: &str, expression_key: &str| {
             items(&spec, key)
@@ -115,7 +130,7 @@ impl Policy {
                 message: text(v, "message").trim().to_owned(),
                 message_expression: Some(text(v, "messageExpression"))
                     .filter(|m| !m.trim().is_empty())
-                    .map(|m| Compiled::new(&env, m)),
+                    .map(|m| Compiled::new(&message_env, m)),
                 reason: v
                     .get("reason")
                     .and_then(Value::as_str)
@@ -249,7 +264,7 @@ impl PolicySet {
 /// ValidatingAdmissionPolicy reports them (`spec.validations[0].expression: Invalid value:
 /// "...": compilation failed: ERROR: <input>:1:5: ...`).
 pub fn spec_errors(object: &Value) -> Vec<crate::validation::FieldError> {
-    let env = env();
+    let (env, message_env) = (env(), message_env());
     let spec = &object["spec"];
     let mut errors = Vec::new();
     let fields = [
@@ -265,7 +280,12 @@ pub fn spec_errors(object: &Value) -> Vec<crate::validation::FieldError> {
             if source.trim().is_empty() {
                 continue;
             }
-            if let Err(err) = Program::compile(&env, source) {
+            let env = if key == "messageExpression" {
+                &message_env
+            } else {
+                &env
+            };
+            if let Err(err) = Program::compile(env, source) {
                 errors.push(crate::validation::FieldError::invalid(
                     format!("spec.{list}[{i}].{key}"),
                     source,

@@ -1,7 +1,8 @@
 //! The engine on its own: matching, params, and each action and failure path.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use atoll_cel::library::authz;
 use serde_json::{Value, json};
 
 use super::policies::{Binding, Policy, PolicySet};
@@ -10,9 +11,47 @@ use super::*;
 struct Fake {
     namespaces: Vec<Value>,
     config_maps: Vec<Value>,
+    /// What the authorizer was asked, as `user verb group/resource/subresource/namespace/name`.
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+/// Allows alice to update configmaps in namespace `test`, everyone to get anything, and
+/// fails on verb `fail`.
+#[derive(Debug)]
+struct FakeChecks {
+    user: String,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl authz::Authorizer for FakeChecks {
+    fn authorize(&self, a: &authz::Attributes<'_>) -> authz::Decision {
+        let user = a
+            .service_account
+            .map_or(self.user.clone(), |sa| sa.username());
+        let authz::Target::Resource(r) = a.target else {
+            return authz::Decision::deny("");
+        };
+        self.asked.lock().unwrap().push(format!(
+            "{user} {} {}/{}/{}/{}/{}",
+            a.verb, r.group, r.resource, r.subresource, r.namespace, r.name
+        ));
+        match (user.as_str(), a.verb, r.resource, r.namespace) {
+            (_, "fail", ..) => authz::Decision::error("authorizer unavailable"),
+            (_, "get", ..) | ("alice", "update", "configmaps", "test") => {
+                authz::Decision::allow("RBAC: allowed by test")
+            }
+            _ => authz::Decision::deny("not allowed by test"),
+        }
+    }
 }
 
 impl Lookup for Fake {
+    fn authorizer(&self, user: &crate::auth::User) -> Option<Arc<dyn authz::Authorizer>> {
+        Some(Arc::new(FakeChecks {
+            user: user.name.clone(),
+            asked: self.asked.clone(),
+        }))
+    }
     fn namespace(&self, name: &str) -> Option<Value> {
         self.namespaces
             .iter()
@@ -53,6 +92,7 @@ fn fake() -> Fake {
         config_maps: vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "limits", "namespace": "test", "labels": {"use": "limits"}},
             "data": {"max": "3"}})],
+        asked: Default::default(),
     }
 }
 
@@ -96,8 +136,19 @@ fn deployment(replicas: i64, labels: Value) -> Value {
 }
 
 fn run(set: &PolicySet, object: &Value, subresource: &str, namespace: &str) -> Outcome {
+    run_as("alice", set, object, subresource, namespace, &fake())
+}
+
+fn run_as(
+    user: &str,
+    set: &PolicySet,
+    object: &Value,
+    subresource: &str,
+    namespace: &str,
+    lookup: &Fake,
+) -> Outcome {
     let user = crate::auth::User {
-        name: "alice".into(),
+        name: user.into(),
         uid: String::new(),
         groups: vec!["devs".into()],
         extra: Default::default(),
@@ -120,7 +171,7 @@ fn run(set: &PolicySet, object: &Value, subresource: &str, namespace: &str) -> O
         dry_run: false,
         uid: "",
     };
-    evaluate(set, &request, &fake())
+    evaluate(set, &request, lookup)
 }
 
 #[test]
@@ -502,4 +553,123 @@ fn policies_whose_expressions_do_not_compile_are_invalid() {
         "{}",
         errors[0]
     );
+}
+
+/// Upstream's documented example: a write is refused unless its author may also update the
+/// ConfigMaps of the object's namespace.
+fn configmap_update_policy() -> Value {
+    replicas_policy(json!({"validations": [{
+        "expression": "authorizer.group('').resource('configmaps').namespace(object.metadata.namespace).check('update').allowed()",
+        "message": "user may not update configmaps in this namespace",
+        "reason": "Forbidden"}]}))
+}
+
+#[test]
+fn authorizer_checks_the_requesting_user() {
+    let set = set(configmap_update_policy(), binding(&["Deny"], json!({})));
+    let lookup = fake();
+    let object = deployment(1, json!({}));
+    assert!(
+        run_as("alice", &set, &object, "", "test", &lookup)
+            .denial
+            .is_none()
+    );
+    let denial = run_as("bob", &set, &object, "", "test", &lookup)
+        .denial
+        .expect("bob denied");
+    let error = denial_error(&denial, "apps", "deployments", "web");
+    assert_eq!(
+        error.to_string(),
+        "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'demo-policy.example.com' with binding 'demo-binding' denied request: user may not update configmaps in this namespace"
+    );
+    assert_eq!(error.code().as_u16(), 403);
+    assert_eq!(
+        *lookup.asked.lock().unwrap(),
+        [
+            "alice update /configmaps//test/",
+            "bob update /configmaps//test/"
+        ]
+    );
+}
+
+#[test]
+fn request_resource_checks_the_request_itself() {
+    let policy = replicas_policy(json!({"validations": [
+        {"expression": "authorizer.requestResource.check('get').allowed()"},
+        {"expression": "authorizer.requestResource.check('delete').allowed()"}]}));
+    let set = set(policy, binding(&["Deny"], json!({})));
+    let lookup = fake();
+    let denial = run_as(
+        "carol",
+        &set,
+        &deployment(1, json!({})),
+        "",
+        "test",
+        &lookup,
+    )
+    .denial
+    .expect("denied");
+    assert_eq!(
+        denial.message,
+        "failed expression: authorizer.requestResource.check('delete').allowed()"
+    );
+    assert_eq!(
+        *lookup.asked.lock().unwrap(),
+        [
+            "carol get apps/deployments//test/web",
+            "carol delete apps/deployments//test/web"
+        ]
+    );
+}
+
+#[test]
+fn every_expression_but_messages_may_check() {
+    let policy = replicas_policy(json!({
+        "matchConditions": [{"name": "may-get",
+            "expression": "authorizer.group('apps').resource('deployments').check('get').allowed()"}],
+        "variables": [{"name": "mayUpdate",
+            "expression": "authorizer.group('').resource('configmaps').namespace('test').check('update')"}],
+        "validations": [{"expression": "variables.mayUpdate.allowed()",
+            "messageExpression": "'denied: ' + variables.mayUpdate.reason()"}],
+        "auditAnnotations": [{"key": "robot",
+            "valueExpression": "authorizer.serviceAccount('test', 'robot').group('').resource('pods').check('list').allowed() ? 'yes' : 'no'"}]}));
+    let set = set(policy, binding(&["Deny"], json!({})));
+    let lookup = fake();
+    let outcome = run_as("bob", &set, &deployment(1, json!({})), "", "test", &lookup);
+    assert_eq!(
+        outcome.denial.expect("denied").message,
+        "denied: not allowed by test"
+    );
+    assert_eq!(
+        outcome.audit_annotations,
+        [("demo-policy.example.com/robot".to_owned(), "no".to_owned())]
+    );
+    assert_eq!(
+        lookup.asked.lock().unwrap().last().map(String::as_str),
+        Some("system:serviceaccount:test:robot list /pods///")
+    );
+    // As upstream, a messageExpression has no authorizer.
+    let bad = replicas_policy(json!({"validations": [{"expression": "false",
+        "messageExpression": "authorizer.path('/x').check('get').reason()"}]}));
+    let errors = super::policies::spec_errors(&bad);
+    assert_eq!(errors.len(), 1);
+    assert!(
+        errors[0]
+            .message
+            .contains("undeclared reference to 'authorizer'"),
+        "{errors:?}"
+    );
+    assert!(super::policies::spec_errors(&configmap_update_policy()).is_empty());
+}
+
+#[test]
+fn an_authorizer_error_is_visible_to_the_expression() {
+    let policy = replicas_policy(json!({"validations": [{
+        "expression": "!authorizer.requestResource.check('fail').errored()",
+        "messageExpression": "'authorization failed'"}]}));
+    let set = set(policy, binding(&["Deny"], json!({})));
+    let denial = run(&set, &deployment(1, json!({})), "", "test")
+        .denial
+        .expect("denied");
+    assert_eq!(denial.message, "authorization failed");
 }

@@ -1,8 +1,9 @@
 //! Declarations of the Kubernetes 1.35 CEL libraries (`k8s.io/apiserver/pkg/cel/library`:
-//! lists, regex, urls, quantity, ip, cidr, format, semver) and of the cel-go extensions its
-//! base environment enables (strings at version 2, sets, lists at version 3, two-variable
-//! comprehensions). The
-//! authorizer library is admission-only and not declared here.
+//! lists, regex, urls, quantity, ip, cidr, format, semver, authz with its selectors) and of the
+//! cel-go extensions its base environment enables (strings at version 2, sets, lists at
+//! version 3, two-variable comprehensions). The authz functions are declared everywhere, as
+//! upstream's base environment declares them; only admission declares a variable of their
+//! types (`authorizer`, `authorizer.requestResource`).
 
 use super::decls::Sig::{self, Bool, Bytes, Double, Duration, Dyn, Int, String, Timestamp, Uint};
 use super::decls::{Overload, global, member};
@@ -19,6 +20,16 @@ pub const URL: Sig = Sig::Opaque("kubernetes.URL");
 pub const SEMVER: Sig = Sig::Opaque("kubernetes.Semver");
 /// `kubernetes.NamedFormat`.
 pub const NAMED_FORMAT: Sig = Sig::Opaque("kubernetes.NamedFormat");
+/// `kubernetes.authorization.Authorizer`.
+pub const AUTHORIZER: Sig = Sig::Opaque(crate::library::authz::AUTHORIZER_TYPE);
+/// `kubernetes.authorization.PathCheck`.
+pub const PATH_CHECK: Sig = Sig::Opaque(crate::library::authz::PATH_CHECK_TYPE);
+/// `kubernetes.authorization.GroupCheck`.
+pub const GROUP_CHECK: Sig = Sig::Opaque(crate::library::authz::GROUP_CHECK_TYPE);
+/// `kubernetes.authorization.ResourceCheck`.
+pub const RESOURCE_CHECK: Sig = Sig::Opaque(crate::library::authz::RESOURCE_CHECK_TYPE);
+/// `kubernetes.authorization.Decision`.
+pub const DECISION: Sig = Sig::Opaque(crate::library::authz::DECISION_TYPE);
 
 const A: Sig = Sig::Param("A");
 const T: Sig = Sig::Param("T");
@@ -213,6 +224,68 @@ pub(crate) static OVERLOADS: &[Overload] = &[
     member("semver_major", "major", &[SEMVER], Int),
     member("semver_minor", "minor", &[SEMVER], Int),
     member("semver_patch", "patch", &[SEMVER], Int),
+    // authz
+    member("authorizer_path", "path", &[AUTHORIZER, String], PATH_CHECK),
+    member(
+        "authorizer_group",
+        "group",
+        &[AUTHORIZER, String],
+        GROUP_CHECK,
+    ),
+    member(
+        "authorizer_serviceaccount",
+        "serviceAccount",
+        &[AUTHORIZER, String, String],
+        AUTHORIZER,
+    ),
+    member(
+        "groupcheck_resource",
+        "resource",
+        &[GROUP_CHECK, String],
+        RESOURCE_CHECK,
+    ),
+    member(
+        "resourcecheck_subresource",
+        "subresource",
+        &[RESOURCE_CHECK, String],
+        RESOURCE_CHECK,
+    ),
+    member(
+        "resourcecheck_namespace",
+        "namespace",
+        &[RESOURCE_CHECK, String],
+        RESOURCE_CHECK,
+    ),
+    member(
+        "resourcecheck_name",
+        "name",
+        &[RESOURCE_CHECK, String],
+        RESOURCE_CHECK,
+    ),
+    member("pathcheck_check", "check", &[PATH_CHECK, String], DECISION),
+    member(
+        "resourcecheck_check",
+        "check",
+        &[RESOURCE_CHECK, String],
+        DECISION,
+    ),
+    member("decision_errored", "errored", &[DECISION], Bool),
+    member("decision_error", "error", &[DECISION], String),
+    member("decision_allowed", "allowed", &[DECISION], Bool),
+    member("decision_reason", "reason", &[DECISION], String),
+    // authz selectors
+    member(
+        "authorizer_fieldselector",
+        "fieldSelector",
+        &[RESOURCE_CHECK, String],
+        RESOURCE_CHECK,
+    ),
+    member(
+        "authorizer_labelselector",
+        "labelSelector",
+        &[RESOURCE_CHECK, String],
+        RESOURCE_CHECK,
+    ),
 ];
 
 const K: Sig = Sig::Param("K");

@@ -1,6 +1,6 @@
 //! Kubernetes' call estimates (`apiserver/pkg/cel/library/cost.go`, `EstimateCallCost`), by
-//! function name, for its libraries (lists, regex, urls, quantity, ip, cidr, format, semver)
-//! and for the `ext` strings functions it prices (`lowerAscii`, `replace`, `split`, `join`,
+//! function name, for its libraries (lists, regex, urls, quantity, ip, cidr, format, semver,
+//! authz) and for the `ext` strings functions it prices (`lowerAscii`, `replace`, `split`, `join`,
 //! ...). These are API: a change in any of them changes which CRD rules Kubernetes accepts.
 
 use super::builtins::{CallEstimate, estimate_size};
@@ -31,6 +31,18 @@ pub(super) fn estimate(
 ) -> Option<CallEstimate> {
     let size = |node: &Node<'_>| estimate_size(coster, node);
     match function {
+        // An authorization check is fixed, so that an expression makes at most two.
+        "check" => CallEstimate::cost(CostEstimate::fixed(crate::library::authz::CHECK_COST)),
+        "serviceAccount" | "path" | "group" | "resource" | "subresource" | "namespace" | "name"
+        | "allowed" | "reason" | "error" | "errored" => CallEstimate::cost(ONE),
+        "fieldSelector" | "labelSelector" => {
+            let [selector] = args else { return None };
+            let length = size(selector);
+            CallEstimate::cost(CostEstimate {
+                min: crate::library::authz::selector_cost(length.min),
+                max: crate::library::authz::selector_cost(length.max),
+            })
+        }
         "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" => {
             let target = target?;
             match element_node(target) {
@@ -179,6 +191,9 @@ fn equality(args: &[Node<'_>]) -> Option<CallEstimate> {
     }
     match lhs.ty {
         Type::Opaque("net.IP" | "net.CIDR" | "kubernetes.Quantity" | "kubernetes.Semver") => {
+            CallEstimate::cost(ONE)
+        }
+        Type::Opaque(name) if name.starts_with("kubernetes.authorization.") => {
             CallEstimate::cost(ONE)
         }
         Type::Opaque("kubernetes.NamedFormat") => CallEstimate::cost(traversal(Size {

@@ -1,9 +1,9 @@
 //! The estimated ranges of Kubernetes' library cost tests (`apiserver/pkg/cel/library/
 //! cost_test.go` at v0.35.0, Apache-2.0; its size estimator gives strings and bytes up to 12)
 //! and of cel-go's `ext` lists and sets cost tests (`ext/lists_test.go`, `ext/sets_test.go`
-//! at v0.26.0, sizes by path hints). Authorization and JSON patch functions, which CRD rules
-//! cannot use, are left out, as are cases the homogeneous-literal check Kubernetes enables
-//! refuses.
+//! at v0.26.0, sizes by path hints). JSON patch functions, which CRD rules cannot use, are
+//! left out, as are cases the homogeneous-literal check Kubernetes enables refuses; the
+//! authorization cases, which need the admission variables, are in `library/authz/tests.rs`.
 
 use super::tests::{estimate_in, hints};
 use crate::{Env, SizeEstimator, Type};
