@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::policies::{
     AUTHORIZER, Binding, Compiled, NAMESPACE_OBJECT, OBJECT, OLD_OBJECT, PARAMS, Policy, PolicySet,
-    REQUEST, REQUEST_RESOURCE, VARIABLES,
+    REQUEST, REQUEST_RESOURCE, Reads, VARIABLES,
 };
 use super::{Lookup, Request, matching, values};
 use crate::validation::cel::{Charged, eval_charged, usable_message};
@@ -73,24 +73,14 @@ struct Decision {
 /// Decides `request` by every binding of `set`.
 pub fn evaluate(set: &PolicySet, request: &Request<'_>, lookup: &dyn Lookup) -> Outcome {
     let mut outcome = Outcome::default();
-    let mut namespace: Option<Option<Value>> = None;
-    let mut namespace_object = |lookup: &dyn Lookup| -> Option<Value> {
-        namespace
-            .get_or_insert_with(|| {
-                // A Namespace's own request has no namespace object.
-                let is_namespace = request.group.is_empty() && request.resource == "namespaces";
-                (!request.namespace.is_empty() && !is_namespace)
-                    .then(|| lookup.namespace(request.namespace))
-                    .flatten()
-            })
-            .clone()
-    };
-    let request_value = values::request(request);
-    // The requester's authorizer, made once for the request (it may cache its decisions).
-    let mut authorizer: Option<Option<Arc<dyn authz::Authorizer>>> = None;
+    let mut values = RequestValues::new(request);
     for (policy, binding) in set.hooks() {
-        let ns = namespace_object(lookup);
-        let labels = ns.as_ref().map(|n| &n["metadata"]["labels"]);
+        if matching::reads_namespace_labels(&policy.match_constraints)
+            || matching::reads_namespace_labels(&binding.match_resources)
+        {
+            values.load_namespace(lookup);
+        }
+        let labels = values.namespace_labels();
         if !matching::policy_matches(&policy.match_constraints, request, labels)
             || !matching::matches(&binding.match_resources, request, labels)
         {
@@ -111,28 +101,7 @@ pub fn evaluate(set: &PolicySet, request: &Request<'_>, lookup: &dyn Lookup) -> 
                 continue;
             }
         };
-        let mut base = Activation::new()
-            .bind(OBJECT, request.object.map_or(Cel::Null, values::json))
-            .bind(
-                OLD_OBJECT,
-                request.old_object.map_or(Cel::Null, values::json),
-            )
-            .bind(REQUEST, request_value.clone())
-            .bind(
-                NAMESPACE_OBJECT,
-                ns.as_ref().map_or(Cel::Null, values::namespace_object),
-            );
-        if let Some(checks) = authorizer
-            .get_or_insert_with(|| lookup.authorizer(request.user))
-            .clone()
-        {
-            base = base
-                .bind(AUTHORIZER, authz::authorizer(checks.clone()))
-                .bind(
-                    REQUEST_RESOURCE,
-                    authz::request_resource(checks, request_resource(request)),
-                );
-        }
+        let base = values.activation(&policy.reads, lookup);
         for param in params {
             let activation = base
                 .clone()
@@ -144,6 +113,102 @@ pub fn evaluate(set: &PolicySet, request: &Request<'_>, lookup: &dyn Lookup) -> 
         }
     }
     outcome
+}
+
+/// The variables a request brings, as CEL values: each computed the first time a policy
+/// reads it, once per request.
+struct RequestValues<'r> {
+    request: &'r Request<'r>,
+    object: Option<Cel>,
+    old_object: Option<Cel>,
+    request_value: Option<Cel>,
+    /// The request's Namespace, once looked up.
+    namespace: Option<Option<Value>>,
+    namespace_object: Option<Cel>,
+    /// The requester's authorizer (it may cache its decisions for the request).
+    authorizer: Option<Option<Arc<dyn authz::Authorizer>>>,
+}
+
+impl<'r> RequestValues<'r> {
+    fn new(request: &'r Request<'r>) -> RequestValues<'r> {
+        RequestValues {
+            request,
+            object: None,
+            old_object: None,
+            request_value: None,
+            namespace: None,
+            namespace_object: None,
+            authorizer: None,
+        }
+    }
+
+    fn load_namespace(&mut self, lookup: &dyn Lookup) {
+        let request = self.request;
+        self.namespace.get_or_insert_with(|| {
+            // A Namespace's own request has no namespace object.
+            let is_namespace = request.group.is_empty() && request.resource == "namespaces";
+            (!request.namespace.is_empty() && !is_namespace)
+                .then(|| lookup.namespace(request.namespace))
+                .flatten()
+        });
+    }
+
+    /// The labels of the request's Namespace, when it was looked up and has some.
+    fn namespace_labels(&self) -> Option<&Value> {
+        self.namespace
+            .as_ref()
+            .and_then(Option::as_ref)
+            .map(|n| &n["metadata"]["labels"])
+    }
+
+    /// The variables that `reads` says a policy reads, bound.
+    fn activation(&mut self, reads: &Reads, lookup: &dyn Lookup) -> Activation {
+        let request = self.request;
+        let mut activation = Activation::new();
+        if reads.object {
+            let object = self
+                .object
+                .get_or_insert_with(|| request.object.map_or(Cel::Null, values::json));
+            activation = activation.bind(OBJECT, object.clone());
+        }
+        if reads.old_object {
+            let old = self
+                .old_object
+                .get_or_insert_with(|| request.old_object.map_or(Cel::Null, values::json));
+            activation = activation.bind(OLD_OBJECT, old.clone());
+        }
+        if reads.request {
+            let value = self
+                .request_value
+                .get_or_insert_with(|| values::request(request));
+            activation = activation.bind(REQUEST, value.clone());
+        }
+        if reads.namespace_object {
+            self.load_namespace(lookup);
+            let namespace = &self.namespace;
+            let value = self.namespace_object.get_or_insert_with(|| {
+                namespace
+                    .as_ref()
+                    .and_then(Option::as_ref)
+                    .map_or(Cel::Null, values::namespace_object)
+            });
+            activation = activation.bind(NAMESPACE_OBJECT, value.clone());
+        }
+        if reads.authorizer
+            && let Some(checks) = self
+                .authorizer
+                .get_or_insert_with(|| lookup.authorizer(request.user))
+                .clone()
+        {
+            activation = activation
+                .bind(AUTHORIZER, authz::authorizer(checks.clone()))
+                .bind(
+                    REQUEST_RESOURCE,
+                    authz::request_resource(checks, request_resource(request)),
+                );
+        }
+        activation
+    }
 }
 
 /// What `authorizer.requestResource` checks: the request's group, resource, subresource,

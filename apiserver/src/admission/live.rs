@@ -201,6 +201,9 @@ impl PolicyAdmission {
         old: Option<&Value>,
         warnings: &mut Vec<String>,
     ) -> Result<()> {
+        if self.set.is_empty() {
+            return Ok(());
+        }
         let meta = &object.or(old).map_or(&Value::Null, |o| o)["metadata"];
         let name = meta["name"].as_str().unwrap_or_default();
         let namespace = meta["namespace"].as_str().unwrap_or_default();

@@ -48,6 +48,20 @@ pub fn policy_matches(
     has_rules && matches(constraints, request, namespace_labels)
 }
 
+/// Whether matching `spec` needs the labels of the request's Namespace: its
+/// `namespaceSelector` has requirements (an empty one selects every namespace).
+pub fn reads_namespace_labels(spec: &Value) -> bool {
+    let Some(selector) = spec.get("namespaceSelector") else {
+        return false;
+    };
+    let non_empty = |key: &str| match selector.get(key) {
+        Some(Value::Object(map)) => !map.is_empty(),
+        Some(Value::Array(items)) => !items.is_empty(),
+        _ => false,
+    };
+    non_empty("matchLabels") || non_empty("matchExpressions")
+}
+
 fn namespace_selected(
     spec: &Value,
     request: &Request<'_>,
@@ -86,24 +100,21 @@ fn object_selected(spec: &Value, request: &Request<'_>) -> bool {
             && matches_label_selector(selector, &empty))
 }
 
-fn strings(rule: &Value, key: &str) -> Vec<String> {
+fn strings<'a>(rule: &'a Value, key: &str) -> impl Iterator<Item = &'a str> + Clone {
     rule.get(key)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect()
 }
 
-fn listed(list: &[String], value: &str) -> bool {
-    list.iter().any(|v| v == "*" || v == value)
+fn listed<'a>(mut list: impl Iterator<Item = &'a str>, value: &str) -> bool {
+    list.any(|v| v == "*" || v == value)
 }
 
 /// Whether one `NamedRuleWithOperations` picks the request.
 pub fn rule_matches(rule: &Value, request: &Request<'_>, exact: bool) -> bool {
-    let operations = strings(rule, "operations");
-    if !listed(&operations, request.operation.as_str()) {
+    if !listed(strings(rule, "operations"), request.operation.as_str()) {
         return false;
     }
     let scope = rule.get("scope").and_then(Value::as_str).unwrap_or("*");
@@ -115,17 +126,17 @@ pub fn rule_matches(rule: &Value, request: &Request<'_>, exact: bool) -> bool {
     if !scoped {
         return false;
     }
-    let names = strings(rule, "resourceNames");
-    if !names.is_empty() && !names.iter().any(|n| n == request.name) {
+    let mut names = strings(rule, "resourceNames").peekable();
+    if names.peek().is_some() && !names.any(|n| n == request.name) {
         return false;
     }
-    let groups = strings(rule, "apiGroups");
+    if !listed(strings(rule, "apiGroups"), request.group)
+        || !resource_listed(strings(rule, "resources"), request)
+    {
+        return false;
+    }
     let versions = strings(rule, "apiVersions");
-    let resources = strings(rule, "resources");
-    if !listed(&groups, request.group) || !resource_listed(&resources, request) {
-        return false;
-    }
-    if listed(&versions, request.version) {
+    if listed(versions.clone(), request.version) {
         return true;
     }
     // Equivalent: another served version of the same resource.
@@ -133,16 +144,19 @@ pub fn rule_matches(rule: &Value, request: &Request<'_>, exact: bool) -> bool {
         && request
             .equivalent_versions
             .iter()
-            .any(|v| listed(&versions, v))
+            .any(|v| listed(versions.clone(), v))
 }
 
 /// `resources` entries: `*` (every resource, no subresource), `*/*`, `pods`, `pods/*`,
 /// `*/status`, `pods/status`.
-fn resource_listed(resources: &[String], request: &Request<'_>) -> bool {
-    resources.iter().any(|entry| {
+fn resource_listed<'a>(
+    mut resources: impl Iterator<Item = &'a str>,
+    request: &Request<'_>,
+) -> bool {
+    resources.any(|entry| {
         let (resource, sub) = match entry.split_once('/') {
             Some((r, s)) => (r, Some(s)),
-            None => (entry.as_str(), None),
+            None => (entry, None),
         };
         let resource_ok = resource == "*" || resource == request.resource;
         let sub_ok = match (sub, request.subresource) {

@@ -88,6 +88,9 @@ pub struct Policy {
     pub variables: Vec<(String, Compiled)>,
     /// Whether any expression reads `variables` (else they are not evaluated).
     pub uses_variables: bool,
+    /// Which of the request's variables any expression (variables' included) reads: the
+    /// others are neither computed nor bound.
+    pub reads: Reads,
     pub validations: Vec<Validation>,
     pub audit_annotations: Vec<(String, Compiled)>,
 }
@@ -148,9 +151,29 @@ impl Policy {
             || validations.iter().any(|v: &Validation| {
                 reads(&v.expression) || v.message_expression.as_ref().is_some_and(reads)
             });
+        let every = || {
+            match_conditions
+                .iter()
+                .chain(&variables)
+                .chain(&audit_annotations)
+                .map(|(_, c)| c)
+                .chain(validations.iter().flat_map(|v| {
+                    std::iter::once(&v.expression).chain(v.message_expression.as_ref())
+                }))
+        };
+        let read_anywhere =
+            |name: &str| every().any(|c| c.program.as_ref().is_ok_and(|p| p.references(name)));
+        let reads = Reads {
+            object: read_anywhere(OBJECT),
+            old_object: read_anywhere(OLD_OBJECT),
+            request: read_anywhere(REQUEST),
+            namespace_object: read_anywhere(NAMESPACE_OBJECT),
+            authorizer: read_anywhere(AUTHORIZER),
+        };
         Policy {
             name: text(&object["metadata"], "name").to_owned(),
             uses_variables,
+            reads,
             ignore_failures: text(&spec, "failurePolicy") == "Ignore",
             match_constraints: spec.get("matchConstraints").cloned().unwrap_or(Value::Null),
             param_kind,
@@ -161,6 +184,17 @@ impl Policy {
             spec,
         }
     }
+}
+
+/// Which of the variables a request brings a policy's expressions read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reads {
+    pub object: bool,
+    pub old_object: bool,
+    pub request: bool,
+    pub namespace_object: bool,
+    /// `authorizer`, and so `authorizer.requestResource`.
+    pub authorizer: bool,
 }
 
 /// The validation actions of a binding.
