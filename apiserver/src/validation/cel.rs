@@ -91,10 +91,15 @@ pub struct Validator {
     map_correlatable: bool,
     /// The keys of a `x-kubernetes-list-type: map` list, whose items correlate by them.
     list_map_keys: Option<Vec<String>>,
+    /// The node's CEL type, which its rules were compiled against.
+    ty: Option<Type>,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Rule {
+    /// The rule as the schema states it (an unchanged rule on a node of an unchanged type is
+    /// not compiled again).
+    spec: Value,
     /// The rule's source, trimmed.
     source: String,
     message: String,
@@ -132,13 +137,19 @@ pub fn validator_for(resource: &str, version: &str, schema: &Arc<Value>) -> Opti
     let mut compiled = COMPILED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some((seen, validator)) = compiled.get_mut(resource).and_then(|v| v.get_mut(version))
+    let known = compiled.get_mut(resource).and_then(|v| v.get_mut(version));
+    if let Some((seen, validator)) = &known
         && (Arc::ptr_eq(seen, schema) || **seen == **schema)
     {
-        *seen = schema.clone();
-        return validator.clone();
+        let validator = validator.clone();
+        if let Some((seen, _)) = known {
+            *seen = schema.clone();
+        }
+        return validator;
     }
-    let validator = compile(schema);
+    // The rules of the version's previous schema that did not change are reused.
+    let previous = known.and_then(|(_, validator)| validator.clone());
+    let validator = compile_reusing(schema, previous.as_deref());
     if compiled.len() >= COMPILED_CAPACITY {
         compiled.clear();
     }
@@ -151,14 +162,31 @@ pub fn validator_for(resource: &str, version: &str, schema: &Arc<Value>) -> Opti
 
 /// The compiled validator of a CRD version's `openAPIV3Schema`, or `None` when it has no rules.
 pub fn compile(schema: &Value) -> Option<Arc<Validator>> {
-    let ty = declare::decl_type(schema, true);
-    validator(schema, true, ty.as_ref()).map(Arc::new)
+    compile_reusing(schema, None)
 }
 
-fn validator(schema: &Value, resource_root: bool, ty: Option<&Type>) -> Option<Validator> {
+/// [`compile`], taking the compiled rules of `previous` (the validator of the schema this
+/// one replaces) where a node's type and a rule are unchanged.
+fn compile_reusing(schema: &Value, previous: Option<&Validator>) -> Option<Arc<Validator>> {
+    let ty = declare::decl_type(schema, true);
+    validator(schema, true, ty.as_ref(), previous).map(Arc::new)
+}
+
+fn validator(
+    schema: &Value,
+    resource_root: bool,
+    ty: Option<&Type>,
+    previous: Option<&Validator>,
+) -> Option<Validator> {
+    let reusable = previous
+        .filter(|p| p.ty.as_ref() == ty && p.resource_root == resource_root)
+        .map_or(&[][..], |p| p.rules.as_slice());
     let rules: Vec<Rule> = rules_of(schema)
         .iter()
-        .map(|rule| compile_rule(rule, ty))
+        .map(|rule| match reusable.iter().find(|r| r.spec == *rule) {
+            Some(compiled) => compiled.clone(),
+            None => compile_rule(rule, ty),
+        })
         .collect();
     let elem = match ty {
         Some(Type::List(elem)) | Some(Type::Map(_, elem)) => Some(&**elem),
@@ -167,17 +195,25 @@ fn validator(schema: &Value, resource_root: bool, ty: Option<&Type>) -> Option<V
     let items = schema
         .get("items")
         .filter(|i| i.is_object())
-        .and_then(|items| validator(items, declare::is_embedded(items), elem).map(Box::new));
+        .and_then(|items| {
+            let previous = previous.and_then(|p| p.items.as_deref());
+            validator(items, declare::is_embedded(items), elem, previous).map(Box::new)
+        });
     let additional = schema
         .get("additionalProperties")
         .filter(|a| a.is_object())
-        .and_then(|a| validator(a, declare::is_embedded(a), elem).map(Box::new));
+        .and_then(|a| {
+            let previous = previous.and_then(|p| p.additional.as_deref());
+            validator(a, declare::is_embedded(a), elem, previous).map(Box::new)
+        });
     let mut properties = BTreeMap::new();
     for (name, prop) in properties_of(schema) {
         let Some(field_type) = property_type(ty, name, prop) else {
             continue;
         };
-        if let Some(v) = validator(prop, declare::is_embedded(prop), Some(&field_type)) {
+        let previous = previous.and_then(|p| p.properties.get(name));
+        let embedded = declare::is_embedded(prop);
+        if let Some(v) = validator(prop, embedded, Some(&field_type), previous) {
             properties.insert(name.clone(), v);
         }
     }
@@ -186,7 +222,8 @@ fn validator(schema: &Value, resource_root: bool, ty: Option<&Type>) -> Option<V
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter_map(|sub| {
+        .enumerate()
+        .filter_map(|(i, sub)| {
             // An allOf branch's rules see the node's own schema and type.
             let mut merged = schema.clone();
             if let Some(m) = merged.as_object_mut() {
@@ -198,7 +235,8 @@ fn validator(schema: &Value, resource_root: bool, ty: Option<&Type>) -> Option<V
                 );
                 m.remove("allOf");
             }
-            validator(&merged, resource_root, ty)
+            let previous = previous.and_then(|p| p.all_of.get(i));
+            validator(&merged, resource_root, ty, previous)
         })
         .collect();
     if rules.is_empty()
@@ -237,6 +275,7 @@ fn validator(schema: &Value, resource_root: bool, ty: Option<&Type>) -> Option<V
                 })
                 .unwrap_or_default()
         }),
+        ty: ty.cloned(),
     })
 }
 
@@ -328,6 +367,7 @@ fn compile_rule(rule: &Value, ty: Option<&Type>) -> Rule {
         .filter(|m| !m.is_empty())
         .and_then(|m| Program::compile(&env, m).ok());
     Rule {
+        spec: rule.clone(),
         uses_old_self: program.as_ref().is_ok_and(|p| p.references(OLD_SELF)),
         source,
         message: str_field(rule, "message").trim().to_owned(),

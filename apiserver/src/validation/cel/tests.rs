@@ -339,6 +339,59 @@ fn an_unchanged_schema_is_not_compiled_again() {
 }
 
 #[test]
+fn a_changed_schema_compiles_only_the_rules_that_changed() {
+    let schema = |spec_rule: &str, extra: Value| {
+        let mut properties = json!({
+            "replicas": {"type": "integer", "x-kubernetes-validations": [{"rule": "self >= 0"}]},
+            "max": {"type": "integer"}});
+        properties
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        Arc::new(widget_schema(json!([{"rule": spec_rule}]), properties))
+    };
+    // The address of a compiled rule's source tells whether it was compiled again.
+    let sources = |v: &Validator| {
+        let spec = &v.properties["spec"];
+        let replicas = &spec.properties["replicas"];
+        let address = |rule: &Rule| rule.program.as_ref().unwrap().source().as_ptr() as usize;
+        (address(&spec.rules[0]), address(&replicas.rules[0]))
+    };
+    let first = validator_for(
+        "gadgets.example.com",
+        "v1",
+        &schema("self.max > 0", json!({})),
+    );
+    let (spec_rule, replicas_rule) = sources(first.as_deref().unwrap());
+    // Another rule on the spec: the spec's rule is new, the one on replicas is kept.
+    let second = validator_for(
+        "gadgets.example.com",
+        "v1",
+        &schema("self.max > 1", json!({})),
+    );
+    let (spec_rule2, replicas_rule2) = sources(second.as_deref().unwrap());
+    assert_ne!(spec_rule, spec_rule2);
+    assert_eq!(replicas_rule, replicas_rule2);
+    // A new property changes the spec's type: its rule is compiled again against it (and
+    // may use the property); replicas' type did not change.
+    let third = validator_for(
+        "gadgets.example.com",
+        "v1",
+        &schema("self.max > 1", json!({"mode": {"type": "string"}})),
+    );
+    let (spec_rule3, replicas_rule3) = sources(third.as_deref().unwrap());
+    assert_ne!(spec_rule2, spec_rule3);
+    assert_eq!(replicas_rule, replicas_rule3);
+    // The rules still hold as written.
+    let (errors, _) = errors_of(
+        &schema("self.max > 1", json!({})),
+        &widget(json!({"replicas": -1, "max": 1})),
+        None,
+    );
+    assert_eq!(errors.len(), 2, "{errors:?}");
+}
+
+#[test]
 fn rules_over_their_estimated_cost_are_refused_until_bounded() {
     let unbounded = widget_schema(
         json!([{"rule": "self.names.all(a, self.names.all(b, a == b || a != b))"}]),
