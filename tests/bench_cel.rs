@@ -167,7 +167,11 @@ async fn bind(
 ) -> anyhow::Result<()> {
     if bound {
         let binding: DynamicObject = serde_json::from_value(binding())?;
-        bindings.create(&PostParams::default(), &binding).await?;
+        match bindings.create(&PostParams::default(), &binding).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.is_already_exists() => {}
+            Err(err) => return Err(err.into()),
+        }
     } else {
         match bindings
             .delete("configmap-hygiene", &Default::default())
