@@ -47,8 +47,9 @@ pub struct WorkPlacementSpec {
     #[serde(default)]
     pub rollout_strategy: RolloutStrategy,
     /// Per-cluster changes to the manifests, applied in order (a later rule wins where two
-    /// change the same field).
+    /// change the same field); at most 100 rules.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
     pub overrides: Vec<Override>,
 }
 

@@ -17,9 +17,11 @@ pub struct Override {
     pub clusters: OverrideClusters,
     /// The manifests the rule changes (any of them matching); empty: every manifest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
     pub manifests: Vec<ManifestSelector>,
     /// RFC 6902 operations applied to each matching manifest, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
     pub json_patch: Vec<JsonPatchOperation>,
     /// New parts of every container image (containers and initContainers) of the matching Pods
     /// and pod templates.
