@@ -1284,6 +1284,8 @@ const EU_ONLY_OVERRIDES: &str = r#"
   jsonPatch:
   - {op: test, path: /data/region, value: "${PROPERTY:region}"}
   - {op: replace, path: /data/mode, value: "tuned for ${PROPERTY:region}"}
+- manifests: [{kind: Secret}]
+  jsonPatch: [{op: remove, path: /data}]
 "#;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1496,6 +1498,7 @@ async fn overrides_render_each_cluster_from_its_properties_and_a_failing_one_fai
     )
     .success();
     assert_eq!(applied.stdout.trim(), "east=[0,1] west=[0,1,2]");
+    assert!(!status.stdout.contains("change no manifest"), "{status}");
 
     // A property that changes renders that cluster's Work anew.
     let property = dir.path().join("region-us-east.yaml");
@@ -1595,5 +1598,6 @@ async fn overrides_render_each_cluster_from_its_properties_and_a_failing_one_fai
     atoll(&hub_dir, &["work", "status", "tuning"])
         .success()
         .stdout_has("FAILED CLUSTER")
-        .stdout_has("OverridePatchFailed");
+        .stdout_has("OverridePatchFailed")
+        .stdout_has("override rules that change no manifest on any cluster: spec.overrides[1]");
 }

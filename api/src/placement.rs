@@ -263,6 +263,11 @@ pub struct WorkPlacementStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "overridden_clusters_schema")]
     pub overridden_clusters: Vec<OverriddenCluster>,
+    /// The indexes in `spec.overrides` of the rules that changed no manifest on any selected
+    /// cluster (a cluster or manifest selector that matches nothing, or a patch that changes
+    /// nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unused_overrides: Vec<i32>,
     /// `Progressing`, `Available`, `Degraded`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]

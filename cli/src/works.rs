@@ -356,6 +356,17 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
     for c in &status.conditions {
         println!("  {} {} ({}): {}", c.type_, c.status, c.reason, c.message);
     }
+    if !status.unused_overrides.is_empty() {
+        let rules: Vec<String> = status
+            .unused_overrides
+            .iter()
+            .map(|i| format!("spec.overrides[{i}]"))
+            .collect();
+        println!(
+            "  override rules that change no manifest on any cluster: {}",
+            rules.join(", ")
+        );
+    }
     let works: Api<Work> = Api::all(client);
     let key = format!("{namespace}.{name}");
     let mut list = works

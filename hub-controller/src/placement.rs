@@ -323,10 +323,11 @@ fn render_all(placement: &WorkPlacement, selected: &[String], fleet: &Fleet) -> 
     if spec.overrides.is_empty() {
         return Renders::new();
     }
+    let wanted: std::collections::HashSet<&str> = selected.iter().map(String::as_str).collect();
     let members: HashMap<String, crate::fleet::Member> = fleet
         .members()
         .into_iter()
-        .filter(|m| selected.contains(&m.name))
+        .filter(|m| wanted.contains(m.name.as_str()))
         .map(|m| (m.name.clone(), m))
         .collect();
     selected
@@ -367,6 +368,25 @@ fn overridden(renders: &Renders) -> Vec<OverriddenCluster> {
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
     out
+}
+
+/// The rules that changed nothing on any cluster whose rendering succeeded (none when no
+/// cluster's did: nothing is known then).
+fn unused(rules: usize, renders: &Renders) -> Vec<i32> {
+    let mut used = vec![false; rules];
+    let mut any = false;
+    for (rendered, _) in renders.values().filter_map(|r| r.as_ref().ok()) {
+        any = true;
+        for i in &rendered.applied {
+            if let Some(u) = used.get_mut(*i) {
+                *u = true;
+            }
+        }
+    }
+    if !any {
+        return Vec::new();
+    }
+    (0..rules).filter(|i| !used[*i]).map(|i| i as i32).collect()
 }
 
 /// What a placement's rollout does now.
@@ -651,6 +671,7 @@ fn status_of(
         pending: pending as i32,
         failed_clusters,
         overridden_clusters: Vec::new(),
+        unused_overrides: Vec::new(),
         conditions: merge(
             previous,
             vec![progressing, available_verdict, degraded_verdict],
@@ -779,6 +800,7 @@ async fn roll_out(
         &previous.conditions,
     );
     status.overridden_clusters = overridden(&renders);
+    status.unused_overrides = unused(placement.spec.overrides.len(), &renders);
     let done = |result: Option<kube::Error>| result.map_or(Ok(plan.wake), Err);
     if written.as_ref() == Some(&status) || placement.status.as_ref() == Some(&status) {
         *written = Some(status);
@@ -792,6 +814,8 @@ async fn roll_out(
     if let Some(obj) = body.as_object_mut() {
         obj.entry("failedClusters").or_insert(serde_json::json!([]));
         obj.entry("overriddenClusters")
+            .or_insert(serde_json::json!([]));
+        obj.entry("unusedOverrides")
             .or_insert(serde_json::json!([]));
     }
     api.patch_status(
@@ -1102,6 +1126,8 @@ mod tests {
                 .collect::<Vec<_>>(),
             [("a", vec![0]), ("c", vec![0])]
         );
+        assert_eq!(unused(3, &renders), [1, 2]);
+        assert_eq!(unused(3, &Renders::new()), Vec::<i32>::new());
     }
 
     #[test]
