@@ -1241,3 +1241,363 @@ async fn a_second_signal_stops_a_stuck_agent_at_once() {
     );
     drop(held);
 }
+
+/// A ConfigMap and a Deployment whose image the overrides rewrite per region.
+const REGIONAL: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: shop}
+data: {region: none, mode: plain}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      initContainers: [{name: init, image: "registry.example.com/team/init:1.0"}]
+      containers: [{name: web, image: "registry.example.com/team/web:1.0"}]
+"#;
+
+/// Rules 0 and 1 for every cluster, rule 2 for west only.
+const REGIONAL_OVERRIDES: &str = r#"
+- manifests: [{kind: ConfigMap, name: settings}]
+  jsonPatch:
+  - {op: replace, path: /data/region, value: "${PROPERTY:region}"}
+  - {op: add, path: /data/cluster, value: "${CLUSTER_NAME}"}
+- manifests: [{group: apps, kind: Deployment}]
+  image: {registry: "${PROPERTY:region}.registry.example.com:5000"}
+- clusters: {names: [west]}
+  image: {tag: "2.0"}
+"#;
+
+/// Fails where the cluster's region is not the one the ConfigMap holds.
+const EU_ONLY_OVERRIDES: &str = r#"
+- manifests: [{kind: ConfigMap}]
+  jsonPatch:
+  - {op: test, path: /data/region, value: "${PROPERTY:region}"}
+  - {op: replace, path: /data/mode, value: "tuned for ${PROPERTY:region}"}
+- manifests: [{kind: Secret}]
+  jsonPatch: [{op: remove, path: /data}]
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn overrides_render_each_cluster_from_its_properties_and_a_failing_one_fails_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub_dir = dir.path().join("hub");
+    let grpc = free_addr().unwrap().to_string();
+    let flags = [
+        "--grpc-addr",
+        &grpc,
+        "--auto-accept",
+        "--lease-seconds",
+        "1",
+        "--missed-leases",
+        "3",
+    ];
+    let _hub = Process::hub_with(&hub_dir, free_addr().unwrap(), &flags).unwrap();
+    let (members, _agents) = start_members(dir.path(), &hub_dir, &grpc);
+    for (member, region) in members.iter().zip(["eu", "us", "eu"]) {
+        let property = dir.path().join(format!("region-{region}.yaml"));
+        std::fs::write(
+            &property,
+            format!(
+                "apiVersion: about.k8s.io/v1alpha1\nkind: ClusterProperty\nmetadata: {{name: region}}\nspec: {{value: {region}}}\n"
+            ),
+        )
+        .unwrap();
+        kubectl(
+            &member.kubeconfig(),
+            &["apply", "-f", property.to_str().unwrap()],
+        )
+        .success();
+    }
+    let hub_kubeconfig = hub_kubeconfig_admin(&hub_dir);
+    until(
+        dir.path(),
+        "three clusters report their region",
+        Duration::from_secs(30),
+        || {
+            let ran = kubectl(
+                &hub_kubeconfig,
+                &[
+                    "get",
+                    "clusterprofiles",
+                    "-n",
+                    "fleet-system",
+                    "-o",
+                    "jsonpath={range .items[*]}{.metadata.name}={.status.properties[?(@.name==\"region\")].value} {end}",
+                ],
+            );
+            ran.stdout.contains("east=eu")
+                && ran.stdout.contains("west=us")
+                && ran.stdout.contains("north=eu")
+        },
+    )
+    .await;
+
+    // A rule a cluster cannot render is refused before anything is written, naming the field.
+    let app = dir.path().join("regional.yaml");
+    std::fs::write(&app, REGIONAL).unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "- jsonPatch: [{op: add, path: /data/x, value: '${REGION}'}]\n",
+    )
+    .unwrap();
+    let app_path = app.to_str().unwrap();
+    atoll(
+        &hub_dir,
+        &[
+            "work", "apply", "-f", app_path, "--clusters", "east,west", "--override",
+            bad.to_str().unwrap(),
+        ],
+    )
+    .failure()
+    .stderr_has("spec.overrides[0].jsonPatch[0].value: Invalid value: \"${REGION}\": unknown variable ${REGION}");
+
+    // The API server refuses what the schema can tell; the hub reports the rest, writing nothing.
+    let placement_with = |rules: &str| {
+        let file = dir.path().join("placement.yaml");
+        std::fs::write(
+            &file,
+            format!(
+                "apiVersion: atoll.dev/v1alpha1\nkind: WorkPlacement\nmetadata: {{name: bad, namespace: default}}\nspec:\n  clusterSelector: {{clusterNames: [east]}}\n  manifests: [{{apiVersion: v1, kind: ConfigMap, metadata: {{name: bad, namespace: default}}}}]\n  overrides: {rules}\n"
+            ),
+        )
+        .unwrap();
+        kubectl(&hub_kubeconfig, &["apply", "-f", file.to_str().unwrap()])
+    };
+    placement_with("[{jsonPatch: [{op: move, path: /data/x}]}]")
+        .failure()
+        .stderr_has("spec.overrides[0].jsonPatch[0].op: Unsupported value: \"move\"");
+    placement_with("[{jsonPatch: [{op: add, path: data/x, value: 1}]}]")
+        .failure()
+        .stderr_has("spec.overrides[0].jsonPatch[0].path: Invalid value: \"data/x\"");
+    placement_with("[{image: {}}]")
+        .failure()
+        .stderr_has("an image override sets at least one of registry, repository and tag");
+    placement_with("[{jsonPatch: [{op: add, path: /data, value: {x: '${REGION}'}}]}]").success();
+    until(
+        dir.path(),
+        "the hub reports the unknown variable",
+        Duration::from_secs(30),
+        || {
+            kubectl(
+                &hub_kubeconfig,
+                &[
+                    "get",
+                    "workplacement",
+                    "bad",
+                    "-o",
+                    "jsonpath={.status.conditions[?(@.type==\"Progressing\")].message}",
+                ],
+            )
+            .stdout
+            .starts_with("spec.overrides[0].jsonPatch[0].value: Invalid value: \"${REGION}\": unknown variable")
+        },
+    )
+    .await;
+    kubectl(&members[0].kubeconfig(), &["get", "configmap", "bad"]).failure();
+    kubectl(&hub_kubeconfig, &["delete", "workplacement", "bad"]).success();
+
+    // Each cluster's ConfigMap and images follow its region; west's tag too.
+    let rules = dir.path().join("regional-overrides.yaml");
+    std::fs::write(&rules, REGIONAL_OVERRIDES).unwrap();
+    atoll(
+        &hub_dir,
+        &[
+            "work",
+            "apply",
+            "-f",
+            app_path,
+            "--clusters",
+            "east,west",
+            "--name",
+            "shop",
+            "--override",
+            rules.to_str().unwrap(),
+            "--wait",
+            "--timeout",
+            "60s",
+        ],
+    )
+    .success()
+    .stdout_has("3 manifests, 3 override rules");
+    let get = |member: &Process, args: &[&str]| {
+        kubectl(&member.kubeconfig(), args)
+            .success()
+            .stdout
+            .trim()
+            .to_owned()
+    };
+    let settings = |member: &Process| {
+        get(
+            member,
+            &[
+                "get",
+                "configmap",
+                "settings",
+                "-n",
+                "shop",
+                "-o",
+                "jsonpath={.data.region}/{.data.cluster}/{.data.mode}",
+            ],
+        )
+    };
+    let images = |member: &Process| {
+        get(
+            member,
+            &[
+                "get",
+                "deployment",
+                "web",
+                "-n",
+                "shop",
+                "-o",
+                "jsonpath={.spec.template.spec.initContainers[0].image} {.spec.template.spec.containers[0].image}",
+            ],
+        )
+    };
+    assert_eq!(settings(&members[0]), "eu/east/plain");
+    assert_eq!(settings(&members[1]), "us/west/plain");
+    assert_eq!(
+        images(&members[0]),
+        "eu.registry.example.com:5000/team/init:1.0 eu.registry.example.com:5000/team/web:1.0"
+    );
+    assert_eq!(
+        images(&members[1]),
+        "us.registry.example.com:5000/team/init:2.0 us.registry.example.com:5000/team/web:2.0"
+    );
+    let status = atoll(&hub_dir, &["work", "status", "shop"]).success();
+    let rows = status.rows();
+    let row = |cluster: &str| {
+        rows.iter()
+            .find(|r| r.get(1).map(String::as_str) == Some(cluster))
+            .unwrap_or_else(|| panic!("no row of {cluster}:\n{status}"))
+            .clone()
+    };
+    assert_eq!(row("east")[0], "0,1", "{status}");
+    assert_eq!(row("west")[0], "0,1,2", "{status}");
+    let applied = kubectl(
+        &hub_kubeconfig,
+        &[
+            "get",
+            "workplacement",
+            "shop",
+            "-o",
+            "jsonpath={range .status.overriddenClusters[*]}{.name}={.appliedOverrides} {end}",
+        ],
+    )
+    .success();
+    assert_eq!(applied.stdout.trim(), "east=[0,1] west=[0,1,2]");
+    assert!(!status.stdout.contains("change no manifest"), "{status}");
+
+    // A property that changes renders that cluster's Work anew.
+    let property = dir.path().join("region-us-east.yaml");
+    std::fs::write(
+        &property,
+        "apiVersion: about.k8s.io/v1alpha1\nkind: ClusterProperty\nmetadata: {name: region}\nspec: {value: ap}\n",
+    )
+    .unwrap();
+    kubectl(
+        &members[1].kubeconfig(),
+        &["apply", "-f", property.to_str().unwrap()],
+    )
+    .success();
+    until(
+        dir.path(),
+        "west's ConfigMap follows its new region",
+        Duration::from_secs(30),
+        || settings(&members[1]) == "ap/west/plain",
+    )
+    .await;
+    assert_eq!(settings(&members[0]), "eu/east/plain");
+    std::fs::write(
+        &property,
+        "apiVersion: about.k8s.io/v1alpha1\nkind: ClusterProperty\nmetadata: {name: region}\nspec: {value: us}\n",
+    )
+    .unwrap();
+    kubectl(
+        &members[1].kubeconfig(),
+        &["apply", "-f", property.to_str().unwrap()],
+    )
+    .success();
+
+    // A placement on all three, first as written; then with a rule whose test fails on west (us):
+    // west fails alone and keeps what it had, east and north are tuned.
+    let tuned = dir.path().join("tuned.yaml");
+    std::fs::write(
+        &tuned,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tuning, namespace: default}\ndata: {region: eu, mode: plain}\n",
+    )
+    .unwrap();
+    let tuned_path = tuned.to_str().unwrap();
+    let apply_tuned = |extra: &[&str]| {
+        let mut args = vec![
+            "work",
+            "apply",
+            "-f",
+            tuned_path,
+            "--clusters",
+            "east,west,north",
+            "--name",
+            "tuning",
+        ];
+        args.extend_from_slice(extra);
+        atoll(&hub_dir, &args)
+    };
+    apply_tuned(&["--wait", "--timeout", "60s"]).success();
+    let mode = |member: &Process| {
+        get(
+            member,
+            &["get", "configmap", "tuning", "-o", "jsonpath={.data.mode}"],
+        )
+    };
+    for member in &members {
+        assert_eq!(mode(member), "plain");
+    }
+    let eu_only = dir.path().join("eu-only.yaml");
+    std::fs::write(&eu_only, EU_ONLY_OVERRIDES).unwrap();
+    apply_tuned(&[
+        "--override",
+        eu_only.to_str().unwrap(),
+        "--wait",
+        "--timeout",
+        "60s",
+    ])
+    .failure()
+    .stderr_has("west: spec.overrides[0].jsonPatch[0] (test /data/region) does not apply to manifest v1 ConfigMap default/tuning: value did not match");
+    until(
+        dir.path(),
+        "east and north are tuned",
+        Duration::from_secs(30),
+        || mode(&members[0]) == "tuned for eu" && mode(&members[2]) == "tuned for eu",
+    )
+    .await;
+    assert_eq!(mode(&members[1]), "plain", "west's Work was disturbed");
+    let failed = kubectl(
+        &hub_kubeconfig,
+        &[
+            "get",
+            "workplacement",
+            "tuning",
+            "-o",
+            "jsonpath={range .status.failedClusters[*]}{.name}:{.reason}{end}",
+        ],
+    )
+    .success();
+    assert_eq!(failed.stdout.trim(), "west:OverridePatchFailed");
+    atoll(&hub_dir, &["work", "status", "tuning"])
+        .success()
+        .stdout_has("FAILED CLUSTER")
+        .stdout_has("OverridePatchFailed")
+        .stdout_has("override rules that change no manifest on any cluster: spec.overrides[1]");
+}

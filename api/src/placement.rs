@@ -11,6 +11,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::work::Manifest;
 
+pub mod overrides;
+
+pub use overrides::{
+    ImageOverride, JsonPatchOperation, ManifestSelector, Override, OverrideClusters,
+};
+
 /// The desired state of a WorkPlacement.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
@@ -40,6 +46,11 @@ pub struct WorkPlacementSpec {
     /// How fast the manifests reach the clusters.
     #[serde(default)]
     pub rollout_strategy: RolloutStrategy,
+    /// Per-cluster changes to the manifests, applied in order (a later rule wins where two
+    /// change the same field); at most 100 rules.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
+    pub overrides: Vec<Override>,
 }
 
 /// Which member clusters a WorkPlacement selects; the criteria are ANDed.
@@ -248,10 +259,34 @@ pub struct WorkPlacementStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "failed_clusters_schema")]
     pub failed_clusters: Vec<FailedCluster>,
+    /// The clusters whose Work one or more override rules changed, and which.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "overridden_clusters_schema")]
+    pub overridden_clusters: Vec<OverriddenCluster>,
+    /// The indexes in `spec.overrides` of the rules that changed no manifest on any selected
+    /// cluster (a cluster or manifest selector that matches nothing, or a patch that changes
+    /// nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unused_overrides: Vec<i32>,
     /// `Progressing`, `Available`, `Degraded`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,
+}
+
+fn overridden_clusters_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::schema::map_list::<OverriddenCluster>(generator, "name")
+}
+
+/// A cluster whose Work override rules changed.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OverriddenCluster {
+    /// Cluster name.
+    pub name: String,
+    /// The indexes in `spec.overrides` of the rules that changed its manifests, in order.
+    #[serde(default)]
+    pub applied_overrides: Vec<i32>,
 }
 
 fn failed_clusters_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {

@@ -77,6 +77,13 @@ pub(crate) fn preserve_unknown(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// Any JSON value (`apiextensionsv1.JSON`), kept as written.
+pub(crate) fn any_value(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
 /// A `resource.Quantity`: an integer or a string such as `256Mi`.
 pub(crate) fn quantity(_: &mut SchemaGenerator) -> Schema {
     json_schema!({

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use atoll_api::names::{LABEL_PLACEMENT, MANIFESTS_MAX_BYTES};
-use atoll_api::placement::WorkPlacement;
+use atoll_api::placement::{Override, WorkPlacement};
 use atoll_api::work::Work;
 use clap::Args;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
@@ -49,6 +49,33 @@ pub struct ApplyArgs {
     /// How long `--wait` waits, e.g. 90s, 5m.
     #[arg(long, default_value = "5m")]
     timeout: String,
+    /// Per-cluster overrides: a YAML list of rules (`clusters`, `manifests`, `jsonPatch`,
+    /// `image`), as in a WorkPlacement's `spec.overrides`; several files are concatenated in
+    /// order.
+    #[arg(long = "override", value_name = "FILE")]
+    overrides: Vec<PathBuf>,
+}
+
+/// Reads the override rules of `files` in order and checks them, naming the file and field at
+/// fault.
+pub fn read_overrides(files: &[PathBuf]) -> anyhow::Result<Vec<Override>> {
+    let mut rules = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let list: Option<Vec<Override>> = serde_yaml_ng::from_str(&text).with_context(|| {
+            format!(
+                "{}: not a YAML list of override rules (clusters, manifests, jsonPatch, image)",
+                path.display()
+            )
+        })?;
+        rules.extend(list.unwrap_or_default());
+    }
+    atoll_api::placement::overrides::validate(&rules).map_err(|e| {
+        let files: Vec<String> = files.iter().map(|p| p.display().to_string()).collect();
+        anyhow::anyhow!("--override {}: {e}", files.join(","))
+    })?;
+    Ok(rules)
 }
 
 /// Reads every manifest of `files`, naming the file and document at fault.
@@ -159,6 +186,7 @@ pub fn parse_selector(text: &str) -> anyhow::Result<LabelSelector> {
 
 pub async fn apply(client: kube::Client, args: ApplyArgs) -> anyhow::Result<()> {
     let manifests = read_manifests(&args.files)?;
+    let overrides = read_overrides(&args.overrides)?;
     let name = match &args.name {
         Some(n) => n.clone(),
         None => args.files[0]
@@ -194,11 +222,14 @@ pub async fn apply(client: kube::Client, args: ApplyArgs) -> anyhow::Result<()> 
         }
         None => json!({"type": "All"}),
     };
-    let placement = json!({
+    let mut placement = json!({
         "apiVersion": "atoll.dev/v1alpha1", "kind": "WorkPlacement",
         "metadata": {"name": name, "namespace": args.namespace},
         "spec": {"manifests": manifests, "clusterSelector": selector, "rolloutStrategy": strategy},
     });
+    if !overrides.is_empty() {
+        placement["spec"]["overrides"] = serde_json::to_value(&overrides)?;
+    }
     let api: Api<WorkPlacement> = Api::namespaced(client.clone(), &args.namespace);
     let applied = api
         .patch(
@@ -208,10 +239,18 @@ pub async fn apply(client: kube::Client, args: ApplyArgs) -> anyhow::Result<()> 
         )
         .await
         .map_err(|e| explain(e, &format!("cannot apply WorkPlacement {name:?}")))?;
-    println!(
-        "workplacement/{name} applied ({} manifests)",
-        manifests.len()
-    );
+    if overrides.is_empty() {
+        println!(
+            "workplacement/{name} applied ({} manifests)",
+            manifests.len()
+        );
+    } else {
+        println!(
+            "workplacement/{name} applied ({} manifests, {} override rules)",
+            manifests.len(),
+            overrides.len()
+        );
+    }
     if !args.wait {
         return Ok(());
     }
@@ -317,6 +356,17 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
     for c in &status.conditions {
         println!("  {} {} ({}): {}", c.type_, c.status, c.reason, c.message);
     }
+    if !status.unused_overrides.is_empty() {
+        let rules: Vec<String> = status
+            .unused_overrides
+            .iter()
+            .map(|i| format!("spec.overrides[{i}]"))
+            .collect();
+        println!(
+            "  override rules that change no manifest on any cluster: {}",
+            rules.join(", ")
+        );
+    }
     let works: Api<Work> = Api::all(client);
     let key = format!("{namespace}.{name}");
     let mut list = works
@@ -325,6 +375,18 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
         .map_err(|e| explain(e, "cannot list the placement's Works"))?;
     list.items
         .sort_by(|a, b| a.metadata.namespace.cmp(&b.metadata.namespace));
+    let overrides = |cluster: &str| {
+        status
+            .overridden_clusters
+            .iter()
+            .find(|o| o.name == cluster)
+            .map(|o| {
+                let rules: Vec<String> =
+                    o.applied_overrides.iter().map(|i| i.to_string()).collect();
+                rules.join(",")
+            })
+            .unwrap_or_else(|| "-".to_owned())
+    };
     let rows: Vec<Vec<String>> = list
         .items
         .iter()
@@ -339,8 +401,10 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
                 .or(find("Progressing").filter(|c| c.status == "True"))
                 .map(|c| c.message.clone())
                 .unwrap_or_default();
+            let cluster = w.metadata.namespace.clone().unwrap_or_default();
             vec![
-                w.metadata.namespace.clone().unwrap_or_default(),
+                overrides(&cluster),
+                cluster,
                 state("Applied"),
                 state("Available"),
                 state("Progressing"),
@@ -356,6 +420,7 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
             "{}",
             output::table(
                 &[
+                    "OVERRIDES",
                     "CLUSTER",
                     "APPLIED",
                     "AVAILABLE",
@@ -366,6 +431,18 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
                 ],
                 &rows
             )
+        );
+    }
+    if !status.failed_clusters.is_empty() {
+        println!();
+        let rows: Vec<Vec<String>> = status
+            .failed_clusters
+            .iter()
+            .map(|f| vec![f.name.clone(), f.reason.clone(), f.message.clone()])
+            .collect();
+        print!(
+            "{}",
+            output::table(&["FAILED CLUSTER", "REASON", "MESSAGE"], &rows)
         );
     }
     Ok(())
@@ -398,6 +475,41 @@ mod tests {
             .collect();
         assert_eq!(ops, ["tier:NotIn", "gpu:Exists", "legacy:DoesNotExist"]);
         assert!(parse_selector("a in (b)").is_err());
+    }
+
+    #[test]
+    fn override_files_are_read_in_order_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = dir.path().join("a.yaml");
+        let second = dir.path().join("b.yaml");
+        std::fs::write(
+            &first,
+            "- image: {registry: 'reg.${PROPERTY:region}.example.com'}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            &second,
+            "- clusters: {names: [c1]}\n  jsonPatch: [{op: replace, path: /data/a, value: '${CLUSTER_NAME}'}]\n",
+        )
+        .unwrap();
+        let rules = read_overrides(&[first.clone(), second.clone()]).unwrap();
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[1].clusters.names, ["c1"]);
+        std::fs::write(
+            &second,
+            "- jsonPatch: [{op: add, path: data/a, value: x}]\n",
+        )
+        .unwrap();
+        let err = read_overrides(&[first, second.clone()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("spec.overrides[1].jsonPatch[0].path: Invalid value: \"data/a\""),
+            "{err}"
+        );
+        std::fs::write(&second, "jsonPatch: []\n").unwrap();
+        let err = format!("{:#}", read_overrides(&[second]).unwrap_err());
+        assert!(err.contains("not a YAML list of override rules"), "{err}");
     }
 
     #[test]

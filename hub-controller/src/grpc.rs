@@ -430,7 +430,7 @@ impl Hub for HubService {
             .iter()
             .find(|p| p.name == PROPERTY_CLUSTER_ID)
             .map(|p| p.value.clone());
-        self.fleet.update(&name, |m| {
+        let properties_changed = self.fleet.update(&name, |m| {
             let mut changes = Changes::default();
             m.last_heartbeat = Instant::now();
             m.last_heartbeat_at =
@@ -444,7 +444,8 @@ impl Hub for HubService {
                 m.version = version;
                 changes.profile = true;
             }
-            if m.properties != properties || m.refused_properties != refused {
+            let properties_changed = m.properties != properties;
+            if properties_changed || m.refused_properties != refused {
                 m.properties = properties;
                 m.refused_properties = refused;
                 changes.profile = true;
@@ -458,8 +459,12 @@ impl Hub for HubService {
                 m.reported_cluster_id = id;
                 changes.membership = true;
             }
-            (changes, ())
+            (changes, properties_changed)
         });
+        if properties_changed == Some(true) {
+            // Overrides may read the properties: the placements render their Works anew.
+            self.fleet.placements_dirty.notify_one();
+        }
         Ok(Response::new(HeartbeatResponse {
             lease_seconds: self.lease_seconds(),
             credential_expires_unix_seconds: identity.expires.map_or(0, |at| at.as_second()),

@@ -17,7 +17,7 @@ use atoll_api::names::{
     CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING, FINALIZER_WORK_CLEANUP,
 };
 use atoll_api::placement::{
-    FailedCluster, InvalidField, RolloutType, WorkPlacement, WorkPlacementStatus,
+    FailedCluster, InvalidField, OverriddenCluster, RolloutType, WorkPlacement, WorkPlacementStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -26,7 +26,14 @@ use tokio::sync::watch;
 
 use crate::conditions::{Verdict, merge};
 use crate::fleet::Fleet;
-use crate::work::{ANNOTATION_PLACEMENT_GENERATION, Entry, LABEL_PLACEMENT, WorkIndex};
+use crate::work::{
+    ANNOTATION_PLACEMENT_GENERATION, ANNOTATION_PLACEMENT_RENDERED, Entry, LABEL_PLACEMENT,
+    WorkIndex,
+};
+
+mod overrides;
+
+pub use overrides::{Cluster, ImageReference, OverrideError, Rendered, render};
 
 /// The shortest time between two plans of one placement at one generation.
 const PLAN_INTERVAL: Duration = Duration::from_millis(250);
@@ -304,6 +311,84 @@ fn select(placement: &WorkPlacement, fleet: &Fleet) -> (Vec<String>, Option<Stri
     (selected, missing_set)
 }
 
+/// What each selected cluster receives from a placement with overrides: its manifests as the
+/// rules render them and their digest, or why they cannot be rendered (that cluster alone
+/// fails). Empty for a placement without overrides: every cluster receives the manifests as
+/// written.
+type Renders = HashMap<String, Result<(Rendered, String), OverrideError>>;
+
+/// Renders a placement's manifests for each selected cluster.
+fn render_all(placement: &WorkPlacement, selected: &[String], fleet: &Fleet) -> Renders {
+    let spec = &placement.spec;
+    if spec.overrides.is_empty() {
+        return Renders::new();
+    }
+    let wanted: std::collections::HashSet<&str> = selected.iter().map(String::as_str).collect();
+    let members: HashMap<String, crate::fleet::Member> = fleet
+        .members()
+        .into_iter()
+        .filter(|m| wanted.contains(m.name.as_str()))
+        .map(|m| (m.name.clone(), m))
+        .collect();
+    selected
+        .iter()
+        .filter_map(|name| {
+            let member = members.get(name)?;
+            let cluster = Cluster {
+                name: name.clone(),
+                cluster_set: member.cluster_set().map(str::to_owned),
+                labels: member.labels.clone(),
+                properties: member
+                    .properties
+                    .iter()
+                    .map(|p| (p.name.clone(), p.value.clone()))
+                    .collect(),
+            };
+            let rendered = render(&spec.manifests, &spec.overrides, &cluster).map(|r| {
+                let bytes = serde_json::to_vec(&r.manifests).unwrap_or_default();
+                let digest = crate::digest::sha256(&bytes).to_hex();
+                (r, digest)
+            });
+            Some((name.clone(), rendered))
+        })
+        .collect()
+}
+
+/// The clusters whose manifests override rules changed, and which rules.
+fn overridden(renders: &Renders) -> Vec<OverriddenCluster> {
+    let mut out: Vec<OverriddenCluster> = renders
+        .iter()
+        .filter_map(|(name, r)| {
+            let (rendered, _) = r.as_ref().ok()?;
+            (!rendered.applied.is_empty()).then(|| OverriddenCluster {
+                name: name.clone(),
+                applied_overrides: rendered.applied.iter().map(|i| *i as i32).collect(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// The rules that changed nothing on any cluster whose rendering succeeded (none when no
+/// cluster's did: nothing is known then).
+fn unused(rules: usize, renders: &Renders) -> Vec<i32> {
+    let mut used = vec![false; rules];
+    let mut any = false;
+    for (rendered, _) in renders.values().filter_map(|r| r.as_ref().ok()) {
+        any = true;
+        for i in &rendered.applied {
+            if let Some(u) = used.get_mut(*i) {
+                *u = true;
+            }
+        }
+    }
+    if !any {
+        return Vec::new();
+    }
+    (0..rules).filter(|i| !used[*i]).map(|i| i as i32).collect()
+}
+
 /// What a placement's rollout does now.
 #[derive(Debug)]
 struct Plan {
@@ -320,29 +405,45 @@ struct Plan {
 }
 
 /// Plans a placement's rollout: where each selected cluster stands (`timings` remembers when
-/// each was stamped and became available) and which to stamp now.
+/// each was stamped and became available) and which to stamp now. A cluster whose overrides
+/// cannot be rendered has failed and is not stamped; a Work rendered from other properties
+/// than the cluster's current ones is outdated.
 fn rollout_plan(
     placement: &WorkPlacement,
     selected: &[String],
     stamped: &HashMap<String, (String, Entry)>,
+    renders: &Renders,
     timings: &mut HashMap<String, Timing>,
     now: Instant,
 ) -> Plan {
     let generation = placement.metadata.generation.unwrap_or(0);
     let strategy = &placement.spec.rollout_strategy;
-    let settings = strategy.settings(selected.len());
+    let settings = atoll_api::placement::overrides::validate(&placement.spec.overrides)
+        .and_then(|()| strategy.settings(selected.len()));
     let (min_success, deadline) = settings
         .as_ref()
         .map_or((Duration::ZERO, None), |s| (s.min_success, s.deadline));
     let mut progress = Vec::with_capacity(selected.len());
     let mut wake: Option<Duration> = None;
     for cluster in selected {
+        let desired = match renders.get(cluster) {
+            Some(Err(error)) => {
+                progress.push((
+                    cluster.clone(),
+                    Progress::Failed(error.reason(), error.to_string()),
+                ));
+                continue;
+            }
+            Some(Ok((_, digest))) => Some(digest),
+            None => None,
+        };
         let state = match stamped.get(cluster) {
             Some((_, entry))
                 if entry
                     .placement
                     .as_ref()
-                    .is_some_and(|(_, g)| *g == generation) =>
+                    .is_some_and(|(_, g)| *g == generation)
+                    && entry.rendered.as_ref() == desired =>
             {
                 let timing = timings.entry(cluster.clone()).or_insert(Timing {
                     generation,
@@ -569,6 +670,8 @@ fn status_of(
         degraded,
         pending: pending as i32,
         failed_clusters,
+        overridden_clusters: Vec::new(),
+        unused_overrides: Vec::new(),
         conditions: merge(
             previous,
             vec![progressing, available_verdict, degraded_verdict],
@@ -627,19 +730,34 @@ async fn roll_out(
     let (selected, missing_set) = select(placement, &ctx.fleet);
     let stamped = ctx.index.stamped(&key);
     let now = Instant::now();
-    let plan = rollout_plan(placement, &selected, &stamped, timings, now);
+    let renders = match atoll_api::placement::overrides::validate(&placement.spec.overrides) {
+        Ok(()) => render_all(placement, &selected, &ctx.fleet),
+        Err(_) => Renders::new(),
+    };
+    for (cluster, error) in renders
+        .iter()
+        .filter_map(|(c, r)| Some((c, r.as_ref().err()?)))
+    {
+        tracing::warn!(placement = %key, %cluster, %error, "cannot apply the overrides; the cluster's Work is left as it is");
+    }
+    let plan = rollout_plan(placement, &selected, &stamped, &renders, timings, now);
 
     // Stamp concurrently: each is one write, and a large fleet has thousands.
     let manifests = Arc::new(placement.spec.manifests.clone());
     let mut first_error = None;
     for chunk in plan.to_stamp.chunks(STAMP_CONCURRENCY) {
         let writes = chunk.iter().map(|cluster| {
+            let (manifests, rendered) = match renders.get(cluster) {
+                Some(Ok((r, digest))) => (Arc::new(r.manifests.clone()), Some(digest.clone())),
+                _ => (manifests.clone(), None),
+            };
             stamp(
                 client.clone(),
                 key.clone(),
                 cluster.clone(),
                 generation,
-                manifests.clone(),
+                manifests,
+                rendered,
             )
         });
         for (cluster, result) in futures::future::join_all(writes).await {
@@ -674,13 +792,15 @@ async fn roll_out(
         .clone()
         .or_else(|| placement.status.clone())
         .unwrap_or_default();
-    let status = status_of(
+    let mut status = status_of(
         placement,
         &plan,
         &stamped,
         missing_set.as_deref(),
         &previous.conditions,
     );
+    status.overridden_clusters = overridden(&renders);
+    status.unused_overrides = unused(placement.spec.overrides.len(), &renders);
     let done = |result: Option<kube::Error>| result.map_or(Ok(plan.wake), Err);
     if written.as_ref() == Some(&status) || placement.status.as_ref() == Some(&status) {
         *written = Some(status);
@@ -693,6 +813,10 @@ async fn roll_out(
     let mut body = serde_json::to_value(&status).unwrap_or_default();
     if let Some(obj) = body.as_object_mut() {
         obj.entry("failedClusters").or_insert(serde_json::json!([]));
+        obj.entry("overriddenClusters")
+            .or_insert(serde_json::json!([]));
+        obj.entry("unusedOverrides")
+            .or_insert(serde_json::json!([]));
     }
     api.patch_status(
         placement.metadata.name.as_deref().unwrap_or_default(),
@@ -750,8 +874,17 @@ async fn stamp(
     cluster: String,
     generation: i64,
     manifests: Arc<Vec<atoll_api::work::Manifest>>,
+    rendered: Option<String>,
 ) -> (String, kube::Result<()>) {
-    let result = write_work(client, &key, &cluster, generation, &manifests).await;
+    let result = write_work(
+        client,
+        &key,
+        &cluster,
+        generation,
+        &manifests,
+        rendered.as_deref(),
+    )
+    .await;
     (cluster, result)
 }
 
@@ -761,7 +894,13 @@ async fn write_work(
     cluster: &str,
     generation: i64,
     manifests: &[atoll_api::work::Manifest],
+    rendered: Option<&str>,
 ) -> kube::Result<()> {
+    let mut annotations =
+        serde_json::json!({ANNOTATION_PLACEMENT_GENERATION: generation.to_string()});
+    if let Some(digest) = rendered {
+        annotations[ANNOTATION_PLACEMENT_RENDERED] = digest.into();
+    }
     let work = serde_json::json!({
         "apiVersion": "multicluster.x-k8s.io/v1alpha1",
         "kind": "Work",
@@ -771,7 +910,7 @@ async fn write_work(
             "labels": {LABEL_PLACEMENT: key},
             // Held from the start, saving the hub a second write per Work.
             "finalizers": [FINALIZER_WORK_CLEANUP],
-            "annotations": {ANNOTATION_PLACEMENT_GENERATION: generation.to_string()},
+            "annotations": annotations,
         },
         "spec": {"workload": {"manifests": manifests}},
     });
@@ -871,6 +1010,7 @@ mod tests {
             &placement,
             &selected,
             &stamped,
+            &Renders::new(),
             &mut HashMap::new(),
             Instant::now(),
         );
@@ -883,6 +1023,7 @@ mod tests {
             &all,
             &selected,
             &stamped,
+            &Renders::new(),
             &mut HashMap::new(),
             Instant::now(),
         );
@@ -902,6 +1043,7 @@ mod tests {
             &placement,
             &selected,
             &stamped,
+            &Renders::new(),
             &mut HashMap::new(),
             Instant::now(),
         );
@@ -923,6 +1065,72 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_whose_overrides_fail_fails_alone_and_a_new_rendering_is_stamped() {
+        let placement = placement_with(serde_json::json!({"type": "All"}), 1);
+        let selected = clusters(&["a", "b", "c"]);
+        let rendered = |digest: &str| {
+            Ok((
+                Rendered {
+                    manifests: Vec::new(),
+                    applied: vec![0],
+                },
+                digest.to_owned(),
+            ))
+        };
+        let renders: Renders = [
+            ("a".to_owned(), rendered("d1")),
+            (
+                "b".to_owned(),
+                Err(OverrideError::MissingProperty {
+                    rule: 0,
+                    field: "image.registry".into(),
+                    property: "region".into(),
+                    cluster: "b".into(),
+                }),
+            ),
+            ("c".to_owned(), rendered("d2")),
+        ]
+        .into();
+        // `a` carries the rendering wanted; `c` one from other properties.
+        let with_digest = |digest: &str| {
+            let (key, mut entry) = entry(1, Some(true));
+            entry.rendered = Some(digest.to_owned());
+            (key, entry)
+        };
+        let stamped: HashMap<String, (String, Entry)> = [
+            ("a".to_owned(), with_digest("d1")),
+            ("b".to_owned(), with_digest("old")),
+            ("c".to_owned(), with_digest("d1")),
+        ]
+        .into();
+        let plan = rollout_plan(
+            &placement,
+            &selected,
+            &stamped,
+            &renders,
+            &mut HashMap::new(),
+            Instant::now(),
+        );
+        assert_eq!(plan.to_stamp, clusters(&["c"]), "b is left as it is");
+        assert_eq!(plan.progress[0].1, Progress::Succeeded);
+        assert!(matches!(
+            &plan.progress[1].1,
+            Progress::Failed("OverridePropertyMissing", why) if why.contains("cluster b has no property \"region\"")
+        ));
+        let status = status_of(&placement, &plan, &stamped, None, &[]);
+        assert_eq!(status.failed_clusters[0].name, "b");
+        assert_eq!(
+            overridden(&renders)
+                .iter()
+                .map(|o| (o.name.as_str(), o.applied_overrides.clone()))
+                .collect::<Vec<_>>(),
+            [("a", vec![0]), ("c", vec![0])]
+        );
+        assert_eq!(unused(3, &renders), [1, 2]);
+        assert_eq!(unused(3, &Renders::new()), Vec::<i32>::new());
+    }
+
+    #[test]
     fn an_invalid_strategy_stamps_nothing_and_says_which_field() {
         let placement = placement_with(
             serde_json::json!({"type": "Progressive", "progressDeadline": "soon"}),
@@ -933,6 +1141,7 @@ mod tests {
             &placement,
             &selected,
             &HashMap::new(),
+            &Renders::new(),
             &mut HashMap::new(),
             Instant::now(),
         );

@@ -41,6 +41,9 @@ pub struct Entry {
     /// The WorkPlacement that stamped it (`namespace/name`), and the placement generation it
     /// carries.
     pub placement: Option<(String, i64)>,
+    /// For a Work its placement's overrides changed: the digest of its manifests as rendered
+    /// for its cluster (a property's change renders them anew).
+    pub rendered: Option<String>,
     /// What its cluster last reported.
     pub reported: Reported,
     /// `deleteOption.ttlSecondsAfterFinished`: how long after it is Complete the Work goes.
@@ -76,6 +79,9 @@ pub struct Reported {
 pub use atoll_api::names::LABEL_PLACEMENT;
 /// Annotation on a stamped Work: the WorkPlacement generation it carries.
 pub const ANNOTATION_PLACEMENT_GENERATION: &str = "atoll.dev/placement-generation";
+/// Annotation on a Work stamped by a placement with overrides: the digest of its manifests as
+/// rendered for its cluster.
+pub const ANNOTATION_PLACEMENT_RENDERED: &str = "atoll.dev/placement-rendered";
 
 fn reported(work: &Work) -> Reported {
     let Some(status) = &work.status else {
@@ -347,6 +353,12 @@ fn entry_of(work: &Work, uid: String, generation: i64, deleting: bool) -> Entry 
         refused,
         force_delete: force_delete(work),
         placement: placement_of(work),
+        rendered: work
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ANNOTATION_PLACEMENT_RENDERED))
+            .cloned(),
         reported: reported(work),
         ttl_after_finished: work
             .spec
