@@ -3,7 +3,8 @@
 //! once and evaluated many times against one object, in nanoseconds per evaluation.
 //!
 //! A benchmark program, not a test: it asserts no timings. Run it on an otherwise idle machine
-//! with `cargo bench -p atoll-cel --bench eval` (`-- --quick` for a smoke run).
+//! with `cargo bench -p atoll-cel --bench eval` (`-- --quick` for a smoke run; `cargo test
+//! --benches` runs it quick too).
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -122,7 +123,9 @@ const RULES: &[&str] = &[
 ];
 
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    // `cargo bench` passes `--bench`; `cargo test --benches` runs it quick.
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick") || !args.iter().any(|a| a == "--bench");
     let target = if quick {
         Duration::from_millis(20)
     } else {
