@@ -223,7 +223,11 @@ pub async fn run(
         .graceful_shutdown_on(async move {
             let _ = stop.wait_for(|s| *s).await;
         })
-        .run(reconcile, error_policy, ctx.clone())
+        .run(
+            crate::metrics::timed(ctx.fleet.metrics.clone(), "HostedCluster", reconcile),
+            error_policy,
+            ctx.clone(),
+        )
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "HostedCluster reconcile failed");

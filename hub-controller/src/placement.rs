@@ -182,7 +182,7 @@ pub async fn run(
         .graceful_shutdown_on(async move {
             let _ = stop.wait_for(|s| *s).await;
         })
-        .run(reconcile, error_policy, ctx)
+        .run(crate::metrics::timed(ctx.fleet.metrics.clone(), "WorkPlacement", reconcile), error_policy, ctx)
         .for_each(|_| async {})
         .await;
     sweeper.abort();
