@@ -163,9 +163,9 @@ pub async fn run(
             let client = hub_client(&server).await?;
             let hub = start_hub(client.clone(), &data_dir, config).await?;
             if first_start && hosted_clusters > 0 {
-                let first = endpoint
-                    .as_ref()
-                    .map(|(readiness, _, _)| readiness.pending("the first hosted clusters are starting"));
+                let first = endpoint.as_ref().map(|(readiness, _, _)| {
+                    readiness.pending("the first hosted clusters are starting")
+                });
                 first_clusters(client, hosted_clusters).await?;
                 first.inspect(atoll_runtime::endpoint::Pending::done);
             }

@@ -198,6 +198,7 @@ pub async fn run(
         planes,
         memory: Mutex::default(),
     });
+    let reconcile = ctx.fleet.metrics.timed("HostedCluster", reconcile);
     let hosted: Api<HostedCluster> = Api::all(client.clone());
     let secrets: Api<Secret> = Api::all(client.clone());
     let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
@@ -223,11 +224,7 @@ pub async fn run(
         .graceful_shutdown_on(async move {
             let _ = stop.wait_for(|s| *s).await;
         })
-        .run(
-            crate::metrics::timed(ctx.fleet.metrics.clone(), "HostedCluster", reconcile),
-            error_policy,
-            ctx.clone(),
-        )
+        .run(reconcile, error_policy, ctx.clone())
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "HostedCluster reconcile failed");

@@ -3,9 +3,10 @@
 //! - controllers: controller-runtime's `controller_runtime_reconcile_total{controller, result}`,
 //!   `controller_runtime_reconcile_errors_total{controller}` and
 //!   `controller_runtime_reconcile_time_seconds{controller}`, counted where every controller
-//!   reconciles (the work queue, and [`timed`] around kube-runtime's controllers);
-//! - the agents' gRPC service: go-grpc-prometheus's `grpc_server_handled_total{grpc_service,
-//!   grpc_method, grpc_type, grpc_code}` and `grpc_server_handling_seconds` (unary calls);
+//!   reconciles (the work queue, and [`Metrics::timed`] around kube-runtime's controllers);
+//! - the agents' gRPC service: go-grpc-prometheus's `grpc_server_started_total{grpc_service,
+//!   grpc_method, grpc_type}`, `grpc_server_handled_total{..., grpc_code}` (a sync stream is
+//!   handled when it ends) and `grpc_server_handling_seconds` (unary calls);
 //! - the fleet: `atoll_hub_connected_agents`, `atoll_hub_joins_total{result}`,
 //!   `atoll_hub_join_refusals_total{code}`, `atoll_hub_heartbeats_total`,
 //!   `atoll_hub_clusters{condition, status, reason}` (ControlPlaneHealthy as the profiles say
@@ -89,6 +90,7 @@ pub struct Metrics {
     reconciles: Family<Reconciled, Counter>,
     reconcile_errors: Family<Controller, Counter>,
     reconcile_time: Histograms<Controller>,
+    grpc_started: Family<GrpcMethod, Counter>,
     grpc_handled: Family<GrpcHandled, Counter>,
     grpc_seconds: Histograms<GrpcMethod>,
     joins: Family<JoinResult, Counter>,
@@ -105,6 +107,7 @@ impl Default for Metrics {
             reconciles: Family::default(),
             reconcile_errors: Family::default(),
             reconcile_time: Family::new_with_constructor(|| Histogram::new(RECONCILE_BUCKETS)),
+            grpc_started: Family::default(),
             grpc_handled: Family::default(),
             grpc_seconds: Family::new_with_constructor(|| Histogram::new(GRPC_BUCKETS)),
             joins: Family::default(),
@@ -134,6 +137,11 @@ impl Metrics {
             "Length of time per reconciliation per controller",
             Unit::Seconds,
             metrics.reconcile_time.clone(),
+        );
+        registry.register(
+            "grpc_server_started",
+            "Total number of RPCs started on the server",
+            metrics.grpc_started.clone(),
         );
         registry.register(
             "grpc_server_handled",
@@ -187,6 +195,40 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
+    /// Times a kube-runtime reconciler into [`Metrics::reconciled`] under `controller`.
+    pub fn timed<K, C, F, Fut, T, E>(
+        self: &Arc<Self>,
+        controller: &'static str,
+        mut reconcile: F,
+    ) -> impl FnMut(Arc<K>, Arc<C>) -> BoxFuture<'static, Result<T, E>> + use<K, C, F, Fut, T, E>
+    where
+        F: FnMut(Arc<K>, Arc<C>) -> Fut,
+        Fut: Future<Output = Result<T, E>> + Send + 'static,
+    {
+        let metrics = self.clone();
+        move |object, ctx| {
+            let reconciling = reconcile(object, ctx);
+            let metrics = metrics.clone();
+            Box::pin(async move {
+                let started = Instant::now();
+                let result = reconciling.await;
+                metrics.reconciled(controller, result.is_ok(), started.elapsed());
+                result
+            })
+        }
+    }
+
+    /// A call of the agents' service began.
+    pub(crate) fn started(&self, method: &'static str, streaming: bool) {
+        self.grpc_started
+            .get_or_create(&GrpcMethod {
+                grpc_service: SERVICE,
+                grpc_method: method,
+                grpc_type: grpc_type(streaming),
+            })
+            .inc();
+    }
+
     /// A call of the agents' service ended with `code`.
     pub(crate) fn handled(
         &self,
@@ -195,7 +237,7 @@ impl Metrics {
         code: tonic::Code,
         elapsed: Duration,
     ) {
-        let grpc_type = if streaming { "server_stream" } else { "unary" };
+        let grpc_type = grpc_type(streaming);
         let labels = GrpcMethod {
             grpc_service: SERVICE,
             grpc_method: method,
@@ -236,6 +278,11 @@ impl Metrics {
     }
 }
 
+/// `grpc_type` as go-grpc-prometheus writes it.
+fn grpc_type(streaming: bool) -> &'static str {
+    if streaming { "server_stream" } else { "unary" }
+}
+
 /// A gRPC code as gRPC's own tooling writes it (`OK`, `Unauthenticated`).
 pub fn code_name(code: tonic::Code) -> &'static str {
     use tonic::Code;
@@ -260,38 +307,27 @@ pub fn code_name(code: tonic::Code) -> &'static str {
     }
 }
 
-/// Times a kube-runtime reconciler into [`Metrics::reconciled`] under `controller`.
-pub fn timed<K, C, F, Fut, T, E>(
-    metrics: Arc<Metrics>,
-    controller: &'static str,
-    mut reconcile: F,
-) -> impl FnMut(Arc<K>, Arc<C>) -> BoxFuture<'static, Result<T, E>>
-where
-    F: FnMut(Arc<K>, Arc<C>) -> Fut,
-    Fut: Future<Output = Result<T, E>> + Send + 'static,
-{
-    move |object, ctx| {
-        let reconciling = reconcile(object, ctx);
-        let metrics = metrics.clone();
-        Box::pin(async move {
-            let started = Instant::now();
-            let result = reconciling.await;
-            metrics.reconciled(controller, result.is_ok(), started.elapsed());
-            result
-        })
-    }
-}
-
 /// The state-like metrics, counted from the hub's view at each scrape.
 #[derive(Debug)]
 struct FleetState(Arc<Metrics>);
 
 /// The summary conditions counted in `atoll_hub_works`.
-const WORK_CONDITIONS: [&str; 5] = ["Applied", "Available", "Progressing", "Degraded", "Complete"];
+const WORK_CONDITIONS: [&str; 5] = [
+    "Applied",
+    "Available",
+    "Progressing",
+    "Degraded",
+    "Complete",
+];
 
 impl Collector for FleetState {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let views = self.0.views.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let views = self
+            .0
+            .views
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let Some((Some(fleet), Some(works))) = views.map(|(f, w)| (f.upgrade(), w.upgrade()))
         else {
             return Ok(());
@@ -343,7 +379,10 @@ impl Collector for FleetState {
         for ((status, reason), n) in health {
             clusters
                 .get_or_create(&[
-                    ("condition", atoll_api::names::CONDITION_CONTROL_PLANE_HEALTHY),
+                    (
+                        "condition",
+                        atoll_api::names::CONDITION_CONTROL_PLANE_HEALTHY,
+                    ),
                     ("status", status),
                     ("reason", reason),
                 ])
@@ -385,7 +424,7 @@ mod tests {
     async fn timed_reconciles_are_counted_by_controller_and_result() {
         let mut registry = Registry::default();
         let metrics = Metrics::register(&mut registry);
-        let mut reconcile = timed(metrics.clone(), "test", |n: Arc<u32>, _: Arc<()>| async move {
+        let mut reconcile = metrics.timed("test", |n: Arc<u32>, _: Arc<()>| async move {
             if *n == 0 { Err("no") } else { Ok(*n) }
         });
         assert_eq!(reconcile(Arc::new(1), Arc::new(())).await, Ok(1));

@@ -158,6 +158,7 @@ pub async fn run(
         client: client.clone(),
         memory: Mutex::default(),
     });
+    let reconcile = ctx.fleet.metrics.timed("WorkPlacement", reconcile);
     let membership = futures::stream::unfold(fleet, |fleet| async move {
         fleet.placements_dirty.notified().await;
         Some(((), fleet))
@@ -182,7 +183,7 @@ pub async fn run(
         .graceful_shutdown_on(async move {
             let _ = stop.wait_for(|s| *s).await;
         })
-        .run(crate::metrics::timed(ctx.fleet.metrics.clone(), "WorkPlacement", reconcile), error_policy, ctx)
+        .run(reconcile, error_policy, ctx)
         .for_each(|_| async {})
         .await;
     sweeper.abort();

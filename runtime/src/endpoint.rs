@@ -150,10 +150,9 @@ impl Endpoint {
                 StatusCode::METHOD_NOT_ALLOWED,
                 "only GET and HEAD are served\n".into(),
             );
-            response.headers_mut().insert(
-                header::ALLOW,
-                header::HeaderValue::from_static("GET, HEAD"),
-            );
+            response
+                .headers_mut()
+                .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
             return response;
         }
         let declared = request
@@ -256,10 +255,11 @@ pub async fn serve(listener: TcpListener, endpoint: Endpoint, mut stop: watch::R
         let endpoint = endpoint.clone();
         connections.spawn(async move {
             let _slot = slot;
-            let service = hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-                let response = endpoint.answer(&request);
-                async move { Ok::<_, Infallible>(response) }
-            });
+            let service =
+                hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
+                    let response = endpoint.answer(&request);
+                    async move { Ok::<_, Infallible>(response) }
+                });
             let served = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(HEADER_READ_TIMEOUT)
@@ -297,9 +297,10 @@ mod tests {
 
     async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
         let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-        let answer = tokio::time::timeout(Duration::from_secs(10), exchange(addr, request.as_bytes()))
-            .await
-            .unwrap();
+        let answer =
+            tokio::time::timeout(Duration::from_secs(10), exchange(addr, request.as_bytes()))
+                .await
+                .unwrap();
         let code = answer[9..12].parse().unwrap();
         let body = answer.split_once("\r\n\r\n").unwrap().1.to_owned();
         (code, body)
@@ -350,7 +351,10 @@ mod tests {
             answer.contains("content-type: text/plain; version=0.0.4; charset=utf-8"),
             "{answer}"
         );
-        assert!(answer.contains("# TYPE test_events_total counter"), "{answer}");
+        assert!(
+            answer.contains("# TYPE test_events_total counter"),
+            "{answer}"
+        );
         assert!(answer.contains("\ntest_events_total 3\n"), "{answer}");
         // The OpenMetrics terminator is not part of the Prometheus format.
         assert!(!answer.contains("# EOF"), "{answer}");

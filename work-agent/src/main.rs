@@ -86,7 +86,7 @@ async fn main() -> anyhow::Result<()> {
         ready: Some(readiness.pending("the agent has not joined the hub and synced yet")),
     };
     let (stop_endpoint, endpoint_stopped) = tokio::sync::watch::channel(false);
-    let endpoint = atoll_runtime::endpoint::Endpoint::new(registry, readiness);
+    let endpoint = atoll_runtime::endpoint::Endpoint::new(registry, readiness.clone());
     let metrics_addr = args.metrics_addr;
     atoll_runtime::endpoint::start(metrics_addr, endpoint, endpoint_stopped)
         .await
@@ -108,6 +108,7 @@ async fn main() -> anyhow::Result<()> {
     let (stop, stopped) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         atoll_runtime::signal().await;
+        readiness.pending("the agent is stopping");
         tracing::info!("stopping; a second signal stops at once");
         atoll_runtime::exit_on_second_signal();
         let _ = stop.send(true);

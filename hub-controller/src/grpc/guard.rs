@@ -182,6 +182,10 @@ where
     fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
         let started = Instant::now();
         let method = Method::of(request.uri().path());
+        if let Some(method) = method {
+            let metrics = &self.layer.fleet.metrics;
+            metrics.started(method.name(), method == Method::Sync);
+        }
         let call = Call {
             metrics: self.layer.fleet.metrics.clone(),
             method,
