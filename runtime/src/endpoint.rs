@@ -71,8 +71,14 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
 /// What a process waits for before it is ready: a set of named conditions, each met once.
 #[derive(Clone, Debug, Default)]
 pub struct Readiness {
-    pending: Arc<Mutex<BTreeMap<u64, String>>>,
-    next: Arc<std::sync::atomic::AtomicU64>,
+    awaited: Arc<Mutex<Awaited>>,
+}
+
+#[derive(Debug, Default)]
+struct Awaited {
+    /// What is awaited, by the number it was given.
+    pending: BTreeMap<u64, String>,
+    next: u64,
 }
 
 /// One condition a [`Readiness`] waits for, until [`Pending::done`].
@@ -86,8 +92,11 @@ impl Readiness {
     /// Not ready until the returned condition is done; `what` says what is awaited, as
     /// `/readyz` reports it (e.g. "the hub's caches are syncing").
     pub fn pending(&self, what: impl Into<String>) -> Pending {
-        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        lock(&self.pending).insert(id, what.into());
+        let mut awaited = lock(&self.awaited);
+        let id = awaited.next;
+        awaited.next += 1;
+        awaited.pending.insert(id, what.into());
+        drop(awaited);
         Pending {
             readiness: self.clone(),
             id,
@@ -96,19 +105,19 @@ impl Readiness {
 
     /// What is still awaited, in the order it was asked for; empty when ready.
     pub fn awaited(&self) -> Vec<String> {
-        lock(&self.pending).values().cloned().collect()
+        lock(&self.awaited).pending.values().cloned().collect()
     }
 
     /// Whether nothing is awaited.
     pub fn is_ready(&self) -> bool {
-        lock(&self.pending).is_empty()
+        lock(&self.awaited).pending.is_empty()
     }
 }
 
 impl Pending {
     /// The condition is met.
     pub fn done(&self) {
-        lock(&self.readiness.pending).remove(&self.id);
+        lock(&self.readiness.awaited).pending.remove(&self.id);
     }
 }
 
@@ -322,6 +331,7 @@ mod tests {
         let endpoint = endpoint();
         let synced = endpoint.readiness.pending("caches are syncing");
         let joined = endpoint.readiness.pending("not joined yet");
+        let readiness = endpoint.readiness.clone();
         let (addr, _stop) = start(endpoint).await;
         assert_eq!(get(addr, "/livez").await, (200, "ok\n".into()));
         let (code, body) = get(addr, "/readyz").await;
@@ -332,8 +342,10 @@ mod tests {
             get(addr, "/readyz").await,
             (503, "not ready: not joined yet\n".into())
         );
+        assert!(!readiness.is_ready());
         joined.done();
         joined.done();
+        assert!(readiness.is_ready());
         assert_eq!(get(addr, "/readyz").await, (200, "ok\n".into()));
         assert_eq!(get(addr, "/livez").await.0, 200);
     }
