@@ -37,6 +37,7 @@ impl Agent {
                 "ATOLL_BOOTSTRAP_TOKEN_FILE",
                 hub_dir.join("bootstrap-token"),
             )
+            .args(["--metrics-addr", "127.0.0.1:0"])
             .args(["--cluster-name", name, "--kubeconfig"])
             .arg(member)
             .stdin(Stdio::null())
@@ -940,6 +941,8 @@ async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api_and_a_restri
             "--grpc-host",
             "hub.example.internal",
             "--auto-accept",
+            "--metrics-addr",
+            "127.0.0.1:0",
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

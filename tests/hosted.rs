@@ -952,6 +952,7 @@ async fn hub_controller_runs_hosted_clusters_given_a_data_directory() {
             .env_clear()
             .env("KUBECONFIG", hub_cluster.kubeconfig())
             .args(["--grpc-addr", &free_addr().unwrap().to_string()])
+            .args(["--metrics-addr", "127.0.0.1:0"])
             .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

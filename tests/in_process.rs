@@ -227,6 +227,8 @@ impl Member {
             resync: self.resync,
             join_secret: None,
             deny: self.deny.clone(),
+            metrics: Default::default(),
+            ready: None,
         };
         let (stop, stopped) = tokio::sync::watch::channel(false);
         self.stop = Some(stop);

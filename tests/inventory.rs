@@ -1478,3 +1478,52 @@ async fn a_work_status_outside_the_condition_schema_is_refused_naming_the_field(
     let status = works.get("web").await.unwrap().status.unwrap();
     assert_eq!(status.conditions[0].reason, "AppliedManifestWorkComplete");
 }
+
+/// The hub's metrics see joins answered and refused, and calls refused before their message is
+/// read, each under its method and gRPC code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn joins_and_refused_calls_are_counted_by_method_and_code() {
+    let mut registry = atoll_runtime::prometheus_client::registry::Registry::default();
+    let metrics = atoll_hub::metrics::Metrics::register(&mut registry);
+    let hub = TestHub::start_with(false, Leases::default(), |config| {
+        config.metrics = metrics.clone();
+    })
+    .await;
+    let guessed = "abcdef.0123456789abcdef";
+    let err = hub
+        .raw(guessed)
+        .join(join_request("east", "id-east"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated);
+    let pending = hub
+        .raw(&hub.token)
+        .join(join_request("east", "id-east"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(pending.state, join_response::State::Pending as i32);
+    let err = hub
+        .raw("not-a-credential")
+        .heartbeat(beat("east"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Unauthenticated);
+
+    let mut text = String::new();
+    atoll_runtime::prometheus_client::encoding::prometheus_text::encode(&mut text, &registry)
+        .unwrap();
+    for series in [
+        "atoll_hub_joins_total{result=\"pending\"} 1",
+        "atoll_hub_join_refusals_total{code=\"Unauthenticated\"} 1",
+        "grpc_server_started_total{grpc_service=\"atoll.hub.v1.Hub\",grpc_method=\"Join\",grpc_type=\"unary\"} 2",
+        "grpc_server_handled_total{grpc_service=\"atoll.hub.v1.Hub\",grpc_method=\"Join\",grpc_type=\"unary\",grpc_code=\"OK\"} 1",
+        "grpc_server_handled_total{grpc_service=\"atoll.hub.v1.Hub\",grpc_method=\"Join\",grpc_type=\"unary\",grpc_code=\"Unauthenticated\"} 1",
+        "grpc_server_handled_total{grpc_service=\"atoll.hub.v1.Hub\",grpc_method=\"Heartbeat\",grpc_type=\"unary\",grpc_code=\"Unauthenticated\"} 1",
+        "atoll_hub_heartbeats_total 0",
+        "atoll_hub_connected_agents 0",
+        "atoll_hub_clusters{condition=\"ControlPlaneHealthy\",status=\"Unknown\",reason=\"NotJoined\"} 1",
+    ] {
+        assert!(text.lines().any(|l| l == series), "{series} in\n{text}");
+    }
+}

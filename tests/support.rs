@@ -115,11 +115,16 @@ impl Process {
 
     /// Starts `atoll up` with more flags (`--grpc-addr`, `--auto-accept`, lease settings) and
     /// waits until it answers. Unless the flags say otherwise, it makes no hosted clusters at its
-    /// first start (`--hosted-clusters 0`), so that a test's fleet is only what it makes.
+    /// first start (`--hosted-clusters 0`), so that a test's fleet is only what it makes, and
+    /// serves its health and metrics on a port of its own choosing (`--metrics-addr
+    /// 127.0.0.1:0`), so that hubs started side by side do not contend for the default one.
     pub fn hub_with(data_dir: &Path, addr: SocketAddr, flags: &[&str]) -> anyhow::Result<Self> {
         let mut flags = flags.to_vec();
         if !flags.contains(&"--hosted-clusters") {
             flags.extend(["--hosted-clusters", "0"]);
+        }
+        if !flags.contains(&"--metrics-addr") {
+            flags.extend(["--metrics-addr", "127.0.0.1:0"]);
         }
         Self::start_with(&atoll_binary()?, "up", data_dir, addr, &flags)
     }

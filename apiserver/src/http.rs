@@ -63,6 +63,8 @@ pub struct ApiState {
     pub in_flight: InFlight,
     /// What `GET /atoll/v1/backup` reads.
     pub(crate) backup: Arc<crate::backup::Source>,
+    /// Where requests are counted, when the server has metrics.
+    pub metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 /// The router of the whole API.
@@ -71,6 +73,72 @@ pub fn router(state: Arc<ApiState>) -> Router {
 }
 
 async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Response {
+    let Some(metrics) = state.metrics.clone() else {
+        return respond(state, request).await;
+    };
+    let started = std::time::Instant::now();
+    let labels = request_labels(&state, &request);
+    let response = respond(state, request).await;
+    metrics.observe(labels, response.status().as_u16(), started.elapsed());
+    response
+}
+
+/// How a request is labelled in the metrics: kube-apiserver's verb (`LIST` and `WATCH` told
+/// from `GET`, `APPLY` from `PATCH`), and the resource and subresource only when the server
+/// serves them (`other` otherwise, so that no path a client makes up becomes a label).
+fn request_labels(state: &ApiState, request: &Request) -> crate::metrics::RequestLabels {
+    use crate::metrics::{OTHER, RequestLabels};
+    let method = request.method();
+    let Some(ApiPath::Resource(r)) = path::parse(request.uri().path()) else {
+        let verb = match *method {
+            Method::GET => "GET",
+            Method::HEAD => "HEAD",
+            Method::POST => "POST",
+            Method::PUT => "PUT",
+            Method::PATCH => "PATCH",
+            Method::DELETE => "DELETE",
+            Method::OPTIONS => "OPTIONS",
+            _ => OTHER,
+        };
+        return RequestLabels::other(verb);
+    };
+    let query = Query::parse(request.uri().query().unwrap_or_default());
+    let named = r.name.is_some();
+    let applying = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/apply-patch"));
+    let verb = match *method {
+        Method::GET | Method::HEAD if query.flag("watch") => "WATCH",
+        Method::GET | Method::HEAD if named => "GET",
+        Method::GET | Method::HEAD => "LIST",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH if applying => "APPLY",
+        Method::PATCH => "PATCH",
+        Method::DELETE if named => "DELETE",
+        Method::DELETE => "DELETECOLLECTION",
+        _ => OTHER,
+    };
+    let catalog = state.store.registry().catalog();
+    let Some(rt) = catalog.lookup(&r.group, &r.version, &r.resource) else {
+        return RequestLabels::other(verb);
+    };
+    let subresource = match r.subresource.as_deref() {
+        None => String::new(),
+        Some(sub) if serves_subresource(&rt, sub) => sub.to_owned(),
+        Some(_) => OTHER.to_owned(),
+    };
+    RequestLabels {
+        verb,
+        group: rt.group.clone(),
+        resource: rt.plural.clone(),
+        subresource,
+    }
+}
+
+async fn respond(state: Arc<ApiState>, request: Request) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let limit = match time_limit(&request) {

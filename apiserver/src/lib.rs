@@ -33,6 +33,7 @@ pub mod discovery;
 pub mod error;
 pub mod http;
 pub mod kubeconfig;
+pub mod metrics;
 pub mod openapi;
 pub mod patch;
 /// The certificate authority and certificates, from the shared `atoll-pki` crate.
@@ -152,6 +153,8 @@ pub struct Config {
     pub max_restore_bytes: u64,
     /// How long a client may take over a TLS handshake, a request's headers, or nothing.
     pub timeouts: serve::Timeouts,
+    /// Where the server counts its requests and stored objects; none: not counted.
+    pub metrics: Option<Arc<metrics::Metrics>>,
 }
 
 impl Config {
@@ -169,6 +172,7 @@ impl Config {
             limits: Limits::kube_defaults("the server's defaults"),
             max_restore_bytes: 1024 * 1024 * 1024,
             timeouts: serve::Timeouts::default(),
+            metrics: None,
         }
     }
 }
@@ -594,7 +598,11 @@ async fn serve_api(
         server_address: s.server_address,
         in_flight: s.in_flight,
         backup: s.backup,
+        metrics: config.metrics.clone(),
     });
+    if let Some(metrics) = &config.metrics {
+        metrics.serving(&cache);
+    }
     if let Err(error) = registry::kubernetes_service::ensure(&store, &state.server_address).await {
         tracing::warn!(%error, "cannot write the kubernetes Service");
     }

@@ -22,6 +22,7 @@ mod fuzz;
 mod http2;
 mod limits;
 mod lists;
+mod metrics;
 mod openapi;
 mod rbac;
 

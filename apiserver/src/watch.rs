@@ -185,6 +185,25 @@ struct Ring {
 struct State {
     objects: BTreeMap<String, Arc<CachedEvent>>,
     revision: Revision,
+    /// How many of `objects` each resource has (`pods`, `deployments.apps`).
+    counts: HashMap<String, u64>,
+}
+
+impl State {
+    fn count(&mut self, key: &str, added: bool) {
+        let Some((group, plural)) = crate::metrics::resource_of_key(key) else {
+            return;
+        };
+        let resource = crate::metrics::storage_resource(group, plural);
+        if added {
+            *self.counts.entry(resource).or_default() += 1;
+        } else if let Some(count) = self.counts.get_mut(&resource) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                self.counts.remove(&resource);
+            }
+        }
+    }
 }
 
 /// How many objects one read of storage loads into the state at start.
@@ -223,9 +242,17 @@ impl WatchCache {
                 bytes: 0,
                 complete_after: start,
             }),
-            state: RwLock::new(State {
-                objects,
-                revision: start,
+            state: RwLock::new({
+                let mut state = State {
+                    objects: BTreeMap::new(),
+                    revision: start,
+                    counts: HashMap::new(),
+                };
+                for key in objects.keys() {
+                    state.count(key, true);
+                }
+                state.objects = objects;
+                state
             }),
             capacity: capacity.max(MIN_EVENTS),
             budget,
@@ -267,7 +294,9 @@ impl WatchCache {
                 Ok(guard) => guard,
                 Err(poisoned) => poisoned.into_inner(),
             };
-            state.objects.remove(&event.kv.key);
+            if state.objects.remove(&event.kv.key).is_some() {
+                state.count(&event.kv.key, false);
+            }
             state.revision = event.revision();
             drop(state);
             self.latest.send_replace(event.revision());
@@ -309,12 +338,17 @@ impl WatchCache {
             };
             match cached.kind {
                 EventKind::Delete => {
-                    state.objects.remove(&cached.key);
+                    if state.objects.remove(&cached.key).is_some() {
+                        state.count(&cached.key, false);
+                    }
                 }
                 EventKind::Create | EventKind::Update => {
-                    state
+                    let before = state
                         .objects
                         .insert(cached.key.clone(), Arc::new(cached.current()));
+                    if before.is_none() {
+                        state.count(&cached.key, true);
+                    }
                 }
             }
             state.revision = revision;
@@ -335,6 +369,17 @@ impl WatchCache {
             .map(|(_, object)| object.clone())
             .collect();
         (objects, state.revision)
+    }
+
+    /// How many live objects each resource has (`pods`, `deployments.apps`), by name.
+    pub fn object_counts(&self) -> Vec<(String, u64)> {
+        let mut counts: Vec<(String, u64)> = read(&self.state)
+            .counts
+            .iter()
+            .map(|(resource, count)| (resource.clone(), *count))
+            .collect();
+        counts.sort();
+        counts
     }
 
     /// Waits (at most `timeout`) until the cache holds every event up to `revision`; whether
@@ -749,6 +794,39 @@ mod tests {
         until_cached(&cache, deleted).await;
         assert!(cache.object(key, second).is_none());
         assert!(cache.object(key, deleted).is_none());
+    }
+
+    #[tokio::test]
+    async fn objects_are_counted_by_resource_from_the_load_and_the_events() {
+        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+        let object = |name: &str| Bytes::from(format!(r#"{{"metadata":{{"name":"{name}"}}}}"#));
+        backend
+            .create("/registry/core/configmaps/ns/loaded", object("loaded"))
+            .await
+            .unwrap();
+        let (_tx, rx) = watch::channel(false);
+        let cache = WatchCache::start(backend.clone(), 16, usize::MAX, rx)
+            .await
+            .unwrap();
+        assert_eq!(cache.object_counts(), [("configmaps".to_owned(), 1)]);
+        let key = "/registry/apps/deployments/ns/d";
+        let created = backend.create(key, object("d")).await.unwrap();
+        let updated = backend.update(key, object("d"), created).await.unwrap();
+        let other = backend
+            .create("/registry/core/configmaps/ns/b", object("b"))
+            .await
+            .unwrap();
+        until_cached(&cache, other.max(updated)).await;
+        assert_eq!(
+            cache.object_counts(),
+            [
+                ("configmaps".to_owned(), 2),
+                ("deployments.apps".to_owned(), 1)
+            ]
+        );
+        let (deleted, _) = backend.delete(key, None).await.unwrap();
+        until_cached(&cache, deleted).await;
+        assert_eq!(cache.object_counts(), [("configmaps".to_owned(), 2)]);
     }
 
     #[test]

@@ -464,6 +464,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
     let mode = up::Mode::Hub {
         config,
         hosted_clusters: args.hosted_clusters,
+        metrics_addr: args.hub.metrics_addr,
     };
     up::run(
         mode,

@@ -32,6 +32,8 @@ pub enum Mode {
     Hub {
         config: atoll_hub::Config,
         hosted_clusters: u32,
+        /// Where `/livez`, `/readyz` and `/metrics` are served.
+        metrics_addr: SocketAddr,
     },
     /// A plain API server: kubeconfig `admin.kubeconfig`.
     Member(Member),
@@ -84,7 +86,7 @@ pub fn hosted_defaults(
 }
 
 pub async fn run(
-    mode: Mode,
+    mut mode: Mode,
     data_dir: PathBuf,
     api_addr: SocketAddr,
     storage: StorageKind,
@@ -106,6 +108,30 @@ pub async fn run(
             "atoll API server"
         }
     };
+    // The hub serves its health and metrics before anything else starts, so that a probe sees
+    // it starting, and a bad --metrics-addr stops it at once.
+    let mut endpoint = None;
+    if let Mode::Hub {
+        config: hub,
+        metrics_addr,
+        ..
+    } = &mut mode
+    {
+        let mut registry = atoll_runtime::prometheus_client::registry::Registry::default();
+        config.metrics = Some(atoll_apiserver::metrics::Metrics::register(&mut registry));
+        hub.metrics = atoll_hub::metrics::Metrics::register(&mut registry);
+        let readiness = atoll_runtime::endpoint::Readiness::default();
+        let serving = readiness.pending("the API server is starting");
+        hub.ready = Some(readiness.pending("the hub is loading and syncing its caches"));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let served = atoll_runtime::endpoint::Endpoint::new(registry, readiness.clone());
+        let addr = *metrics_addr;
+        let addr = atoll_runtime::endpoint::start(addr, served, stopped)
+            .await
+            .with_context(|| format!("cannot serve --metrics-addr {addr}"))?;
+        tracing::info!(metrics = %format!("http://{addr}/metrics"), "serving health and metrics");
+        endpoint = Some((readiness, serving, stop));
+    }
     let server = match Server::start(config).await {
         Ok(server) => server,
         Err(error) => {
@@ -125,15 +151,23 @@ pub async fn run(
             return Err(error);
         }
     };
+    if let Some((_, serving, _)) = &endpoint {
+        serving.done();
+    }
     let (hub, stdin_close) = match mode {
         Mode::Hub {
             config,
             hosted_clusters,
+            ..
         } => {
             let client = hub_client(&server).await?;
             let hub = start_hub(client.clone(), &data_dir, config).await?;
             if first_start && hosted_clusters > 0 {
+                let first = endpoint.as_ref().map(|(readiness, _, _)| {
+                    readiness.pending("the first hosted clusters are starting")
+                });
                 first_clusters(client, hosted_clusters).await?;
+                first.inspect(atoll_runtime::endpoint::Pending::done);
             }
             (Some(hub), false)
         }
@@ -159,10 +193,17 @@ pub async fn run(
     };
     tracing::info!("stopping; a second signal stops at once");
     atoll_runtime::exit_on_second_signal();
+    let stopping = endpoint
+        .as_ref()
+        .map(|(readiness, _, _)| readiness.pending("stopping"));
     if let Some(hub) = hub {
         hub.shutdown().await;
     }
     server.shutdown().await;
+    drop(stopping);
+    if let Some((_, _, stop)) = endpoint {
+        let _ = stop.send(true);
+    }
     tracing::info!("{what} stopped");
     if restarting {
         std::process::exit(EXIT_RESTART);

@@ -240,6 +240,7 @@ pub async fn run(fleet: Arc<Fleet>, client: kube::Client, shutdown: watch::Recei
         &queue,
         STATUS_CONCURRENCY,
         "ClusterSet status",
+        &fleet.metrics,
         |set| write_status(set, &fleet, &api, &written),
         shutdown,
     );

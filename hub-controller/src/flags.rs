@@ -55,6 +55,15 @@ pub struct Flags {
     /// atoll up runs itself; hub-controller runs `atoll` beside its own binary].
     #[arg(long, env = "ATOLL_APISERVER_BINARY", value_name = "FILE")]
     pub apiserver_binary: Option<PathBuf>,
+    /// Address of the health and metrics endpoint (`/livez`, `/readyz`, `/metrics`; plain
+    /// HTTP, off the API and gRPC ports).
+    #[arg(long, env = "ATOLL_METRICS_ADDR", value_name = "HOST:PORT", default_value = "127.0.0.1:8081", value_parser = metrics_addr)]
+    pub metrics_addr: SocketAddr,
+}
+
+/// Parses `--metrics-addr`.
+pub fn metrics_addr(text: &str) -> Result<SocketAddr, String> {
+    atoll_runtime::endpoint::parse_addr(text).map_err(|e| e.to_string())
 }
 
 impl Flags {

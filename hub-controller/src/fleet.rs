@@ -201,6 +201,9 @@ pub struct Fleet {
     pub membership_dirty: Notify,
     /// Wakes the WorkPlacement loop (membership, labels, health or Works changed).
     pub placements_dirty: Notify,
+    /// Where the hub's controllers and services, which all share this view, count what they
+    /// do.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 #[derive(Default)]
@@ -214,13 +217,26 @@ struct Inner {
 impl Fleet {
     /// An empty view.
     pub fn new(leases: Leases) -> Arc<Self> {
+        Self::with_metrics(leases, Arc::default())
+    }
+
+    /// An empty view whose users count into `metrics`.
+    pub fn with_metrics(leases: Leases, metrics: Arc<crate::metrics::Metrics>) -> Arc<Self> {
         Arc::new(Self {
             inner: Mutex::new(Inner::default()),
             leases,
             profiles_dirty: Notify::new(),
             membership_dirty: Notify::new(),
             placements_dirty: Notify::new(),
+            metrics,
         })
+    }
+
+    /// Looks at every member in turn, under the view's lock (keep `f` short).
+    pub fn each_member(&self, mut f: impl FnMut(&Member)) {
+        for member in self.lock().members.values() {
+            f(member);
+        }
     }
 
     /// The lease settings.

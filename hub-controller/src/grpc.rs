@@ -330,6 +330,7 @@ impl Hub for HubService {
             return self
                 .rejoin(member, &req, join_secret)
                 .await
+                .inspect(|_| self.fleet.metrics.joined("rejoined"))
                 .map(Response::new);
         }
 
@@ -405,9 +406,13 @@ impl Hub for HubService {
         match credential {
             Some(credential) => {
                 let expires = record.credential_expires;
+                self.fleet.metrics.joined("accepted");
                 Ok(Response::new(self.accepted(name, credential, expires)))
             }
-            None => Ok(Response::new(self.pending(name))),
+            None => {
+                self.fleet.metrics.joined("pending");
+                Ok(Response::new(self.pending(name)))
+            }
         }
     }
 
@@ -416,6 +421,7 @@ impl Hub for HubService {
         request: Request<HeartbeatRequest>,
     ) -> Result<Response<HeartbeatResponse>, Status> {
         let identity = self.caller(&request, &request.get_ref().cluster_name)?;
+        self.fleet.metrics.heartbeat();
         let name = identity.name.clone();
         let req = request.into_inner();
         let health = match req.health {

@@ -198,6 +198,7 @@ pub async fn run(
         planes,
         memory: Mutex::default(),
     });
+    let reconcile = ctx.fleet.metrics.timed("HostedCluster", reconcile);
     let hosted: Api<HostedCluster> = Api::all(client.clone());
     let secrets: Api<Secret> = Api::all(client.clone());
     let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);

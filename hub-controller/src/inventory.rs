@@ -214,7 +214,7 @@ pub fn verdicts(member: &Member, leases: Leases) -> Vec<Verdict> {
 }
 
 /// `ControlPlaneHealthy`: suspended on purpose, not joined yet, or what the heartbeats say.
-fn control_plane_health(member: &Member, leases: Leases) -> Verdict {
+pub(crate) fn control_plane_health(member: &Member, leases: Leases) -> Verdict {
     if let Some(why) = &member.suspended {
         Verdict::new(
             CONDITION_CONTROL_PLANE_HEALTHY,
@@ -327,6 +327,7 @@ pub async fn write_profiles(
         &queue,
         WRITE_CONCURRENCY,
         "ClusterProfile status",
+        &fleet.metrics,
         |name| write_profile(name, &fleet, &api, &written),
         shutdown,
     );

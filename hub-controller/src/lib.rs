@@ -21,6 +21,7 @@ pub mod fleet;
 pub mod grpc;
 pub mod hosted;
 pub mod inventory;
+pub mod metrics;
 pub mod placement;
 pub mod queue;
 pub mod record;
@@ -90,6 +91,11 @@ pub struct Config {
     pub grpc_max_connections: usize,
     /// How long a cluster credential works; agents renew theirs with a third of it left.
     pub credential_lifetime: std::time::Duration,
+    /// Where the hub counts what it does (see [`metrics`]).
+    pub metrics: Arc<metrics::Metrics>,
+    /// Met once the hub serves with its caches synced (its first list of Works in): what
+    /// `/readyz` waits for.
+    pub ready: Option<atoll_runtime::endpoint::Pending>,
 }
 
 impl Config {
@@ -105,6 +111,8 @@ impl Config {
             hosted: hosted::Settings::default(),
             grpc_max_connections: GRPC_MAX_CONNECTIONS,
             credential_lifetime: CREDENTIAL_LIFETIME,
+            metrics: Arc::default(),
+            ready: None,
         }
     }
 }
@@ -161,7 +169,7 @@ impl Hub {
     pub async fn start(client: kube::Client, config: Config) -> Result<Self, Error> {
         setup::install(&client).await?;
         let ca = setup::load_or_create_ca(&client).await?;
-        let fleet = Fleet::new(config.leases);
+        let fleet = Fleet::with_metrics(config.leases, config.metrics.clone());
         let written = load(&fleet, &client).await?;
 
         let listener = tokio::net::TcpListener::bind(config.grpc_addr)
@@ -185,6 +193,7 @@ impl Hub {
 
         let (shutdown, stop) = watch::channel(false);
         let works = Arc::new(work::WorkIndex::default());
+        config.metrics.watch(&fleet, &works);
         let joins = Arc::new(grpc::guard::JoinLimiter::default());
         let service = grpc::HubService::new(
             fleet.clone(),
@@ -208,6 +217,15 @@ impl Hub {
                 tracing::error!(%error, "the hub's gRPC server stopped");
             }
         });
+        if let Some(ready) = config.ready.clone() {
+            let (works, mut stop) = (works.clone(), stop.clone());
+            tasks.spawn("readiness", async move {
+                tokio::select! {
+                    _ = works.wait_loaded() => ready.done(),
+                    _ = stop.wait_for(|s| *s) => {}
+                }
+            });
+        }
         spawn_controllers(
             &mut tasks,
             &fleet,

@@ -31,15 +31,27 @@ async fn main() -> anyhow::Result<()> {
     let client = kube::Client::try_default()
         .await
         .context("cannot find the hub cluster's API server (in-cluster or KUBECONFIG)")?;
-    let config = args.hub.config();
+    let mut config = args.hub.config();
+    let mut registry = atoll_runtime::prometheus_client::registry::Registry::default();
+    config.metrics = atoll_hub::metrics::Metrics::register(&mut registry);
+    let readiness = atoll_runtime::endpoint::Readiness::default();
+    config.ready = Some(readiness.pending("the hub is loading and syncing its caches"));
+    let (stop_endpoint, endpoint_stopped) = tokio::sync::watch::channel(false);
+    let endpoint = atoll_runtime::endpoint::Endpoint::new(registry, readiness.clone());
+    let metrics_addr = args.hub.metrics_addr;
+    let metrics_addr = atoll_runtime::endpoint::start(metrics_addr, endpoint, endpoint_stopped)
+        .await
+        .with_context(|| format!("cannot serve --metrics-addr {metrics_addr}"))?;
     let grpc_addr = config.grpc_addr;
     let hub = atoll_hub::Hub::start(client, config)
         .await
         .with_context(|| format!("cannot start the hub (gRPC on {grpc_addr})"))?;
-    tracing::info!(grpc = %format!("https://{}", hub.grpc_addr()), "hub-controller running");
+    tracing::info!(grpc = %format!("https://{}", hub.grpc_addr()), metrics = %format!("http://{metrics_addr}/metrics"), "hub-controller running");
     atoll_runtime::signal().await;
     tracing::info!("stopping; a second signal stops at once");
     atoll_runtime::exit_on_second_signal();
+    let _stopping = readiness.pending("the hub is stopping");
     hub.shutdown().await;
+    let _ = stop_endpoint.send(true);
     Ok(())
 }

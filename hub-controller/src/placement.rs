@@ -165,6 +165,7 @@ pub async fn run(
         client: client.clone(),
         memory: Mutex::default(),
     });
+    let reconcile = ctx.fleet.metrics.timed("WorkPlacement", reconcile);
     let membership = futures::stream::unfold(fleet, |fleet| async move {
         fleet.placements_dirty.notified().await;
         Some(((), fleet))

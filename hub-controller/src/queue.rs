@@ -119,11 +119,13 @@ impl<K: Clone + Eq + Hash + Ord> Queue<K> {
 
 /// Runs `reconcile` on the keys of `queue`, `concurrency` at a time, until `stop` turns true. A
 /// reconcile answers how long until its key is to be looked at again (`None`: when it is next
-/// added); a failure is logged and tried again after the key's backoff.
+/// added); a failure is logged and tried again after the key's backoff. Each reconcile is
+/// counted and timed in `metrics`, under the controller name `what`.
 pub async fn run<K, F, Fut, E>(
     queue: &Queue<K>,
     concurrency: usize,
     what: &'static str,
+    metrics: &crate::metrics::Metrics,
     reconcile: F,
     mut stop: watch::Receiver<bool>,
 ) where
@@ -137,7 +139,9 @@ pub async fn run<K, F, Fut, E>(
         loop {
             let key = queue.next().await;
             let span = tracing::info_span!("reconcile", kind = what, key = %key);
+            let started = std::time::Instant::now();
             let outcome = reconcile(key.clone()).instrument(span).await;
+            metrics.reconciled(what, outcome.is_ok(), started.elapsed());
             queue.done(&key);
             match outcome {
                 Ok(again) => {
@@ -232,7 +236,8 @@ mod tests {
                 }
             }
         };
-        let ran = run(&queue, 2, "test", reconcile, stopped);
+        let metrics = crate::metrics::Metrics::default();
+        let ran = run(&queue, 2, "test", &metrics, reconcile, stopped);
         let stopper = async {
             tokio::time::sleep(Duration::from_secs(60)).await;
             stop.send(true).unwrap();

@@ -288,6 +288,13 @@ impl WorkIndex {
         removed
     }
 
+    /// Looks at every Work in turn, under the index's lock (keep `f` short).
+    pub fn each(&self, mut f: impl FnMut(&Entry)) {
+        for works in self.lock().values() {
+            works.values().for_each(&mut f);
+        }
+    }
+
     /// One Work.
     pub fn get(&self, cluster: &str, name: &str) -> Option<Entry> {
         self.lock()

@@ -6,6 +6,14 @@
 //!   SIGKILL;
 //! - a [`Tasks`] set names its tasks and stops them all within one deadline, saying which did
 //!   not finish in time before it aborts them.
+//!
+//! And what every binary serves beside its own ports: [`endpoint`], the `/livez`, `/readyz` and
+//! Prometheus `/metrics` endpoint, with the readiness conditions it reports.
+
+pub mod endpoint;
+
+/// The metrics library every crate registers its metrics with (the same version for all).
+pub use prometheus_client;
 
 use std::future::Future;
 use std::time::Duration;

@@ -13,6 +13,7 @@ pub mod deny;
 pub mod fields;
 pub mod health;
 pub mod hub;
+pub mod metrics;
 pub mod properties;
 pub mod queue;
 pub mod works;
@@ -95,6 +96,11 @@ pub struct Config {
     pub join_secret: Option<String>,
     /// The namespaces and kinds Works may not touch.
     pub deny: deny::Deny,
+    /// Where the agent counts what it does.
+    pub metrics: Arc<metrics::Metrics>,
+    /// Met once the agent has joined and the hub's first sync arrived: what `/readyz` waits
+    /// for.
+    pub ready: Option<atoll_runtime::endpoint::Pending>,
 }
 
 impl Config {
@@ -118,7 +124,8 @@ pub async fn run(
     let properties = properties::install_crds(&member).await?;
     let cluster_id = properties.ensure_cluster_id(&member).await?;
     let channel = hub::channel(&config.hub, &config.hub_ca_pem)?;
-    let works = works::Works::new(member.clone(), &config.cluster_name, config.deny.clone());
+    let works = works::Works::new(member.clone(), &config.cluster_name, config.deny.clone())
+        .with_metrics(config.metrics.clone());
     loop {
         let stored = credential::load(&member)
             .await
@@ -488,6 +495,7 @@ impl Session<'_> {
             match client.sync(request).await {
                 Ok(response) => {
                     tracing::info!("connected to the hub");
+                    self.config.metrics.connected(true);
                     let mut stream = response.into_inner();
                     while let Some(item) = stream.next().await {
                         match item {
@@ -496,8 +504,14 @@ impl Session<'_> {
                                 if let Err(e) = self.handle(event).await {
                                     tracing::warn!(error = %e, "cannot carry out what the hub sent");
                                 }
+                                // The first event of a stream is the membership, which comes
+                                // after every Work the agent lacks has been queued.
+                                if let Some(ready) = &self.config.ready {
+                                    ready.done();
+                                }
                             }
                             Err(status) if status.code() == Code::Unauthenticated => {
+                                self.config.metrics.connected(false);
                                 return Ended::Unauthenticated(status.message().to_owned());
                             }
                             Err(status) => {
@@ -506,6 +520,7 @@ impl Session<'_> {
                             }
                         }
                     }
+                    self.config.metrics.connected(false);
                 }
                 Err(status) if status.code() == Code::Unauthenticated => {
                     return Ended::Unauthenticated(status.message().to_owned());

@@ -42,6 +42,10 @@ struct Args {
     /// `Secret,ClusterRoleBinding.rbac.authorization.k8s.io`.
     #[arg(long, env = "ATOLL_DENY_KINDS", value_delimiter = ',')]
     deny_kinds: Vec<String>,
+    /// Address of the health and metrics endpoint (`/livez`, `/readyz`, `/metrics`; plain
+    /// HTTP).
+    #[arg(long, env = "ATOLL_METRICS_ADDR", value_name = "HOST:PORT", default_value = "127.0.0.1:8082", value_parser = metrics_addr)]
+    metrics_addr: std::net::SocketAddr,
     /// Log output format (filter with `ATOLL_LOG`).
     #[arg(long, env = "ATOLL_LOG_FORMAT", default_value = "plain", value_parser = ["plain", "json"])]
     log_format: String,
@@ -60,6 +64,8 @@ async fn main() -> anyhow::Result<()> {
     } else {
         logs.init();
     }
+    let mut registry = atoll_runtime::prometheus_client::registry::Registry::default();
+    let readiness = atoll_runtime::endpoint::Readiness::default();
     let read = |path: &PathBuf, what: &str| {
         std::fs::read_to_string(path)
             .with_context(|| format!("cannot read the {what} {}", path.display()))
@@ -76,7 +82,15 @@ async fn main() -> anyhow::Result<()> {
         join_secret: None,
         deny: atoll_agent::deny::Deny::parse(&args.deny_namespaces, &args.deny_kinds)
             .map_err(anyhow::Error::msg)?,
+        metrics: atoll_agent::metrics::Metrics::register(&mut registry),
+        ready: Some(readiness.pending("the agent has not joined the hub and synced yet")),
     };
+    let (stop_endpoint, endpoint_stopped) = tokio::sync::watch::channel(false);
+    let endpoint = atoll_runtime::endpoint::Endpoint::new(registry, readiness.clone());
+    let metrics_addr = args.metrics_addr;
+    atoll_runtime::endpoint::start(metrics_addr, endpoint, endpoint_stopped)
+        .await
+        .with_context(|| format!("cannot serve --metrics-addr {metrics_addr}"))?;
     let member = match &args.kubeconfig {
         Some(path) => {
             let kubeconfig = kube::config::Kubeconfig::read_from(path)
@@ -94,10 +108,17 @@ async fn main() -> anyhow::Result<()> {
     let (stop, stopped) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         atoll_runtime::signal().await;
+        readiness.pending("the agent is stopping");
         tracing::info!("stopping; a second signal stops at once");
         atoll_runtime::exit_on_second_signal();
         let _ = stop.send(true);
     });
     atoll_agent::run(config, member, stopped).await?;
+    let _ = stop_endpoint.send(true);
     Ok(())
+}
+
+/// Parses `--metrics-addr`.
+fn metrics_addr(text: &str) -> Result<std::net::SocketAddr, String> {
+    atoll_runtime::endpoint::parse_addr(text).map_err(|e| e.to_string())
 }

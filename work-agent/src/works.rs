@@ -183,6 +183,8 @@ pub struct Works {
         mpsc::UnboundedSender<String>,
         tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
     ),
+    /// Where applies are counted.
+    metrics: Arc<crate::metrics::Metrics>,
     /// Ends the watches when the Works go.
     _stop: watch::Sender<()>,
     stopped: watch::Receiver<()>,
@@ -210,9 +212,15 @@ impl Works {
                 let (tx, rx) = mpsc::unbounded_channel();
                 (tx, tokio::sync::Mutex::new(rx))
             },
+            metrics: Arc::default(),
             _stop: stop,
             stopped,
         }
+    }
+
+    /// The same, counting into `metrics`.
+    pub fn with_metrics(self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        Self { metrics, ..self }
     }
 
     fn applied_works(&self) -> Api<AppliedWork> {
@@ -249,7 +257,12 @@ impl Works {
     /// Takes a Work the hub sent: it is applied, unless this version already is, by a worker.
     pub fn upsert(&self, upsert: WorkUpsert) {
         let name = upsert.name.clone();
-        lock(&self.sent).insert(name.clone(), upsert);
+        let held = {
+            let mut sent = lock(&self.sent);
+            sent.insert(name.clone(), upsert);
+            sent.len()
+        };
+        self.metrics.works_held(held);
         self.queue.add(&name, false);
     }
 
@@ -262,6 +275,7 @@ impl Works {
             if sent.get(&name).is_none_or(|s| s.uid == delete.uid) {
                 sent.remove(&name);
             }
+            self.metrics.works_held(sent.len());
         }
         lock(&self.deleting).insert(name.clone(), delete);
         self.queue.add(&name, false);
@@ -374,6 +388,7 @@ impl Works {
             .and_then(|p| p.status)
             .map(|s| s.applied_resources)
             .unwrap_or_default();
+        let started = std::time::Instant::now();
         let outcomes = self
             .applier
             .apply(
@@ -385,6 +400,11 @@ impl Works {
                 },
             )
             .await;
+        self.metrics.applied(
+            started.elapsed(),
+            outcomes.iter().filter(|o| o.applied.is_err()).count(),
+            outcomes.iter().filter(|o| o.drift_corrected).count(),
+        );
         let ignored: IgnoredValues = outcomes
             .iter()
             .filter(|o| !o.ignored.is_empty())

@@ -56,6 +56,17 @@ enum Method {
 }
 
 impl Method {
+    /// The method's name, as the metrics label it.
+    fn name(self) -> &'static str {
+        match self {
+            Method::Join => "Join",
+            Method::Heartbeat => "Heartbeat",
+            Method::Sync => "Sync",
+            Method::ReportWorkStatus => "ReportWorkStatus",
+            Method::RenewCredential => "RenewCredential",
+        }
+    }
+
     fn of(path: &str) -> Option<Self> {
         match path.strip_prefix("/atoll.hub.v1.Hub/")? {
             "Join" => Some(Method::Join),
@@ -169,12 +180,120 @@ where
     }
 
     fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
+        let started = Instant::now();
+        let method = Method::of(request.uri().path());
+        if let Some(method) = method {
+            let metrics = &self.layer.fleet.metrics;
+            metrics.started(method.name(), method == Method::Sync);
+        }
+        let call = Call {
+            metrics: self.layer.fleet.metrics.clone(),
+            method,
+            started,
+        };
         match self.admit(&mut request) {
             Ok(method) => {
                 let request = request.map(|body| Body::new(CappedBody::new(body, method)));
-                Box::pin(self.inner.call(request))
+                let answer = self.inner.call(request);
+                Box::pin(async move { Ok(call.answered(answer.await?)) })
             }
-            Err(status) => Box::pin(std::future::ready(Ok(status.into_http()))),
+            Err(status) => {
+                call.ended(status.code());
+                Box::pin(std::future::ready(Ok(status.into_http())))
+            }
+        }
+    }
+}
+
+/// One call, counted once it ends: at once when the answer carries its status in its headers
+/// (refusals), or when its body ends with the status in the trailers (answers and streams).
+struct Call {
+    metrics: Arc<crate::metrics::Metrics>,
+    /// `None` for a path the hub does not serve (counted as no method).
+    method: Option<Method>,
+    started: Instant,
+}
+
+impl Call {
+    fn ended(self, code: tonic::Code) {
+        let Some(method) = self.method else {
+            return;
+        };
+        if method == Method::Join && code != tonic::Code::Ok {
+            self.metrics.join_refused(code);
+        }
+        self.metrics.handled(
+            method.name(),
+            method == Method::Sync,
+            code,
+            self.started.elapsed(),
+        );
+    }
+
+    fn answered(self, response: http::Response<Body>) -> http::Response<Body> {
+        if let Some(code) = grpc_status(response.headers()) {
+            self.ended(code);
+            return response;
+        }
+        response.map(|body| {
+            Body::new(CountedBody {
+                body,
+                call: Some(self),
+            })
+        })
+    }
+}
+
+/// The `grpc-status` of headers or trailers.
+fn grpc_status(headers: &http::HeaderMap) -> Option<tonic::Code> {
+    headers
+        .get("grpc-status")
+        .map(|v| tonic::Code::from_bytes(v.as_bytes()))
+}
+
+/// An answer's body that counts its call when it ends: with the trailers' status, or
+/// `Canceled` when the client went away first.
+struct CountedBody {
+    body: Body,
+    call: Option<Call>,
+}
+
+impl http_body::Body for CountedBody {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        let code = match &polled {
+            Poll::Ready(Some(Ok(frame))) => frame.trailers_ref().map(grpc_status),
+            Poll::Ready(Some(Err(status))) => Some(Some(status.code())),
+            Poll::Ready(None) => Some(None),
+            Poll::Pending => None,
+        };
+        if let Some(code) = code
+            && let Some(call) = self.call.take()
+        {
+            call.ended(code.unwrap_or(tonic::Code::Ok));
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for CountedBody {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            call.ended(tonic::Code::Cancelled);
         }
     }
 }

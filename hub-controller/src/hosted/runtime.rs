@@ -513,6 +513,8 @@ impl Run<'_> {
             resync: self.shared.agents.resync,
             join_secret: Some(self.saved.join_secret.clone()),
             deny: atoll_agent::deny::Deny::default(),
+            metrics: Default::default(),
+            ready: None,
         };
         let task = tokio::spawn(
             run_agent(config, kubeconfig, stopped).instrument(tracing::info_span!("agent")),

@@ -118,6 +118,7 @@ pub async fn run(ctx: Context, shutdown: watch::Receiver<bool>) {
         &queue,
         CONCURRENCY,
         "Work lifecycle",
+        &ctx.fleet.metrics,
         |key| reconcile(key, &ctx),
         shutdown,
     );
