@@ -346,7 +346,7 @@ fn median(mut values: Vec<Duration>) -> Duration {
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick") || !args.iter().any(|a| a == "--bench");
-    let (count, rounds) = if quick { (50, 1) } else { (2_000, 5) };
+    let (count, rounds) = if quick { (50, 1) } else { (10_000, 5) };
 
     let server = TestServer::start(StorageKind::Memory).await?;
     let client = server.client().await?;
