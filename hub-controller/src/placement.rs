@@ -4,7 +4,7 @@
 //! a status that counts selected, applied, available, degraded and pending clusters and names the
 //! ones that failed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt as _;
@@ -14,10 +14,12 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use std::time::{Duration, Instant};
 
 use atoll_api::names::{
-    CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING, FINALIZER_WORK_CLEANUP,
+    CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING, CONDITION_SCHEDULED,
+    FINALIZER_WORK_CLEANUP,
 };
 use atoll_api::placement::{
-    FailedCluster, InvalidField, OverriddenCluster, RolloutType, WorkPlacement, WorkPlacementStatus,
+    ClusterDecision, FailedCluster, InvalidField, OverriddenCluster, RolloutType, WorkPlacement,
+    WorkPlacementStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -32,8 +34,10 @@ use crate::work::{
 };
 
 mod overrides;
+mod scheduler;
 
 pub use overrides::{Cluster, ImageReference, OverrideError, Rendered, render};
+pub use scheduler::{Candidate, Schedule, schedule};
 
 /// The shortest time between two plans of one placement at one generation.
 const PLAN_INTERVAL: Duration = Duration::from_millis(250);
@@ -280,15 +284,16 @@ async fn delete_work(client: &kube::Client, cluster: &str, name: &str) {
     }
 }
 
-/// The clusters a placement selects (sorted), and the ClusterSet it names if that does not exist.
-fn select(placement: &WorkPlacement, fleet: &Fleet) -> (Vec<String>, Option<String>) {
+/// The member clusters a placement's selector picks (sorted by name), and the ClusterSet it
+/// names if that does not exist.
+fn select(placement: &WorkPlacement, fleet: &Fleet) -> (Vec<crate::fleet::Member>, Option<String>) {
     let selector = &placement.spec.cluster_selector;
     let missing_set = selector
         .cluster_set
         .as_ref()
         .filter(|s| !fleet.cluster_sets().contains(*s))
         .cloned();
-    let mut selected: Vec<String> = fleet
+    let mut selected: Vec<crate::fleet::Member> = fleet
         .members()
         .into_iter()
         .filter(|m| m.accepted && m.credential.is_some())
@@ -305,10 +310,68 @@ fn select(placement: &WorkPlacement, fleet: &Fleet) -> (Vec<String>, Option<Stri
                 .is_none_or(|l| matches(l, &m.labels))
         })
         .filter(|m| selector.cluster_names.is_empty() || selector.cluster_names.contains(&m.name))
-        .map(|m| m.name)
         .collect();
-    selected.sort();
+    selected.sort_by(|a, b| a.name.cmp(&b.name));
     (selected, missing_set)
+}
+
+/// The clusters a placement's policy chooses among the members its selector picks, and what it
+/// decided (`None` without a policy: every picked member). An invalid policy keeps the clusters
+/// chosen before (nothing is stamped or pruned then: the rollout plan refuses it too) and says
+/// why in `Scheduled`.
+fn choose(
+    placement: &WorkPlacement,
+    members: &[crate::fleet::Member],
+    previous: &WorkPlacementStatus,
+) -> (Vec<String>, Option<(Vec<ClusterDecision>, Verdict)>) {
+    let Some(policy) = &placement.spec.policy else {
+        return (members.iter().map(|m| m.name.clone()).collect(), None);
+    };
+    let before: BTreeSet<String> = previous
+        .decisions
+        .iter()
+        .filter(|d| d.selected)
+        .map(|d| d.cluster_name.clone())
+        .collect();
+    if let Err(invalid) = atoll_api::placement::policy::validate(policy) {
+        let kept: Vec<String> = members
+            .iter()
+            .filter(|m| before.contains(&m.name))
+            .map(|m| m.name.clone())
+            .collect();
+        let verdict = Verdict::new(
+            CONDITION_SCHEDULED,
+            "False",
+            "InvalidPolicy",
+            invalid.to_string(),
+        );
+        return (kept, Some((previous.decisions.clone(), verdict)));
+    }
+    let candidates: Vec<Candidate> = members
+        .iter()
+        .map(|m| Candidate {
+            name: m.name.clone(),
+            labels: m.labels.clone(),
+            properties: m
+                .properties
+                .iter()
+                .map(|p| (p.name.clone(), p.value.clone()))
+                .collect(),
+            ready: m.health == crate::fleet::Health::Ready,
+        })
+        .collect();
+    let Schedule {
+        chosen,
+        decisions,
+        verdict,
+    } = schedule(policy, &candidates, &before);
+    let verdict = Verdict::new(
+        CONDITION_SCHEDULED,
+        verdict.status,
+        verdict.reason,
+        verdict.message,
+    );
+    (chosen, Some((decisions, verdict)))
 }
 
 /// What each selected cluster receives from a placement with overrides: its manifests as the
@@ -419,6 +482,13 @@ fn rollout_plan(
     let generation = placement.metadata.generation.unwrap_or(0);
     let strategy = &placement.spec.rollout_strategy;
     let settings = atoll_api::placement::overrides::validate(&placement.spec.overrides)
+        .and_then(|()| {
+            placement
+                .spec
+                .policy
+                .as_ref()
+                .map_or(Ok(()), atoll_api::placement::policy::validate)
+        })
         .and_then(|()| strategy.settings(selected.len()));
     let (min_success, deadline) = settings
         .as_ref()
@@ -592,6 +662,7 @@ fn status_of(
     stamped: &HashMap<String, (String, Entry)>,
     missing_set: Option<&str>,
     previous: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+    scheduled: Option<Verdict>,
 ) -> WorkPlacementStatus {
     let generation = placement.metadata.generation.unwrap_or(0);
     let current = |cluster: &str| {
@@ -672,9 +743,13 @@ fn status_of(
         failed_clusters,
         overridden_clusters: Vec::new(),
         unused_overrides: Vec::new(),
+        decisions: Vec::new(),
         conditions: merge(
             previous,
-            vec![progressing, available_verdict, degraded_verdict],
+            [progressing, available_verdict, degraded_verdict]
+                .into_iter()
+                .chain(scheduled)
+                .collect(),
             Some(generation),
             jiff::Timestamp::now(),
         ),
@@ -727,7 +802,13 @@ async fn roll_out(
     let client = &ctx.client;
     let key = key(placement);
     let generation = placement.metadata.generation.unwrap_or(0);
-    let (selected, missing_set) = select(placement, &ctx.fleet);
+    let (members, missing_set) = select(placement, &ctx.fleet);
+    let previous = written
+        .clone()
+        .or_else(|| placement.status.clone())
+        .unwrap_or_default();
+    let (selected, scheduled) = choose(placement, &members, &previous);
+    drop(members);
     let stamped = ctx.index.stamped(&key);
     let now = Instant::now();
     let renders = match atoll_api::placement::overrides::validate(&placement.spec.overrides) {
@@ -788,17 +869,16 @@ async fn roll_out(
     }
     timings.retain(|cluster, _| selected.contains(cluster));
 
-    let previous = written
-        .clone()
-        .or_else(|| placement.status.clone())
-        .unwrap_or_default();
+    let (decisions, scheduled) = scheduled.unzip();
     let mut status = status_of(
         placement,
         &plan,
         &stamped,
         missing_set.as_deref(),
         &previous.conditions,
+        scheduled,
     );
+    status.decisions = decisions.unwrap_or_default();
     status.overridden_clusters = overridden(&renders);
     status.unused_overrides = unused(placement.spec.overrides.len(), &renders);
     let done = |result: Option<kube::Error>| result.map_or(Ok(plan.wake), Err);
@@ -817,6 +897,7 @@ async fn roll_out(
             .or_insert(serde_json::json!([]));
         obj.entry("unusedOverrides")
             .or_insert(serde_json::json!([]));
+        obj.entry("decisions").or_insert(serde_json::json!([]));
     }
     api.patch_status(
         placement.metadata.name.as_deref().unwrap_or_default(),
@@ -1053,7 +1134,7 @@ mod tests {
         ));
         assert_eq!(plan.halted, Some((1, 0)));
         assert!(plan.to_stamp.is_empty());
-        let status = status_of(&placement, &plan, &stamped, None, &[]);
+        let status = status_of(&placement, &plan, &stamped, None, &[], None);
         let progressing = status
             .conditions
             .iter()
@@ -1117,7 +1198,7 @@ mod tests {
             &plan.progress[1].1,
             Progress::Failed("OverridePropertyMissing", why) if why.contains("cluster b has no property \"region\"")
         ));
-        let status = status_of(&placement, &plan, &stamped, None, &[]);
+        let status = status_of(&placement, &plan, &stamped, None, &[], None);
         assert_eq!(status.failed_clusters[0].name, "b");
         assert_eq!(
             overridden(&renders)
@@ -1146,7 +1227,7 @@ mod tests {
             Instant::now(),
         );
         assert!(plan.to_stamp.is_empty());
-        let status = status_of(&placement, &plan, &HashMap::new(), None, &[]);
+        let status = status_of(&placement, &plan, &HashMap::new(), None, &[], None);
         let progressing = status
             .conditions
             .iter()
