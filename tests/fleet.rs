@@ -1837,3 +1837,125 @@ async fn pick_n_lands_on_the_cheapest_clusters_and_keeps_them_when_more_are_want
     .stderr_has("spec.policy.numberOfClusters")
     .stderr_has("PickN needs numberOfClusters, at least 1");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chosen_cluster_lost_past_its_failover_delay_is_replaced_and_cleaned_when_it_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub_dir = dir.path().join("hub");
+    let grpc = free_addr().unwrap().to_string();
+    let flags = [
+        "--grpc-addr",
+        &grpc,
+        "--auto-accept",
+        "--lease-seconds",
+        "1",
+        "--missed-leases",
+        "3",
+    ];
+    let _hub = Process::hub_with(&hub_dir, free_addr().unwrap(), &flags).unwrap();
+    let (members, mut agents) = start_members(dir.path(), &hub_dir, &grpc);
+    for (member, cost) in members.iter().zip(["30", "10", "20"]) {
+        set_property(dir.path(), member, "cost", cost);
+    }
+    until(
+        dir.path(),
+        "three healthy clusters report their cost",
+        Duration::from_secs(30),
+        || {
+            let costs = inventory_costs(&hub_dir);
+            ["east=30", "west=10", "north=20"]
+                .iter()
+                .all(|c| costs.contains(c))
+                && clusters(&hub_dir).iter().all(|r| r.1 == "True")
+        },
+    )
+    .await;
+    let placement = dir.path().join("placement.yaml");
+    std::fs::write(
+        &placement,
+        r#"apiVersion: atoll.dev/v1alpha1
+kind: WorkPlacement
+metadata: {name: cheap, namespace: default}
+spec:
+  manifests: [{apiVersion: v1, kind: ConfigMap, metadata: {name: cheap, namespace: default}, data: {a: b}}]
+  policy:
+    type: PickN
+    numberOfClusters: 2
+    preferences: [{weight: 100, sortBy: {property: cost, order: Ascending}}]
+    failover: {afterSeconds: 4}
+"#,
+    )
+    .unwrap();
+    let hub_kubeconfig = hub_kubeconfig_admin(&hub_dir);
+    kubectl(
+        &hub_kubeconfig,
+        &["apply", "-f", placement.to_str().unwrap()],
+    )
+    .success();
+    let present = |member: &Process| {
+        kubectl(&member.kubeconfig(), &["get", "configmap", "cheap"])
+            .status
+            .is_some_and(|s| s.success())
+    };
+    until(
+        dir.path(),
+        "the two cheapest receive the Work",
+        Duration::from_secs(30),
+        || present(&members[1]) && present(&members[2]),
+    )
+    .await;
+    assert!(!present(&members[0]));
+
+    // West's agent dies: within the leases and the failover delay nothing moves; after them,
+    // east, the next best, receives the Work.
+    let west = agents.remove(1);
+    drop(west);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!present(&members[0]), "moved before the failover delay");
+    until(
+        dir.path(),
+        "east replaces west",
+        Duration::from_secs(40),
+        || present(&members[0]),
+    )
+    .await;
+    let reason = kubectl(
+        &hub_kubeconfig,
+        &[
+            "get",
+            "workplacement",
+            "cheap",
+            "-o",
+            "jsonpath={.status.decisions[?(@.clusterName==\"west\")].reason}",
+        ],
+    )
+    .success();
+    assert!(
+        reason
+            .stdout
+            .contains("past failover.afterSeconds 4: replaced"),
+        "{reason}"
+    );
+    assert!(present(&members[1]), "west keeps it while away");
+
+    // West comes back: its Work is removed, and the Work does not move back.
+    let _west = Agent::start(
+        &hub_dir,
+        &grpc,
+        &members[1].kubeconfig(),
+        "west",
+        dir.path().join("west-agent.log"),
+    );
+    until_healthy(dir.path(), &hub_dir, "west").await;
+    until(
+        dir.path(),
+        "west's copy is removed",
+        Duration::from_secs(30),
+        || !present(&members[1]),
+    )
+    .await;
+    assert!(present(&members[0]) && present(&members[2]));
+    atoll(&hub_dir, &["work", "status", "cheap"])
+        .success()
+        .stdout_has("Scheduled True (Scheduled): picked 2 of 2 clusters");
+}

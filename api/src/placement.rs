@@ -18,7 +18,7 @@ pub use overrides::{
     ImageOverride, JsonPatchOperation, ManifestSelector, Override, OverrideClusters,
 };
 pub use policy::{
-    AffinityTerm, ClusterDecision, Policy, PolicyType, Preference, PropertyExpression,
+    AffinityTerm, ClusterDecision, Failover, Policy, PolicyType, Preference, PropertyExpression,
     PropertySort, SortOrder,
 };
 

@@ -37,7 +37,7 @@ mod overrides;
 mod scheduler;
 
 pub use overrides::{Cluster, ImageReference, OverrideError, Rendered, render};
-pub use scheduler::{Candidate, Schedule, schedule};
+pub use scheduler::{Candidate, Previous, Schedule, schedule};
 
 /// The shortest time between two plans of one placement at one generation.
 const PLAN_INTERVAL: Duration = Duration::from_millis(250);
@@ -315,28 +315,52 @@ fn select(placement: &WorkPlacement, fleet: &Fleet) -> (Vec<crate::fleet::Member
     (selected, missing_set)
 }
 
+/// What a placement's policy chose among the members its selector picks.
+struct Choice {
+    /// The clusters that receive the Work.
+    selected: Vec<String>,
+    /// The clusters not chosen whose Work stays.
+    retained: BTreeSet<String>,
+    /// The decisions and the `Scheduled` condition (`None` without a policy).
+    decided: Option<(Vec<ClusterDecision>, Verdict)>,
+    /// When the choice changes with time alone.
+    wake: Option<Duration>,
+}
+
 /// The clusters a placement's policy chooses among the members its selector picks, and what it
-/// decided (`None` without a policy: every picked member). An invalid policy keeps the clusters
+/// decided (without a policy: every picked member). An invalid policy keeps the clusters
 /// chosen before (nothing is stamped or pruned then: the rollout plan refuses it too) and says
 /// why in `Scheduled`.
 fn choose(
     placement: &WorkPlacement,
     members: &[crate::fleet::Member],
     previous: &WorkPlacementStatus,
-) -> (Vec<String>, Option<(Vec<ClusterDecision>, Verdict)>) {
+    now: Instant,
+) -> Choice {
     let Some(policy) = &placement.spec.policy else {
-        return (members.iter().map(|m| m.name.clone()).collect(), None);
+        return Choice {
+            selected: members.iter().map(|m| m.name.clone()).collect(),
+            retained: BTreeSet::new(),
+            decided: None,
+            wake: None,
+        };
     };
-    let before: BTreeSet<String> = previous
-        .decisions
-        .iter()
-        .filter(|d| d.selected)
-        .map(|d| d.cluster_name.clone())
-        .collect();
+    let names = |keep: fn(&ClusterDecision) -> bool| -> BTreeSet<String> {
+        previous
+            .decisions
+            .iter()
+            .filter(|d| keep(d))
+            .map(|d| d.cluster_name.clone())
+            .collect()
+    };
+    let before = Previous {
+        chosen: names(|d| d.selected),
+        retained: names(|d| d.retained),
+    };
     if let Err(invalid) = atoll_api::placement::policy::validate(policy) {
         let kept: Vec<String> = members
             .iter()
-            .filter(|m| before.contains(&m.name))
+            .filter(|m| before.chosen.contains(&m.name))
             .map(|m| m.name.clone())
             .collect();
         let verdict = Verdict::new(
@@ -345,7 +369,12 @@ fn choose(
             "InvalidPolicy",
             invalid.to_string(),
         );
-        return (kept, Some((previous.decisions.clone(), verdict)));
+        return Choice {
+            selected: kept,
+            retained: before.retained,
+            decided: Some((previous.decisions.clone(), verdict)),
+            wake: None,
+        };
     }
     let candidates: Vec<Candidate> = members
         .iter()
@@ -357,13 +386,15 @@ fn choose(
                 .iter()
                 .map(|p| (p.name.clone(), p.value.clone()))
                 .collect(),
-            ready: m.health == crate::fleet::Health::Ready,
+            unready_for: m.unready_for(now),
         })
         .collect();
     let Schedule {
         chosen,
+        retained,
         decisions,
         verdict,
+        wake,
     } = schedule(policy, &candidates, &before);
     let verdict = Verdict::new(
         CONDITION_SCHEDULED,
@@ -371,7 +402,13 @@ fn choose(
         verdict.reason,
         verdict.message,
     );
-    (chosen, Some((decisions, verdict)))
+    Choice {
+        selected: chosen,
+        retained: retained.into_iter().collect(),
+        decided: Some((decisions, verdict)),
+        // A little past the moment, so that the check there holds.
+        wake: wake.map(|w| w + WAKE_MARGIN),
+    }
 }
 
 /// What each selected cluster receives from a placement with overrides: its manifests as the
@@ -807,10 +844,15 @@ async fn roll_out(
         .clone()
         .or_else(|| placement.status.clone())
         .unwrap_or_default();
-    let (selected, scheduled) = choose(placement, &members, &previous);
+    let now = Instant::now();
+    let Choice {
+        selected,
+        retained,
+        decided,
+        wake,
+    } = choose(placement, &members, &previous, now);
     drop(members);
     let stamped = ctx.index.stamped(&key);
-    let now = Instant::now();
     let renders = match atoll_api::placement::overrides::validate(&placement.spec.overrides) {
         Ok(()) => render_all(placement, &selected, &ctx.fleet),
         Err(_) => Renders::new(),
@@ -862,14 +904,14 @@ async fn roll_out(
     }
     if plan.invalid.is_none() {
         for (cluster, (name, _)) in &stamped {
-            if !selected.contains(cluster) {
+            if !selected.contains(cluster) && !retained.contains(cluster) {
                 delete_work(client, cluster, name).await;
             }
         }
     }
     timings.retain(|cluster, _| selected.contains(cluster));
 
-    let (decisions, scheduled) = scheduled.unzip();
+    let (decisions, scheduled) = decided.unzip();
     let mut status = status_of(
         placement,
         &plan,
@@ -881,7 +923,11 @@ async fn roll_out(
     status.decisions = decisions.unwrap_or_default();
     status.overridden_clusters = overridden(&renders);
     status.unused_overrides = unused(placement.spec.overrides.len(), &renders);
-    let done = |result: Option<kube::Error>| result.map_or(Ok(plan.wake), Err);
+    let wake = match (plan.wake, wake) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let done = |result: Option<kube::Error>| result.map_or(Ok(wake), Err);
     if written.as_ref() == Some(&status) || placement.status.as_ref() == Some(&status) {
         *written = Some(status);
         return done(first_error);

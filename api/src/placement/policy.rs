@@ -38,6 +38,43 @@ pub struct Policy {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 20))]
     pub preferences: Vec<Preference>,
+    /// `PickN`: replace a chosen cluster that has not been ready for a while (a cluster that
+    /// leaves the inventory is replaced in any case). Left out: a chosen cluster keeps the Work
+    /// whatever its health.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover: Option<Failover>,
+}
+
+/// When a `PickN` placement moves off a cluster that is not ready.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Failover {
+    /// How long a chosen cluster may be Unknown or not ready before the next best ready cluster
+    /// replaces it (default 300); counted from its last heartbeat, so one late heartbeat moves
+    /// nothing. A cluster is moved off only when a ready one can replace it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub after_seconds: Option<i32>,
+    /// Whether the Work of a cluster moved off is removed (default true: the cluster deletes its
+    /// resources when it comes back), or stays there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purge_on_return: Option<bool>,
+}
+
+/// The default of `failover.afterSeconds`.
+pub const FAILOVER_AFTER_SECONDS: i32 = 300;
+
+impl Failover {
+    /// `afterSeconds`, or its default.
+    pub fn after(&self) -> std::time::Duration {
+        let seconds = self.after_seconds.unwrap_or(FAILOVER_AFTER_SECONDS).max(1);
+        std::time::Duration::from_secs(u64::from(seconds.unsigned_abs()))
+    }
+
+    /// `purgeOnReturn`, or its default.
+    pub fn purge_on_return(&self) -> bool {
+        self.purge_on_return.unwrap_or(true)
+    }
 }
 
 /// How a placement chooses clusters.
@@ -151,6 +188,10 @@ pub struct ClusterDecision {
     /// Why it was chosen or not, e.g. `did not match required affinity`, `not in the top 3`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
+    /// Not chosen, but its Work stays there: the placement failed over from it with
+    /// `failover.purgeOnReturn: false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retained: bool,
 }
 
 /// A Kubernetes quantity (`4`, `-1.5`, `500m`, `16Gi`, `2k`, `1e3`) as a number, or `None`.
@@ -233,6 +274,15 @@ pub fn validate(policy: &Policy) -> Result<(), InvalidField> {
             ));
         }
         _ => {}
+    }
+    if let Some(seconds) = policy.failover.as_ref().and_then(|f| f.after_seconds)
+        && seconds < 1
+    {
+        return Err(invalid(
+            "spec.policy.failover.afterSeconds".into(),
+            seconds.to_string(),
+            "at least 1 second",
+        ));
     }
     for (i, term) in policy.affinity.iter().enumerate() {
         check_expressions(&term.properties, &format!("spec.policy.affinity[{i}]"))?;
@@ -398,6 +448,10 @@ mod tests {
             check("{preferences: [{weight: 0, sortBy: {property: cost}}]}")
                 .unwrap_err()
                 .starts_with("spec.policy.preferences[0].weight: Invalid value: 0")
+        );
+        assert_eq!(
+            check("{type: PickN, numberOfClusters: 1, failover: {afterSeconds: 0}}").unwrap_err(),
+            "spec.policy.failover.afterSeconds: Invalid value: 0: at least 1 second"
         );
         assert!(
             check("{preferences: [{weight: 5}]}")

@@ -15,8 +15,12 @@
 //!   cluster that became cheaper elsewhere does not move the Work), missing slots are filled by
 //!   score then name, and with too many kept the lowest scores go first. Only ready clusters are
 //!   chosen anew.
+//! - Failover (`PickN` with `failover`): a chosen cluster not ready for `afterSeconds` is replaced
+//!   by the best ready one, and kept when none can replace it; with `purgeOnReturn: false` its
+//!   Work stays there (retained), otherwise it goes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use atoll_api::placement::policy::parse_quantity;
 use atoll_api::placement::{
@@ -34,8 +38,17 @@ pub struct Candidate {
     pub labels: BTreeMap<String, String>,
     /// Its ClusterProfile's properties, by name.
     pub properties: BTreeMap<String, String>,
-    /// Whether its control plane reports ready.
-    pub ready: bool,
+    /// How long its control plane has not been ready (`None`: it is ready).
+    pub unready_for: Option<Duration>,
+}
+
+/// What a placement decided before.
+#[derive(Debug, Clone, Default)]
+pub struct Previous {
+    /// The clusters chosen.
+    pub chosen: BTreeSet<String>,
+    /// The clusters failed over from whose Work stays there.
+    pub retained: BTreeSet<String>,
 }
 
 /// Whether the policy found the clusters it wants.
@@ -54,11 +67,17 @@ pub struct Verdict {
 pub struct Schedule {
     /// The clusters that receive the Work, by name.
     pub chosen: Vec<String>,
+    /// The clusters not chosen whose Work stays (failed over from with `purgeOnReturn: false`),
+    /// by name.
+    pub retained: Vec<String>,
     /// One per candidate (and per name of `PickFixed` that is none), the chosen first, each by
     /// name; at most [`DECISIONS_MAX`].
     pub decisions: Vec<ClusterDecision>,
     /// The `Scheduled` condition.
     pub verdict: Verdict,
+    /// When the schedule changes with time alone: a chosen cluster that is not ready reaches the
+    /// failover delay.
+    pub wake: Option<Duration>,
 }
 
 /// A candidate's standing: whether it matches the affinity (and if not, why), its score, and
@@ -84,11 +103,7 @@ impl Standing<'_> {
 /// Applies `policy` to `candidates` (the clusters the selector picks), keeping under `PickN` the
 /// clusters of `previous` (chosen before) that still match. The policy is assumed valid
 /// (`atoll_api::placement::policy::validate`); an expression that is not matches nothing.
-pub fn schedule(
-    policy: &Policy,
-    candidates: &[Candidate],
-    previous: &BTreeSet<String>,
-) -> Schedule {
+pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) -> Schedule {
     let mut standings: Vec<Standing<'_>> = candidates
         .iter()
         .map(|candidate| Standing {
@@ -115,6 +130,7 @@ pub fn schedule(
                 selected,
                 score: standing.score,
                 reason,
+                retained: false,
             },
         );
     };
@@ -125,6 +141,8 @@ pub fn schedule(
         decide(standing, false, why);
     }
     let mut extra: Vec<ClusterDecision> = Vec::new();
+    let mut retained: BTreeSet<String> = BTreeSet::new();
+    let mut wake = None;
     let (chosen, verdict) = match policy.type_ {
         PolicyType::PickAll => {
             for standing in &matching {
@@ -162,6 +180,7 @@ pub fn schedule(
                     selected: false,
                     score: 0,
                     reason: "not a member cluster the selector picks".into(),
+                    retained: false,
                 });
             }
             let verdict = enough(chosen.len(), named.len(), &unmatching, &extra);
@@ -169,31 +188,70 @@ pub fn schedule(
         }
         PolicyType::PickN => {
             let n = usize::try_from(policy.number_of_clusters.unwrap_or(0)).unwrap_or(0);
-            // Kept first, in order of preference, then the best of the ready others.
+            let after = policy.failover.as_ref().map(|f| f.after());
+            let was_chosen = |s: &Standing<'_>| previous.chosen.contains(&s.candidate.name);
+            // Chosen before and not ready past the failover delay: replaced when a ready
+            // cluster can take its place.
+            let failed = |s: &Standing<'_>| {
+                after.is_some_and(|after| s.candidate.unready_for.is_some_and(|d| d >= after))
+            };
+            // Kept first, in order of preference, then the best of the ready others, then the
+            // failed ones no ready cluster can replace.
             let kept: Vec<&Standing<'_>> = matching
                 .iter()
                 .copied()
-                .filter(|s| previous.contains(&s.candidate.name))
+                .filter(|s| was_chosen(s) && !failed(s))
                 .collect();
             let fresh: Vec<&Standing<'_>> = matching
                 .iter()
                 .copied()
-                .filter(|s| !previous.contains(&s.candidate.name) && s.candidate.ready)
+                .filter(|s| !was_chosen(s) && s.candidate.unready_for.is_none())
                 .collect();
-            let picked: Vec<&Standing<'_>> = kept.iter().chain(&fresh).copied().take(n).collect();
+            let stuck: Vec<&Standing<'_>> = matching
+                .iter()
+                .copied()
+                .filter(|s| was_chosen(s) && failed(s))
+                .collect();
+            let picked: Vec<&Standing<'_>> = kept
+                .iter()
+                .chain(&fresh)
+                .chain(&stuck)
+                .copied()
+                .take(n)
+                .collect();
             let picked_names: BTreeSet<&str> =
                 picked.iter().map(|s| s.candidate.name.as_str()).collect();
-            let worst = picked.iter().map(|s| s.rank()).max();
+            let worst = picked.iter().filter(|s| !failed(s)).map(|s| s.rank()).max();
+            let unready = |s: &Standing<'_>| {
+                let seconds = s.candidate.unready_for.unwrap_or_default().as_secs();
+                let after = after.unwrap_or_default().as_secs();
+                format!("not ready for {seconds}s, past failover.afterSeconds {after}")
+            };
             for standing in &matching {
                 let name = standing.candidate.name.as_str();
                 if picked_names.contains(name) {
-                    let why = if previous.contains(name) {
+                    let why = if failed(standing) {
+                        format!(
+                            "chosen before; {}, but no ready cluster can replace it",
+                            unready(standing)
+                        )
+                    } else if was_chosen(standing) {
                         "chosen before and still matches".to_owned()
                     } else {
                         format!("in the top {n}")
                     };
                     decide(standing, true, why);
-                } else if !previous.contains(name) && !standing.candidate.ready {
+                } else if failed(standing) {
+                    let why = format!("{}: replaced", unready(standing));
+                    decide(standing, false, why);
+                    if policy
+                        .failover
+                        .as_ref()
+                        .is_some_and(|f| !f.purge_on_return())
+                    {
+                        retained.insert(name.to_owned());
+                    }
+                } else if !was_chosen(standing) && standing.candidate.unready_for.is_some() {
                     decide(
                         standing,
                         false,
@@ -211,31 +269,58 @@ pub fn schedule(
                     decide(standing, false, format!("not in the top {n}"));
                 }
             }
-            let not_ready: Vec<&Standing<'_>> = matching
+            let not_ready = matching
                 .iter()
-                .copied()
-                .filter(|s| !picked_names.contains(s.candidate.name.as_str()) && !s.candidate.ready)
-                .collect();
+                .filter(|s| {
+                    !picked_names.contains(s.candidate.name.as_str())
+                        && s.candidate.unready_for.is_some()
+                })
+                .count();
             let mut verdict = enough(picked.len(), n, &unmatching, &[]);
-            if picked.len() < n && !not_ready.is_empty() {
+            if picked.len() < n && not_ready > 0 {
                 verdict
                     .message
-                    .push_str(&format!(", {} not ready", not_ready.len()));
+                    .push_str(&format!(", {not_ready} not ready"));
             }
-            let mut chosen: Vec<String> = picked.iter().map(|s| s.candidate.name.clone()).collect();
-            chosen.sort();
+            // When a chosen cluster that is not ready yet reaches the failover delay.
+            wake = after.and_then(|after| {
+                picked
+                    .iter()
+                    .filter_map(|s| s.candidate.unready_for)
+                    .filter(|d| *d < after)
+                    .map(|d| after - d)
+                    .min()
+            });
+            let chosen: Vec<String> = picked.iter().map(|s| s.candidate.name.clone()).collect();
             (chosen, verdict)
         }
     };
     let mut chosen = chosen;
     chosen.sort();
+    // Retained before and still not chosen (nor gone from the inventory): still retained.
+    let known: BTreeSet<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
+    for name in &previous.retained {
+        if known.contains(name.as_str()) && chosen.binary_search(name).is_err() {
+            retained.insert(name.clone());
+        }
+    }
+    for name in &retained {
+        if let Some(decision) = decisions.get_mut(name) {
+            decision.retained = true;
+            decision
+                .reason
+                .push_str("; its Work stays (failover.purgeOnReturn is false)");
+        }
+    }
     let mut decisions: Vec<ClusterDecision> = decisions.into_values().chain(extra).collect();
     decisions.sort_by(|a, b| (!a.selected, &a.cluster_name).cmp(&(!b.selected, &b.cluster_name)));
     decisions.truncate(DECISIONS_MAX);
     Schedule {
         chosen,
+        retained: retained.into_iter().collect(),
         decisions,
         verdict,
+        wake,
     }
 }
 
@@ -453,7 +538,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
-            ready: true,
+            unready_for: None,
         }
     }
 
@@ -471,12 +556,15 @@ mod tests {
         policy
     }
 
-    fn none() -> BTreeSet<String> {
-        BTreeSet::new()
+    fn none() -> Previous {
+        Previous::default()
     }
 
-    fn names(list: &[&str]) -> BTreeSet<String> {
-        list.iter().map(|n| (*n).to_owned()).collect()
+    fn chosen(list: &[&str]) -> Previous {
+        Previous {
+            chosen: list.iter().map(|n| (*n).to_owned()).collect(),
+            retained: BTreeSet::new(),
+        }
     }
 
     fn costs() -> Vec<Candidate> {
@@ -673,7 +761,10 @@ mod tests {
         );
         let first = schedule(&p, &costs(), &none());
         assert_eq!(first.chosen, ["north", "west"]);
-        let previous: BTreeSet<String> = first.chosen.iter().cloned().collect();
+        let previous = Previous {
+            chosen: first.chosen.iter().cloned().collect(),
+            retained: BTreeSet::new(),
+        };
         // East became the cheapest: the Work stays where it is.
         let mut cheaper = costs();
         cheaper[0].properties.insert("cost".into(), "1".into());
@@ -731,7 +822,7 @@ mod tests {
         );
         // A cluster that is not ready is not chosen anew, and is counted.
         let mut candidates = costs();
-        candidates[2].ready = false;
+        candidates[2].unready_for = Some(Duration::from_secs(1000));
         let p = policy("{type: PickN, numberOfClusters: 3}");
         let s = schedule(&p, &candidates, &none());
         assert_eq!(s.chosen, ["east", "west"]);
@@ -741,8 +832,92 @@ mod tests {
             "not ready: only ready clusters are chosen anew"
         );
         // One chosen before is kept while not ready (no failover here).
-        let s = schedule(&p, &candidates, &names(&["north"]));
+        let s = schedule(&p, &candidates, &chosen(&["north"]));
         assert_eq!(s.chosen, ["east", "north", "west"]);
+    }
+
+    #[test]
+    fn a_chosen_cluster_not_ready_past_the_failover_delay_is_replaced_by_the_next_best() {
+        let p = policy(
+            "{type: PickN, numberOfClusters: 2, failover: {afterSeconds: 60}, preferences: [{weight: 100, sortBy: {property: cost, order: Ascending}}]}",
+        );
+        let previous = chosen(&["north", "west"]);
+        let mut candidates = costs();
+        // West missed a few heartbeats: nothing moves, and the hub wakes when the delay ends.
+        candidates[1].unready_for = Some(Duration::from_secs(20));
+        let s = schedule(&p, &candidates, &previous);
+        assert_eq!(s.chosen, ["north", "west"]);
+        assert_eq!(s.wake, Some(Duration::from_secs(40)));
+        // Past the delay: east replaces it, and west's Work goes.
+        candidates[1].unready_for = Some(Duration::from_secs(61));
+        let s = schedule(&p, &candidates, &previous);
+        assert_eq!(s.chosen, ["east", "north"]);
+        assert_eq!(s.wake, None);
+        assert!(s.retained.is_empty());
+        assert_eq!(
+            decision(&s, "west").reason,
+            "not ready for 61s, past failover.afterSeconds 60: replaced"
+        );
+        assert_eq!(decision(&s, "east").reason, "in the top 2");
+        // West back and ready: the Work does not move back.
+        let mut back = costs();
+        back[1].unready_for = None;
+        let again = schedule(&p, &back, &chosen(&["east", "north"]));
+        assert_eq!(again.chosen, ["east", "north"]);
+        // Without a cluster to replace it, it keeps the Work.
+        let two: Vec<Candidate> = candidates
+            .iter()
+            .filter(|c| c.name != "east")
+            .cloned()
+            .collect();
+        let s = schedule(&p, &two, &previous);
+        assert_eq!(s.chosen, ["north", "west"]);
+        assert!(
+            decision(&s, "west")
+                .reason
+                .ends_with("but no ready cluster can replace it")
+        );
+        // Without failover, a chosen cluster keeps the Work whatever its health.
+        let plain = policy("{type: PickN, numberOfClusters: 2}");
+        assert_eq!(
+            schedule(&plain, &candidates, &previous).chosen,
+            ["north", "west"]
+        );
+        assert_eq!(schedule(&plain, &candidates, &previous).wake, None);
+    }
+
+    #[test]
+    fn purge_on_return_false_keeps_the_work_of_a_cluster_failed_over_from() {
+        let p = policy(
+            "{type: PickN, numberOfClusters: 2, failover: {afterSeconds: 60, purgeOnReturn: false}}",
+        );
+        let mut candidates = costs();
+        candidates[1].unready_for = Some(Duration::from_secs(600));
+        let s = schedule(&p, &candidates, &chosen(&["north", "west"]));
+        assert_eq!(s.chosen, ["east", "north"]);
+        assert_eq!(s.retained, ["west"]);
+        assert!(decision(&s, "west").retained);
+        assert!(
+            decision(&s, "west")
+                .reason
+                .ends_with("its Work stays (failover.purgeOnReturn is false)")
+        );
+        // Back and ready: still retained, not chosen again.
+        let previous = Previous {
+            chosen: s.chosen.iter().cloned().collect(),
+            retained: s.retained.iter().cloned().collect(),
+        };
+        let s = schedule(&p, &costs(), &previous);
+        assert_eq!(
+            (s.chosen.clone(), s.retained.clone()),
+            (
+                vec!["east".to_owned(), "north".to_owned()],
+                vec!["west".to_owned()]
+            )
+        );
+        // Gone from the inventory: forgotten.
+        let gone: Vec<Candidate> = costs().into_iter().filter(|c| c.name != "west").collect();
+        assert!(schedule(&p, &gone, &previous).retained.is_empty());
     }
 
     #[test]
