@@ -1836,6 +1836,44 @@ async fn pick_n_lands_on_the_cheapest_clusters_and_keeps_them_when_more_are_want
     .failure()
     .stderr_has("spec.policy.numberOfClusters")
     .stderr_has("PickN needs numberOfClusters, at least 1");
+
+    // What the schema cannot tell, the hub reports, naming the field; nothing is stamped.
+    std::fs::write(
+        &placement,
+        "apiVersion: atoll.dev/v1alpha1\nkind: WorkPlacement\nmetadata: {name: bad, namespace: default}\nspec:\n  manifests: [{apiVersion: v1, kind: ConfigMap, metadata: {name: bad, namespace: default}}]\n  policy: {type: PickN, numberOfClusters: 1, affinity: [{properties: [{property: cost, operator: Gt, values: [cheap]}]}]}\n",
+    )
+    .unwrap();
+    kubectl(
+        &hub_kubeconfig_admin(&hub_dir),
+        &["apply", "-f", placement.to_str().unwrap()],
+    )
+    .success();
+    until(
+        dir.path(),
+        "the hub reports the invalid policy",
+        Duration::from_secs(30),
+        || {
+            kubectl(
+                &hub_kubeconfig_admin(&hub_dir),
+                &[
+                    "get",
+                    "workplacement",
+                    "bad",
+                    "-o",
+                    "jsonpath={.status.conditions[?(@.type==\"Scheduled\")].reason}: {.status.conditions[?(@.type==\"Scheduled\")].message}",
+                ],
+            )
+            .stdout
+            .trim()
+                == "InvalidPolicy: spec.policy.affinity[0].properties[0].values[0]: Invalid value: \"cheap\": Gt compares numbers: a quantity such as 4, 500m or 16Gi"
+        },
+    )
+    .await;
+    assert!(members.iter().all(|m| {
+        kubectl(&m.kubeconfig(), &["get", "configmap", "bad"])
+            .status
+            .is_some_and(|s| !s.success())
+    }));
 }
 
 #[tokio::test(flavor = "multi_thread")]
