@@ -19,7 +19,7 @@ pub use overrides::{
 };
 pub use policy::{
     AffinityTerm, ClusterDecision, Failover, Policy, PolicyType, Preference, PropertyExpression,
-    PropertySort, SortOrder,
+    PropertySort, SortOrder, TopologySpread,
 };
 
 /// The desired state of a WorkPlacement.

@@ -38,11 +38,24 @@ pub struct Policy {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 20))]
     pub preferences: Vec<Preference>,
+    /// `PickN`: spread the clusters over the values of a label, one per value before a second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology_spread: Option<TopologySpread>,
     /// `PickN`: replace a chosen cluster that has not been ready for a while (a cluster that
     /// leaves the inventory is replaced in any case). Left out: a chosen cluster keeps the Work
     /// whatever its health.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failover: Option<Failover>,
+}
+
+/// How a `PickN` placement spreads over a label: the best cluster of each value of the label
+/// first, then a second of each, and so on; clusters without the label last.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TopologySpread {
+    /// The ClusterProfile label whose values are the domains, e.g. `region`.
+    #[schemars(length(min = 1, max = 317))]
+    pub topology_key: String,
 }
 
 /// When a `PickN` placement moves off a cluster that is not ready.
@@ -275,6 +288,15 @@ pub fn validate(policy: &Policy) -> Result<(), InvalidField> {
         }
         _ => {}
     }
+    if let Some(spread) = &policy.topology_spread
+        && spread.topology_key.is_empty()
+    {
+        return Err(invalid(
+            "spec.policy.topologySpread.topologyKey".into(),
+            "\"\"".into(),
+            "name the label to spread over, e.g. region",
+        ));
+    }
     if let Some(seconds) = policy.failover.as_ref().and_then(|f| f.after_seconds)
         && seconds < 1
     {
@@ -448,6 +470,11 @@ mod tests {
             check("{preferences: [{weight: 0, sortBy: {property: cost}}]}")
                 .unwrap_err()
                 .starts_with("spec.policy.preferences[0].weight: Invalid value: 0")
+        );
+        assert_eq!(
+            check("{type: PickN, numberOfClusters: 1, topologySpread: {topologyKey: ''}}")
+                .unwrap_err(),
+            "spec.policy.topologySpread.topologyKey: Invalid value: \"\": name the label to spread over, e.g. region"
         );
         assert_eq!(
             check("{type: PickN, numberOfClusters: 1, failover: {afterSeconds: 0}}").unwrap_err(),

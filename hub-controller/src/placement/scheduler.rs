@@ -212,15 +212,25 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
                 .copied()
                 .filter(|s| was_chosen(s) && failed(s))
                 .collect();
-            let picked: Vec<&Standing<'_>> = kept
-                .iter()
-                .chain(&fresh)
-                .chain(&stuck)
-                .copied()
-                .take(n)
-                .collect();
+            let mut picked: Vec<&Standing<'_>> = kept.iter().copied().take(n).collect();
+            let spread = policy
+                .topology_spread
+                .as_ref()
+                .map(|t| t.topology_key.as_str());
+            let wanted = n.saturating_sub(picked.len());
+            picked.extend(fill(&picked, &fresh, wanted, spread));
+            let wanted = n.saturating_sub(picked.len());
+            picked.extend(stuck.iter().copied().take(wanted));
             let picked_names: BTreeSet<&str> =
                 picked.iter().map(|s| s.candidate.name.as_str()).collect();
+            let spread_taken: BTreeSet<&String> = spread
+                .map(|key| {
+                    picked
+                        .iter()
+                        .filter_map(|s| s.candidate.labels.get(key))
+                        .collect()
+                })
+                .unwrap_or_default();
             let worst = picked.iter().filter(|s| !failed(s)).map(|s| s.rank()).max();
             let unready = |s: &Standing<'_>| {
                 let seconds = s.candidate.unready_for.unwrap_or_default().as_secs();
@@ -256,6 +266,16 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
                         standing,
                         false,
                         "not ready: only ready clusters are chosen anew".into(),
+                    );
+                } else if let Some((key, value)) = spread.and_then(|key| {
+                    let value = standing.candidate.labels.get(key)?;
+                    spread_taken.contains(value).then_some((key, value))
+                }) && worst.as_ref().is_some_and(|w| standing.rank() < *w)
+                {
+                    decide(
+                        standing,
+                        false,
+                        format!("{key}={value} already has a chosen cluster (topologySpread)"),
                     );
                 } else if worst.as_ref().is_some_and(|w| standing.rank() < *w) {
                     decide(
@@ -322,6 +342,54 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
         verdict,
         wake,
     }
+}
+
+/// The best `wanted` of `fresh` (in order of preference) to add to `picked`; with a spread key,
+/// one per value of that label before a second (counting those picked), clusters without the
+/// label last.
+fn fill<'a, 'b>(
+    picked: &[&'b Standing<'a>],
+    fresh: &[&'b Standing<'a>],
+    wanted: usize,
+    spread: Option<&str>,
+) -> Vec<&'b Standing<'a>> {
+    let Some(key) = spread else {
+        return fresh.iter().copied().take(wanted).collect();
+    };
+    let domain = |s: &Standing<'_>| s.candidate.labels.get(key).cloned();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for standing in picked {
+        if let Some(d) = domain(standing) {
+            *counts.entry(d).or_default() += 1;
+        }
+    }
+    // Each domain's clusters in order of preference; those without the label apart.
+    let mut queues: BTreeMap<String, std::collections::VecDeque<&'b Standing<'a>>> =
+        BTreeMap::new();
+    let mut unlabelled = Vec::new();
+    for standing in fresh {
+        match domain(standing) {
+            Some(d) => queues.entry(d).or_default().push_back(standing),
+            None => unlabelled.push(*standing),
+        }
+    }
+    let mut out = Vec::new();
+    while out.len() < wanted {
+        // The least-filled domain, the better head first.
+        let next = queues
+            .iter()
+            .filter_map(|(d, q)| Some((counts.get(d).copied().unwrap_or(0), q.front()?.rank(), d)))
+            .min()
+            .map(|(_, _, d)| d.clone());
+        let Some(d) = next else { break };
+        if let Some(standing) = queues.get_mut(&d).and_then(|q| q.pop_front()) {
+            *counts.entry(d).or_default() += 1;
+            out.push(standing);
+        }
+    }
+    let left = wanted.saturating_sub(out.len());
+    out.extend(unlabelled.into_iter().take(left));
+    out
 }
 
 /// `found X of N clusters`, true when X reaches N.
@@ -918,6 +986,43 @@ mod tests {
         // Gone from the inventory: forgotten.
         let gone: Vec<Candidate> = costs().into_iter().filter(|c| c.name != "west").collect();
         assert!(schedule(&p, &gone, &previous).retained.is_empty());
+    }
+
+    #[test]
+    fn a_spread_takes_one_per_label_value_before_a_second_and_unlabelled_last() {
+        // In order of preference: a, b (eu), c (us), d (no region), e (us).
+        let candidates = vec![
+            labelled(candidate("a", &[("cost", "1")]), &[("region", "eu")]),
+            labelled(candidate("b", &[("cost", "2")]), &[("region", "eu")]),
+            labelled(candidate("c", &[("cost", "3")]), &[("region", "us")]),
+            candidate("d", &[("cost", "4")]),
+            labelled(candidate("e", &[("cost", "5")]), &[("region", "us")]),
+        ];
+        let pick = |n: usize, previous: &Previous| {
+            let p = policy(&format!(
+                "{{type: PickN, numberOfClusters: {n}, topologySpread: {{topologyKey: region}}, preferences: [{{weight: 100, sortBy: {{property: cost, order: Ascending}}}}]}}"
+            ));
+            schedule(&p, &candidates, previous).chosen
+        };
+        assert_eq!(pick(2, &none()), ["a", "c"]);
+        let p = policy(
+            "{type: PickN, numberOfClusters: 2, topologySpread: {topologyKey: region}, preferences: [{weight: 100, sortBy: {property: cost, order: Ascending}}]}",
+        );
+        let s = schedule(&p, &candidates, &none());
+        assert_eq!(
+            decision(&s, "b").reason,
+            "region=eu already has a chosen cluster (topologySpread)"
+        );
+        assert_eq!(decision(&s, "d").reason, "not in the top 2");
+        assert_eq!(pick(3, &none()), ["a", "b", "c"]);
+        assert_eq!(pick(4, &none()), ["a", "b", "c", "e"]);
+        assert_eq!(pick(5, &none()), ["a", "b", "c", "d", "e"]);
+        // The clusters kept count: with two in eu kept, the next goes to us.
+        assert_eq!(pick(3, &chosen(&["a", "b"])), ["a", "b", "c"]);
+        let plain = policy(
+            "{type: PickN, numberOfClusters: 2, preferences: [{weight: 100, sortBy: {property: cost, order: Ascending}}]}",
+        );
+        assert_eq!(schedule(&plain, &candidates, &none()).chosen, ["a", "b"]);
     }
 
     #[test]
