@@ -335,6 +335,7 @@ fn choose(
     placement: &WorkPlacement,
     members: &[crate::fleet::Member],
     previous: &WorkPlacementStatus,
+    stamped: &HashMap<String, (String, Entry)>,
     now: Instant,
 ) -> Choice {
     let Some(policy) = &placement.spec.policy else {
@@ -353,10 +354,17 @@ fn choose(
             .map(|d| d.cluster_name.clone())
             .collect()
     };
-    let before = Previous {
-        chosen: names(|d| d.selected),
-        retained: names(|d| d.retained),
-    };
+    // The clusters chosen: those the status says (it lists at most 1,000), and those holding a
+    // Work of the placement that is not going (the status may be behind, or cut short).
+    let retained = names(|d| d.retained);
+    let mut chosen = names(|d| d.selected);
+    chosen.extend(
+        stamped
+            .iter()
+            .filter(|(cluster, (_, entry))| !entry.deleting && !retained.contains(*cluster))
+            .map(|(cluster, _)| cluster.clone()),
+    );
+    let before = Previous { chosen, retained };
     if let Err(invalid) = atoll_api::placement::policy::validate(policy) {
         let kept: Vec<String> = members
             .iter()
@@ -844,15 +852,15 @@ async fn roll_out(
         .clone()
         .or_else(|| placement.status.clone())
         .unwrap_or_default();
+    let stamped = ctx.index.stamped(&key);
     let now = Instant::now();
     let Choice {
         selected,
         retained,
         decided,
         wake,
-    } = choose(placement, &members, &previous, now);
+    } = choose(placement, &members, &previous, &stamped, now);
     drop(members);
-    let stamped = ctx.index.stamped(&key);
     let renders = match atoll_api::placement::overrides::validate(&placement.spec.overrides) {
         Ok(()) => render_all(placement, &selected, &ctx.fleet),
         Err(_) => Renders::new(),

@@ -193,7 +193,9 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
             // Chosen before and not ready past the failover delay: replaced when a ready
             // cluster can take its place.
             let failed = |s: &Standing<'_>| {
-                after.is_some_and(|after| s.candidate.unready_for.is_some_and(|d| d >= after))
+                was_chosen(s)
+                    && after
+                        .is_some_and(|after| s.candidate.unready_for.is_some_and(|d| d >= after))
             };
             // Kept first, in order of preference, then the best of the ready others, then the
             // failed ones no ready cluster can replace.
@@ -202,15 +204,12 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
                 .copied()
                 .filter(|s| was_chosen(s) && !failed(s))
                 .collect();
+            let stuck: Vec<&Standing<'_>> =
+                matching.iter().copied().filter(|s| failed(s)).collect();
             let fresh: Vec<&Standing<'_>> = matching
                 .iter()
                 .copied()
                 .filter(|s| !was_chosen(s) && s.candidate.unready_for.is_none())
-                .collect();
-            let stuck: Vec<&Standing<'_>> = matching
-                .iter()
-                .copied()
-                .filter(|s| was_chosen(s) && failed(s))
                 .collect();
             let mut picked: Vec<&Standing<'_>> = kept.iter().copied().take(n).collect();
             let spread = policy
@@ -333,7 +332,14 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
         }
     }
     let mut decisions: Vec<ClusterDecision> = decisions.into_values().chain(extra).collect();
-    decisions.sort_by(|a, b| (!a.selected, &a.cluster_name).cmp(&(!b.selected, &b.cluster_name)));
+    // The chosen first, then the retained: what the next schedule reads back.
+    decisions.sort_by(|a, b| {
+        (!a.selected, !a.retained, &a.cluster_name).cmp(&(
+            !b.selected,
+            !b.retained,
+            &b.cluster_name,
+        ))
+    });
     decisions.truncate(DECISIONS_MAX);
     Schedule {
         chosen,
@@ -969,6 +975,15 @@ mod tests {
             decision(&s, "west")
                 .reason
                 .ends_with("its Work stays (failover.purgeOnReturn is false)")
+        );
+        // A cluster that never had the Work is never retained, however long it is not ready.
+        let mut long_gone = costs();
+        long_gone[0].unready_for = Some(Duration::from_secs(600));
+        let other = schedule(&p, &long_gone, &chosen(&["north", "west"]));
+        assert!(other.retained.is_empty());
+        assert_eq!(
+            decision(&other, "east").reason,
+            "not ready: only ready clusters are chosen anew"
         );
         // Back and ready: still retained, not chosen again.
         let previous = Previous {
