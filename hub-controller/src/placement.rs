@@ -1,5 +1,6 @@
 //! WorkPlacement: one Work per selected cluster (ClusterSet, label selector over ClusterProfiles,
-//! explicit names, ANDed), following membership as it changes, rolled out `All` at once or
+//! explicit names, ANDed; then the placement's policy, `PickAll`, `PickFixed` or `PickN`, decided
+//! by the pure [`schedule`]), following membership as it changes, rolled out `All` at once or
 //! `Progressive`ly (`maxConcurrency`, `maxFailures`, `minSuccessTime`, `progressDeadline`), with
 //! a status that counts selected, applied, available, degraded and pending clusters and names the
 //! ones that failed.
