@@ -1604,3 +1604,399 @@ async fn overrides_render_each_cluster_from_its_properties_and_a_failing_one_fai
         .stdout_has("OverridePatchFailed")
         .stdout_has("override rules that change no manifest on any cluster: spec.overrides[1]");
 }
+
+/// Writes the ClusterProperty `name` with `value` into a member cluster.
+fn set_property(dir: &Path, member: &Process, name: &str, value: &str) {
+    let file = dir.join(format!("property-{name}-{value}.yaml"));
+    std::fs::write(
+        &file,
+        format!(
+            "apiVersion: about.k8s.io/v1alpha1\nkind: ClusterProperty\nmetadata: {{name: {name}}}\nspec: {{value: \"{value}\"}}\n"
+        ),
+    )
+    .unwrap();
+    kubectl(
+        &member.kubeconfig(),
+        &["apply", "-f", file.to_str().unwrap()],
+    )
+    .success();
+}
+
+/// The `cost` property of each cluster as the hub's inventory holds it: `east=30 west=10 ...`.
+fn inventory_costs(hub_dir: &Path) -> String {
+    kubectl(
+        &hub_kubeconfig_admin(hub_dir),
+        &[
+            "get",
+            "clusterprofiles",
+            "-n",
+            "fleet-system",
+            "-o",
+            "jsonpath={range .items[*]}{.metadata.name}={.status.properties[?(@.name==\"cost\")].value} {end}",
+        ],
+    )
+    .stdout
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pick_n_lands_on_the_cheapest_clusters_and_keeps_them_when_more_are_wanted() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub_dir = dir.path().join("hub");
+    let grpc = free_addr().unwrap().to_string();
+    let flags = [
+        "--grpc-addr",
+        &grpc,
+        "--auto-accept",
+        "--lease-seconds",
+        "1",
+        "--missed-leases",
+        "3",
+    ];
+    let _hub = Process::hub_with(&hub_dir, free_addr().unwrap(), &flags).unwrap();
+    let (members, _agents) = start_members(dir.path(), &hub_dir, &grpc);
+    // east is the dearest, west the cheapest.
+    for (member, cost) in members.iter().zip(["30", "10", "20"]) {
+        set_property(dir.path(), member, "cost", cost);
+    }
+    until(
+        dir.path(),
+        "three healthy clusters report their cost",
+        Duration::from_secs(30),
+        || {
+            let costs = inventory_costs(&hub_dir);
+            ["east=30", "west=10", "north=20"]
+                .iter()
+                .all(|c| costs.contains(c))
+                && clusters(&hub_dir).iter().all(|r| r.1 == "True")
+        },
+    )
+    .await;
+
+    // The inventory query the scheduler makes, as a user runs it.
+    let listed = atoll(
+        &hub_dir,
+        &["get", "clusters", "--property", "cost", "--sort-by", "cost"],
+    )
+    .success();
+    let order: Vec<(String, String)> = listed
+        .rows()
+        .into_iter()
+        .skip(1)
+        .map(|r| (r[0].clone(), r.last().cloned().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("west".to_owned(), "10".to_owned()),
+            ("north".to_owned(), "20".to_owned()),
+            ("east".to_owned(), "30".to_owned())
+        ],
+        "{listed}"
+    );
+    assert!(listed.stdout.lines().next().unwrap().ends_with("COST"));
+
+    let app = dir.path().join("app.yaml");
+    std::fs::write(
+        &app,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cheap, namespace: default}\ndata: {a: b}\n",
+    )
+    .unwrap();
+    let app_path = app.to_str().unwrap();
+    let pick = |n: &str| {
+        atoll(
+            &hub_dir,
+            &[
+                "work",
+                "apply",
+                "-f",
+                app_path,
+                "--name",
+                "cheap",
+                "--pick",
+                n,
+                "--prefer",
+                "cost:asc",
+                "--wait",
+                "--timeout",
+                "60s",
+            ],
+        )
+    };
+    let present = |member: &Process| {
+        kubectl(&member.kubeconfig(), &["get", "configmap", "cheap"])
+            .status
+            .is_some_and(|s| s.success())
+    };
+    pick("0")
+        .failure()
+        .stderr_has("--pick 0: pick at least 1 cluster");
+
+    // Two of three: the two cheapest.
+    pick("2").success();
+    assert!(!present(&members[0]), "east is the dearest");
+    assert!(present(&members[1]) && present(&members[2]));
+    let status = atoll(&hub_dir, &["work", "status", "cheap"]).success();
+    let decisions: Vec<Vec<String>> = status
+        .rows()
+        .into_iter()
+        .skip_while(|r| r.first().map(String::as_str) != Some("DECISION"))
+        .skip(1)
+        .take(3)
+        .collect();
+    let decision = |name: &str| {
+        decisions
+            .iter()
+            .find(|r| r[0] == name)
+            .unwrap_or_else(|| panic!("no decision for {name}:\n{status}"))
+            .clone()
+    };
+    assert_eq!(decision("west")[1..3], ["yes", "100"], "{status}");
+    assert_eq!(decision("north")[1..3], ["yes", "50"], "{status}");
+    assert_eq!(decision("east")[1..3], ["no", "0"], "{status}");
+    assert!(
+        decision("east").join(" ").ends_with("not in the top 2"),
+        "{status}"
+    );
+    assert!(status.stdout.contains("policy: PickN 2"), "{status}");
+    assert!(
+        status
+            .stdout
+            .contains("Scheduled True (Scheduled): picked 2 of 2 clusters"),
+        "{status}"
+    );
+
+    // East turns the cheapest: the Work does not move.
+    set_property(dir.path(), &members[0], "cost", "1");
+    until(
+        dir.path(),
+        "east's new cost reaches the decisions",
+        Duration::from_secs(30),
+        || {
+            kubectl(
+                &hub_kubeconfig_admin(&hub_dir),
+                &[
+                    "get",
+                    "workplacement",
+                    "cheap",
+                    "-o",
+                    "jsonpath={.status.decisions[?(@.clusterName==\"east\")].score}",
+                ],
+            )
+            .stdout
+            .trim()
+                == "100"
+        },
+    )
+    .await;
+    assert!(!present(&members[0]), "the Work moved to east");
+    assert!(present(&members[1]) && present(&members[2]));
+
+    // Three wanted: east is added, west and north keep theirs (the same object, not made again).
+    let uid = |member: &Process| {
+        kubectl(
+            &member.kubeconfig(),
+            &[
+                "get",
+                "configmap",
+                "cheap",
+                "-o",
+                "jsonpath={.metadata.uid}",
+            ],
+        )
+        .success()
+        .stdout
+    };
+    let before = (uid(&members[1]), uid(&members[2]));
+    pick("3").success();
+    assert!(members.iter().all(present));
+    assert_eq!((uid(&members[1]), uid(&members[2])), before);
+
+    // Four wanted of three: the three found keep the Work, and the status says so.
+    pick("4").success();
+    let wide = kubectl(
+        &hub_kubeconfig_admin(&hub_dir),
+        &["get", "workplacement", "cheap", "-o", "wide"],
+    )
+    .success();
+    assert!(wide.stdout.contains("PickN"), "{wide}");
+    assert!(wide.stdout.contains("found 3 of 4 clusters"), "{wide}");
+    atoll(&hub_dir, &["work", "status", "cheap"])
+        .success()
+        .stdout_has("Scheduled False (NotEnoughClusters): found 3 of 4 clusters");
+    assert!(members.iter().all(present));
+
+    // The API server refuses a PickN without a number, naming the field.
+    let placement = dir.path().join("placement.yaml");
+    std::fs::write(
+        &placement,
+        "apiVersion: atoll.dev/v1alpha1\nkind: WorkPlacement\nmetadata: {name: bad, namespace: default}\nspec:\n  manifests: [{apiVersion: v1, kind: ConfigMap, metadata: {name: bad, namespace: default}}]\n  policy: {type: PickN}\n",
+    )
+    .unwrap();
+    kubectl(
+        &hub_kubeconfig_admin(&hub_dir),
+        &["apply", "-f", placement.to_str().unwrap()],
+    )
+    .failure()
+    .stderr_has("spec.policy.numberOfClusters")
+    .stderr_has("PickN needs numberOfClusters, at least 1");
+
+    // What the schema cannot tell, the hub reports, naming the field; nothing is stamped.
+    std::fs::write(
+        &placement,
+        "apiVersion: atoll.dev/v1alpha1\nkind: WorkPlacement\nmetadata: {name: bad, namespace: default}\nspec:\n  manifests: [{apiVersion: v1, kind: ConfigMap, metadata: {name: bad, namespace: default}}]\n  policy: {type: PickN, numberOfClusters: 1, affinity: [{properties: [{property: cost, operator: Gt, values: [cheap]}]}]}\n",
+    )
+    .unwrap();
+    kubectl(
+        &hub_kubeconfig_admin(&hub_dir),
+        &["apply", "-f", placement.to_str().unwrap()],
+    )
+    .success();
+    until(
+        dir.path(),
+        "the hub reports the invalid policy",
+        Duration::from_secs(30),
+        || {
+            kubectl(
+                &hub_kubeconfig_admin(&hub_dir),
+                &[
+                    "get",
+                    "workplacement",
+                    "bad",
+                    "-o",
+                    "jsonpath={.status.conditions[?(@.type==\"Scheduled\")].reason}: {.status.conditions[?(@.type==\"Scheduled\")].message}",
+                ],
+            )
+            .stdout
+            .trim()
+                == "InvalidPolicy: spec.policy.affinity[0].properties[0].values[0]: Invalid value: \"cheap\": Gt compares numbers: a quantity such as 4, 500m or 16Gi"
+        },
+    )
+    .await;
+    assert!(members.iter().all(|m| {
+        kubectl(&m.kubeconfig(), &["get", "configmap", "bad"])
+            .status
+            .is_some_and(|s| !s.success())
+    }));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chosen_cluster_lost_past_its_failover_delay_is_replaced_and_cleaned_when_it_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub_dir = dir.path().join("hub");
+    let grpc = free_addr().unwrap().to_string();
+    let flags = [
+        "--grpc-addr",
+        &grpc,
+        "--auto-accept",
+        "--lease-seconds",
+        "1",
+        "--missed-leases",
+        "3",
+    ];
+    let _hub = Process::hub_with(&hub_dir, free_addr().unwrap(), &flags).unwrap();
+    let (members, mut agents) = start_members(dir.path(), &hub_dir, &grpc);
+    for (member, cost) in members.iter().zip(["30", "10", "20"]) {
+        set_property(dir.path(), member, "cost", cost);
+    }
+    until(
+        dir.path(),
+        "three healthy clusters report their cost",
+        Duration::from_secs(30),
+        || {
+            let costs = inventory_costs(&hub_dir);
+            ["east=30", "west=10", "north=20"]
+                .iter()
+                .all(|c| costs.contains(c))
+                && clusters(&hub_dir).iter().all(|r| r.1 == "True")
+        },
+    )
+    .await;
+    let placement = dir.path().join("placement.yaml");
+    std::fs::write(
+        &placement,
+        r#"apiVersion: atoll.dev/v1alpha1
+kind: WorkPlacement
+metadata: {name: cheap, namespace: default}
+spec:
+  manifests: [{apiVersion: v1, kind: ConfigMap, metadata: {name: cheap, namespace: default}, data: {a: b}}]
+  policy:
+    type: PickN
+    numberOfClusters: 2
+    preferences: [{weight: 100, sortBy: {property: cost, order: Ascending}}]
+    failover: {afterSeconds: 4}
+"#,
+    )
+    .unwrap();
+    let hub_kubeconfig = hub_kubeconfig_admin(&hub_dir);
+    kubectl(
+        &hub_kubeconfig,
+        &["apply", "-f", placement.to_str().unwrap()],
+    )
+    .success();
+    let present = |member: &Process| {
+        kubectl(&member.kubeconfig(), &["get", "configmap", "cheap"])
+            .status
+            .is_some_and(|s| s.success())
+    };
+    until(
+        dir.path(),
+        "the two cheapest receive the Work",
+        Duration::from_secs(30),
+        || present(&members[1]) && present(&members[2]),
+    )
+    .await;
+    assert!(!present(&members[0]));
+
+    // West's agent dies: within the leases and the failover delay nothing moves; after them,
+    // east, the next best, receives the Work.
+    let west = agents.remove(1);
+    drop(west);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!present(&members[0]), "moved before the failover delay");
+    until(
+        dir.path(),
+        "east replaces west",
+        Duration::from_secs(40),
+        || present(&members[0]),
+    )
+    .await;
+    let reason = kubectl(
+        &hub_kubeconfig,
+        &[
+            "get",
+            "workplacement",
+            "cheap",
+            "-o",
+            "jsonpath={.status.decisions[?(@.clusterName==\"west\")].reason}",
+        ],
+    )
+    .success();
+    assert!(
+        reason
+            .stdout
+            .contains("past failover.afterSeconds 4: replaced"),
+        "{reason}"
+    );
+    assert!(present(&members[1]), "west keeps it while away");
+
+    // West comes back: its Work is removed, and the Work does not move back.
+    let _west = Agent::start(
+        &hub_dir,
+        &grpc,
+        &members[1].kubeconfig(),
+        "west",
+        dir.path().join("west-agent.log"),
+    );
+    until_healthy(dir.path(), &hub_dir, "west").await;
+    until(
+        dir.path(),
+        "west's copy is removed",
+        Duration::from_secs(30),
+        || !present(&members[1]),
+    )
+    .await;
+    assert!(present(&members[0]) && present(&members[2]));
+    atoll(&hub_dir, &["work", "status", "cheap"])
+        .success()
+        .stdout_has("Scheduled True (Scheduled): picked 2 of 2 clusters");
+}

@@ -62,6 +62,10 @@ pub const CONDITION_AVAILABLE: &str = "Available";
 /// Work and WorkPlacement condition: the applied resources do not match their desired state.
 pub const CONDITION_DEGRADED: &str = "Degraded";
 
+/// WorkPlacement condition: its policy found the clusters it wants (`False`, reason
+/// `NotEnoughClusters`, when a `PickN` found fewer; the ones found still receive the Work).
+pub const CONDITION_SCHEDULED: &str = "Scheduled";
+
 /// Condition type on a Work and its manifests: the resources finished (Jobs and Pods that ran to
 /// an end), which `deleteOption.ttlSecondsAfterFinished` counts from.
 pub const CONDITION_COMPLETE: &str = "Complete";

@@ -12,9 +12,14 @@ use serde::{Deserialize, Serialize};
 use crate::work::Manifest;
 
 pub mod overrides;
+pub mod policy;
 
 pub use overrides::{
     ImageOverride, JsonPatchOperation, ManifestSelector, Override, OverrideClusters,
+};
+pub use policy::{
+    AffinityTerm, ClusterDecision, Failover, Policy, PolicyType, Preference, PropertyExpression,
+    PropertySort, SortOrder, TopologySpread,
 };
 
 /// The desired state of a WorkPlacement.
@@ -33,6 +38,8 @@ pub use overrides::{
     printcolumn = r#"{"name":"Available","type":"integer","jsonPath":".status.available"}"#,
     printcolumn = r#"{"name":"Degraded","type":"integer","jsonPath":".status.degraded"}"#,
     printcolumn = r#"{"name":"Progressing","type":"string","jsonPath":".status.conditions[?(@.type==\"Progressing\")].status"}"#,
+    printcolumn = r#"{"name":"Policy","type":"string","priority":1,"jsonPath":".spec.policy.type"}"#,
+    printcolumn = r#"{"name":"Scheduled","type":"string","priority":1,"jsonPath":".status.conditions[?(@.type==\"Scheduled\")].message"}"#,
     printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
 )]
 #[serde(rename_all = "camelCase")]
@@ -43,6 +50,9 @@ pub struct WorkPlacementSpec {
     /// Which member clusters receive them.
     #[serde(default)]
     pub cluster_selector: ClusterSelector,
+    /// How the hub chooses among the clusters the selector picks (left out: all of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Policy>,
     /// How fast the manifests reach the clusters.
     #[serde(default)]
     pub rollout_strategy: RolloutStrategy,
@@ -268,11 +278,25 @@ pub struct WorkPlacementStatus {
     /// nothing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unused_overrides: Vec<i32>,
-    /// `Progressing`, `Available`, `Degraded`.
+    /// What the policy decided for each cluster the selector picks (with a policy only): the
+    /// chosen ones with their scores, the others with why not; at most 1,000, the chosen first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "decisions_schema")]
+    pub decisions: Vec<ClusterDecision>,
+    /// `Progressing`, `Available`, `Degraded`, and `Scheduled` with a policy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,
 }
+
+fn decisions_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = crate::schema::map_list::<ClusterDecision>(generator, "clusterName");
+    schema.insert("maxItems".into(), DECISIONS_MAX.into());
+    schema
+}
+
+/// The most decisions a placement's status lists.
+pub const DECISIONS_MAX: usize = 1000;
 
 fn overridden_clusters_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
     crate::schema::map_list::<OverriddenCluster>(generator, "name")

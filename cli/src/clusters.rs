@@ -6,6 +6,7 @@ use atoll_api::names::{
     CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED, INVENTORY_NAMESPACE, LABEL_CLUSTER_SET,
     PROPERTY_CLUSTER_ID,
 };
+use atoll_api::placement::policy::parse_quantity;
 use clap::Args;
 use kube::api::{Api, ListParams};
 
@@ -21,9 +22,55 @@ pub struct GetArgs {
     /// A label selector over ClusterProfiles, e.g. `env=prod`.
     #[arg(short = 'l', long)]
     selector: Option<String>,
+    /// Show this ClusterProfile property in a column of its own (repeatable), e.g. `cost`.
+    #[arg(long = "property", value_name = "KEY")]
+    properties: Vec<String>,
+    /// Order by a numeric property (Kubernetes quantities such as `4`, `500m`, `16Gi`), lowest
+    /// first (`asc`, the default) or highest first (`desc`); clusters without a number for it
+    /// come last. The scheduler's `--prefer` reads the same values.
+    #[arg(long, value_name = "PROPERTY[:asc|desc]")]
+    sort_by: Option<String>,
     /// Output format.
     #[arg(short, long, value_enum, default_value_t = Format::Table)]
     output: Format,
+}
+
+/// Sorts profiles by the numeric property `spec` (`PROPERTY[:asc|desc]`), those without a number
+/// for it last, ties by name.
+fn sort_by_property(profiles: &mut [ClusterProfile], spec: &str) -> anyhow::Result<()> {
+    let (property, descending) = match spec.rsplit_once(':') {
+        Some((p, "asc")) => (p, false),
+        Some((p, "desc")) => (p, true),
+        Some((_, other)) => anyhow::bail!(
+            "--sort-by {spec}: the order {other:?} is not asc or desc (PROPERTY[:asc|desc])"
+        ),
+        None => (spec, false),
+    };
+    if property.is_empty() {
+        anyhow::bail!("--sort-by {spec}: name a property, e.g. cost");
+    }
+    let key = |p: &ClusterProfile| {
+        let value = property_value(p, property).and_then(|v| parse_quantity(&v));
+        let ordered = value.map(|v| if descending { -v } else { v });
+        (ordered.is_none(), ordered.unwrap_or(0.0))
+    };
+    profiles.sort_by(|a, b| {
+        let (ka, kb) = (key(a), key(b));
+        ka.0.cmp(&kb.0)
+            .then(ka.1.total_cmp(&kb.1))
+            .then_with(|| a.metadata.name.cmp(&b.metadata.name))
+    });
+    Ok(())
+}
+
+fn property_value(profile: &ClusterProfile, name: &str) -> Option<String> {
+    profile
+        .status
+        .as_ref()?
+        .properties
+        .iter()
+        .find(|p| p.name == name)
+        .map(|p| p.value.clone())
 }
 
 pub async fn get(client: kube::Client, args: GetArgs) -> anyhow::Result<()> {
@@ -39,6 +86,9 @@ pub async fn get(client: kube::Client, args: GetArgs) -> anyhow::Result<()> {
         .map_err(|e| explain(e, "cannot list clusters"))?;
     list.items
         .sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    if let Some(spec) = &args.sort_by {
+        sort_by_property(&mut list.items, spec)?;
+    }
     if matches!(args.output, Format::Yaml | Format::Json) {
         print!("{}", output::document(&list, args.output)?);
         return Ok(());
@@ -64,7 +114,21 @@ pub async fn get(client: kube::Client, args: GetArgs) -> anyhow::Result<()> {
     if wide {
         header.extend(["CLUSTER-ID", "MESSAGE"]);
     }
-    let rows: Vec<Vec<String>> = list.items.iter().map(|p| row(p, wide)).collect();
+    let columns: Vec<String> = args.properties.iter().map(|p| p.to_uppercase()).collect();
+    header.extend(columns.iter().map(String::as_str));
+    let rows: Vec<Vec<String>> = list
+        .items
+        .iter()
+        .map(|p| {
+            let mut row = row(p, wide);
+            row.extend(
+                args.properties
+                    .iter()
+                    .map(|k| property_value(p, k).unwrap_or_else(|| "<none>".to_owned())),
+            );
+            row
+        })
+        .collect();
     print!("{}", output::table(&header, &rows));
     Ok(())
 }
@@ -124,4 +188,53 @@ pub async fn remove(client: kube::Client, name: &str) -> anyhow::Result<()> {
     atoll_hub::record::remove(client, name).await?;
     println!("cluster/{name} removed");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(name: &str, cost: Option<&str>) -> ClusterProfile {
+        let mut profile = ClusterProfile::new(name, Default::default());
+        profile.status = Some(atoll_api::inventory::ClusterProfileStatus {
+            properties: cost
+                .map(|c| atoll_api::inventory::Property {
+                    name: "cost".into(),
+                    value: c.into(),
+                    last_observed_time: None,
+                })
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        });
+        profile
+    }
+
+    fn names(profiles: &[ClusterProfile]) -> Vec<String> {
+        profiles
+            .iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect()
+    }
+
+    #[test]
+    fn clusters_sort_by_a_numeric_property_those_without_one_last() {
+        let mut list = vec![
+            profile("a", Some("cheap")),
+            profile("b", Some("2k")),
+            profile("c", Some("500")),
+            profile("d", None),
+            profile("e", Some("500")),
+        ];
+        sort_by_property(&mut list, "cost").unwrap();
+        assert_eq!(names(&list), ["c", "e", "b", "a", "d"]);
+        sort_by_property(&mut list, "cost:desc").unwrap();
+        assert_eq!(names(&list), ["b", "c", "e", "a", "d"]);
+        assert!(
+            sort_by_property(&mut list, "cost:up")
+                .unwrap_err()
+                .to_string()
+                .contains("not asc or desc")
+        );
+    }
 }

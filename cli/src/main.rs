@@ -165,7 +165,7 @@ struct HostedTarget {
 #[derive(Subcommand)]
 enum WorkCommand {
     /// Apply manifests from files to the selected clusters, as a WorkPlacement.
-    Apply(works::ApplyArgs),
+    Apply(Box<works::ApplyArgs>),
     /// Show a WorkPlacement and where its Work stands on every cluster.
     Status {
         /// The WorkPlacement's name.
@@ -397,7 +397,7 @@ fn main() -> anyhow::Result<()> {
             Command::Work { command } => {
                 let client = client::hub(kubeconfig.as_deref()).await?;
                 match command {
-                    WorkCommand::Apply(args) => works::apply(client, args).await,
+                    WorkCommand::Apply(args) => works::apply(client, *args).await,
                     WorkCommand::Status { name, namespace } => {
                         works::status(client, &name, &namespace).await
                     }

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use atoll_api::names::{LABEL_PLACEMENT, MANIFESTS_MAX_BYTES};
-use atoll_api::placement::{Override, WorkPlacement};
+use atoll_api::placement::{
+    Override, Policy, PolicyType, Preference, PropertySort, SortOrder, WorkPlacement,
+};
 use atoll_api::work::Work;
 use clap::Args;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
@@ -54,6 +56,52 @@ pub struct ApplyArgs {
     /// order.
     #[arg(long = "override", value_name = "FILE")]
     overrides: Vec<PathBuf>,
+    /// Only the best N of the selected clusters (`PickN`); decisions are stable: raising N adds
+    /// clusters without moving the others.
+    #[arg(long, value_name = "N")]
+    pick: Option<i32>,
+    /// With `--pick`: prefer clusters by a numeric ClusterProfile property, highest first
+    /// (`desc`, the default) or lowest first (`asc`), e.g. `cost:asc`; several add up, each
+    /// weighing 100.
+    #[arg(long, value_name = "PROPERTY[:asc|desc]", requires = "pick")]
+    prefer: Vec<String>,
+}
+
+/// The policy of `--pick N` and `--prefer PROPERTY[:asc|desc]`.
+pub fn pick_policy(pick: i32, prefer: &[String]) -> anyhow::Result<Policy> {
+    if pick < 1 {
+        bail!("--pick {pick}: pick at least 1 cluster");
+    }
+    let mut preferences = Vec::new();
+    for text in prefer {
+        let (property, order) = match text.rsplit_once(':') {
+            Some((p, "asc")) => (p, SortOrder::Ascending),
+            Some((p, "desc")) => (p, SortOrder::Descending),
+            Some((_, other)) => bail!(
+                "--prefer {text}: the order {other:?} is not asc or desc (PROPERTY[:asc|desc])"
+            ),
+            None => (text.as_str(), SortOrder::Descending),
+        };
+        if property.is_empty() {
+            bail!("--prefer {text}: name a property, e.g. cost:asc");
+        }
+        preferences.push(Preference {
+            weight: 100,
+            sort_by: Some(PropertySort {
+                property: property.to_owned(),
+                order,
+            }),
+            ..Preference::default()
+        });
+    }
+    let policy = Policy {
+        type_: PolicyType::PickN,
+        number_of_clusters: Some(pick),
+        preferences,
+        ..Policy::default()
+    };
+    atoll_api::placement::policy::validate(&policy).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(policy)
 }
 
 /// Reads the override rules of `files` in order and checks them, naming the file and field at
@@ -212,8 +260,14 @@ pub async fn apply(client: kube::Client, args: ApplyArgs) -> anyhow::Result<()> 
             serde_json::to_value(parse_selector(text)?)?,
         );
     }
-    if selector.is_empty() {
-        bail!("say which clusters: --clusterset SET, --clusters a,b or -l SELECTOR");
+    let policy = args
+        .pick
+        .map(|n| pick_policy(n, &args.prefer))
+        .transpose()?;
+    if selector.is_empty() && policy.is_none() {
+        bail!(
+            "say which clusters: --clusterset SET, --clusters a,b, -l SELECTOR, or --pick N of them all"
+        );
     }
     let strategy = match &args.max_concurrency {
         Some(n) => {
@@ -229,6 +283,9 @@ pub async fn apply(client: kube::Client, args: ApplyArgs) -> anyhow::Result<()> 
     });
     if !overrides.is_empty() {
         placement["spec"]["overrides"] = serde_json::to_value(&overrides)?;
+    }
+    if let Some(policy) = &policy {
+        placement["spec"]["policy"] = serde_json::to_value(policy)?;
     }
     let api: Api<WorkPlacement> = Api::namespaced(client.clone(), &args.namespace);
     let applied = api
@@ -356,6 +413,13 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
     for c in &status.conditions {
         println!("  {} {} ({}): {}", c.type_, c.status, c.reason, c.message);
     }
+    if let Some(policy) = &placement.spec.policy {
+        let what = match policy.type_ {
+            PolicyType::PickN => format!("PickN {}", policy.number_of_clusters.unwrap_or(0)),
+            other => other.to_string(),
+        };
+        println!("  policy: {what}");
+    }
     if !status.unused_overrides.is_empty() {
         let rules: Vec<String> = status
             .unused_overrides
@@ -433,6 +497,25 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
             )
         );
     }
+    if !status.decisions.is_empty() {
+        println!();
+        let rows: Vec<Vec<String>> = status
+            .decisions
+            .iter()
+            .map(|d| {
+                vec![
+                    d.cluster_name.clone(),
+                    if d.selected { "yes" } else { "no" }.to_owned(),
+                    d.score.to_string(),
+                    d.reason.clone(),
+                ]
+            })
+            .collect();
+        print!(
+            "{}",
+            output::table(&["DECISION", "CHOSEN", "SCORE", "REASON"], &rows)
+        );
+    }
     if !status.failed_clusters.is_empty() {
         println!();
         let rows: Vec<Vec<String>> = status
@@ -475,6 +558,39 @@ mod tests {
             .collect();
         assert_eq!(ops, ["tier:NotIn", "gpu:Exists", "legacy:DoesNotExist"]);
         assert!(parse_selector("a in (b)").is_err());
+    }
+
+    #[test]
+    fn pick_and_prefer_make_a_pick_n_policy() {
+        let policy = pick_policy(2, &["cost:asc".into(), "cpu.available".into()]).unwrap();
+        assert_eq!(policy.type_, PolicyType::PickN);
+        assert_eq!(policy.number_of_clusters, Some(2));
+        let sorts: Vec<(String, SortOrder, i32)> = policy
+            .preferences
+            .iter()
+            .map(|p| {
+                let sort = p.sort_by.clone().unwrap();
+                (sort.property, sort.order, p.weight)
+            })
+            .collect();
+        assert_eq!(
+            sorts,
+            [
+                ("cost".into(), SortOrder::Ascending, 100),
+                ("cpu.available".into(), SortOrder::Descending, 100)
+            ]
+        );
+        assert_eq!(
+            pick_policy(0, &[]).unwrap_err().to_string(),
+            "--pick 0: pick at least 1 cluster"
+        );
+        assert!(
+            pick_policy(2, &["cost:cheapest".into()])
+                .unwrap_err()
+                .to_string()
+                .contains("the order \"cheapest\" is not asc or desc")
+        );
+        assert!(pick_policy(2, &[":asc".into()]).is_err());
     }
 
     #[test]

@@ -109,8 +109,10 @@ pub struct Member {
     /// Why the ClusterProperties the hub refused (a name or value it cannot copy) were left
     /// out of `properties`.
     pub refused_properties: Vec<String>,
-    /// The control plane's health.
+    /// The control plane's health (set through [`Member::set_health`]).
     pub health: Health,
+    /// When the control plane last turned ready or not ready, as the hub saw it.
+    pub health_since: Instant,
     /// When the last heartbeat arrived (or the hub started watching).
     pub last_heartbeat: Instant,
     /// Wall-clock time of the last heartbeat.
@@ -156,6 +158,7 @@ impl Member {
             version: String::new(),
             properties: Vec::new(),
             health: Health::Awaiting,
+            health_since: Instant::now(),
             last_heartbeat: Instant::now(),
             last_heartbeat_at: None,
             label_set: None,
@@ -171,6 +174,27 @@ impl Member {
             access: None,
             refused_properties: Vec::new(),
         }
+    }
+
+    /// Sets the control plane's health, noting when it turned ready or not ready.
+    pub fn set_health(&mut self, health: Health) {
+        if (self.health == Health::Ready) != (health == Health::Ready) {
+            self.health_since = Instant::now();
+        }
+        self.health = health;
+    }
+
+    /// How long the control plane has not been ready at `now` (`None`: it is ready): since the
+    /// last heartbeat for a cluster whose heartbeats stopped, since it said so otherwise.
+    pub fn unready_for(&self, now: Instant) -> Option<Duration> {
+        if self.health == Health::Ready {
+            return None;
+        }
+        let since = match self.health {
+            Health::Lost(_) | Health::Awaiting => self.health_since.min(self.last_heartbeat),
+            _ => self.health_since,
+        };
+        Some(now.saturating_duration_since(since))
     }
 
     /// The ClusterSet this member belongs to, if admitted.
@@ -343,7 +367,7 @@ impl Fleet {
         }
         if accepted && !was_accepted {
             member.last_heartbeat = Instant::now();
-            member.health = Health::Awaiting;
+            member.set_health(Health::Awaiting);
         }
         inner.dirty.insert(name.to_owned());
         drop(guard);
@@ -464,7 +488,8 @@ impl Fleet {
                 continue;
             }
             if now.duration_since(member.last_heartbeat) > grace {
-                member.health = Health::Lost(member.last_heartbeat_at);
+                let lost = Health::Lost(member.last_heartbeat_at);
+                member.set_health(lost);
                 inner.dirty.insert(member.name.clone());
                 changed += 1;
             }
@@ -473,6 +498,8 @@ impl Fleet {
         if changed > 0 {
             self.profiles_dirty.notify_one();
             self.membership_dirty.notify_one();
+            // Placements that fail over count from here.
+            self.placements_dirty.notify_one();
         }
         changed
     }

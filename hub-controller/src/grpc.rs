@@ -444,7 +444,7 @@ impl Hub for HubService {
             if m.health != health {
                 changes.profile = true;
                 changes.membership = true;
-                m.health = health;
+                m.set_health(health);
             }
             if m.version != version {
                 m.version = version;

@@ -1,10 +1,11 @@
 //! WorkPlacement: one Work per selected cluster (ClusterSet, label selector over ClusterProfiles,
-//! explicit names, ANDed), following membership as it changes, rolled out `All` at once or
+//! explicit names, ANDed; then the placement's policy, `PickAll`, `PickFixed` or `PickN`, decided
+//! by the pure [`schedule`]), following membership as it changes, rolled out `All` at once or
 //! `Progressive`ly (`maxConcurrency`, `maxFailures`, `minSuccessTime`, `progressDeadline`), with
 //! a status that counts selected, applied, available, degraded and pending clusters and names the
 //! ones that failed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt as _;
@@ -14,10 +15,12 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use std::time::{Duration, Instant};
 
 use atoll_api::names::{
-    CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING, FINALIZER_WORK_CLEANUP,
+    CONDITION_AVAILABLE, CONDITION_DEGRADED, CONDITION_PROGRESSING, CONDITION_SCHEDULED,
+    FINALIZER_WORK_CLEANUP,
 };
 use atoll_api::placement::{
-    FailedCluster, InvalidField, OverriddenCluster, RolloutType, WorkPlacement, WorkPlacementStatus,
+    ClusterDecision, FailedCluster, InvalidField, OverriddenCluster, RolloutType, WorkPlacement,
+    WorkPlacementStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -32,8 +35,10 @@ use crate::work::{
 };
 
 mod overrides;
+mod scheduler;
 
 pub use overrides::{Cluster, ImageReference, OverrideError, Rendered, render};
+pub use scheduler::{Candidate, Previous, Schedule, schedule};
 
 /// The shortest time between two plans of one placement at one generation.
 const PLAN_INTERVAL: Duration = Duration::from_millis(250);
@@ -281,15 +286,16 @@ async fn delete_work(client: &kube::Client, cluster: &str, name: &str) {
     }
 }
 
-/// The clusters a placement selects (sorted), and the ClusterSet it names if that does not exist.
-fn select(placement: &WorkPlacement, fleet: &Fleet) -> (Vec<String>, Option<String>) {
+/// The member clusters a placement's selector picks (sorted by name), and the ClusterSet it
+/// names if that does not exist.
+fn select(placement: &WorkPlacement, fleet: &Fleet) -> (Vec<crate::fleet::Member>, Option<String>) {
     let selector = &placement.spec.cluster_selector;
     let missing_set = selector
         .cluster_set
         .as_ref()
         .filter(|s| !fleet.cluster_sets().contains(*s))
         .cloned();
-    let mut selected: Vec<String> = fleet
+    let mut selected: Vec<crate::fleet::Member> = fleet
         .members()
         .into_iter()
         .filter(|m| m.accepted && m.credential.is_some())
@@ -306,10 +312,113 @@ fn select(placement: &WorkPlacement, fleet: &Fleet) -> (Vec<String>, Option<Stri
                 .is_none_or(|l| matches(l, &m.labels))
         })
         .filter(|m| selector.cluster_names.is_empty() || selector.cluster_names.contains(&m.name))
-        .map(|m| m.name)
         .collect();
-    selected.sort();
+    selected.sort_by(|a, b| a.name.cmp(&b.name));
     (selected, missing_set)
+}
+
+/// What a placement's policy chose among the members its selector picks.
+struct Choice {
+    /// The clusters that receive the Work.
+    selected: Vec<String>,
+    /// The clusters not chosen whose Work stays.
+    retained: BTreeSet<String>,
+    /// The decisions and the `Scheduled` condition (`None` without a policy).
+    decided: Option<(Vec<ClusterDecision>, Verdict)>,
+    /// When the choice changes with time alone.
+    wake: Option<Duration>,
+}
+
+/// The clusters a placement's policy chooses among the members its selector picks, and what it
+/// decided (without a policy: every picked member). An invalid policy keeps the clusters
+/// chosen before (nothing is stamped or pruned then: the rollout plan refuses it too) and says
+/// why in `Scheduled`.
+fn choose(
+    placement: &WorkPlacement,
+    members: &[crate::fleet::Member],
+    previous: &WorkPlacementStatus,
+    stamped: &HashMap<String, (String, Entry)>,
+    now: Instant,
+) -> Choice {
+    let Some(policy) = &placement.spec.policy else {
+        return Choice {
+            selected: members.iter().map(|m| m.name.clone()).collect(),
+            retained: BTreeSet::new(),
+            decided: None,
+            wake: None,
+        };
+    };
+    let names = |keep: fn(&ClusterDecision) -> bool| -> BTreeSet<String> {
+        previous
+            .decisions
+            .iter()
+            .filter(|d| keep(d))
+            .map(|d| d.cluster_name.clone())
+            .collect()
+    };
+    // The clusters chosen: those the status says (it lists at most 1,000), and those holding a
+    // Work of the placement that is not going (the status may be behind, or cut short).
+    let retained = names(|d| d.retained);
+    let mut chosen = names(|d| d.selected);
+    chosen.extend(
+        stamped
+            .iter()
+            .filter(|(cluster, (_, entry))| !entry.deleting && !retained.contains(*cluster))
+            .map(|(cluster, _)| cluster.clone()),
+    );
+    let before = Previous { chosen, retained };
+    if let Err(invalid) = atoll_api::placement::policy::validate(policy) {
+        let kept: Vec<String> = members
+            .iter()
+            .filter(|m| before.chosen.contains(&m.name))
+            .map(|m| m.name.clone())
+            .collect();
+        let verdict = Verdict::new(
+            CONDITION_SCHEDULED,
+            "False",
+            "InvalidPolicy",
+            invalid.to_string(),
+        );
+        return Choice {
+            selected: kept,
+            retained: before.retained,
+            decided: Some((previous.decisions.clone(), verdict)),
+            wake: None,
+        };
+    }
+    let candidates: Vec<Candidate> = members
+        .iter()
+        .map(|m| Candidate {
+            name: m.name.clone(),
+            labels: m.labels.clone(),
+            properties: m
+                .properties
+                .iter()
+                .map(|p| (p.name.clone(), p.value.clone()))
+                .collect(),
+            unready_for: m.unready_for(now),
+        })
+        .collect();
+    let Schedule {
+        chosen,
+        retained,
+        decisions,
+        verdict,
+        wake,
+    } = schedule(policy, &candidates, &before);
+    let verdict = Verdict::new(
+        CONDITION_SCHEDULED,
+        verdict.status,
+        verdict.reason,
+        verdict.message,
+    );
+    Choice {
+        selected: chosen,
+        retained: retained.into_iter().collect(),
+        decided: Some((decisions, verdict)),
+        // A little past the moment, so that the check there holds.
+        wake: wake.map(|w| w + WAKE_MARGIN),
+    }
 }
 
 /// What each selected cluster receives from a placement with overrides: its manifests as the
@@ -420,6 +529,13 @@ fn rollout_plan(
     let generation = placement.metadata.generation.unwrap_or(0);
     let strategy = &placement.spec.rollout_strategy;
     let settings = atoll_api::placement::overrides::validate(&placement.spec.overrides)
+        .and_then(|()| {
+            placement
+                .spec
+                .policy
+                .as_ref()
+                .map_or(Ok(()), atoll_api::placement::policy::validate)
+        })
         .and_then(|()| strategy.settings(selected.len()));
     let (min_success, deadline) = settings
         .as_ref()
@@ -593,6 +709,7 @@ fn status_of(
     stamped: &HashMap<String, (String, Entry)>,
     missing_set: Option<&str>,
     previous: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+    scheduled: Option<Verdict>,
 ) -> WorkPlacementStatus {
     let generation = placement.metadata.generation.unwrap_or(0);
     let current = |cluster: &str| {
@@ -673,9 +790,13 @@ fn status_of(
         failed_clusters,
         overridden_clusters: Vec::new(),
         unused_overrides: Vec::new(),
+        decisions: Vec::new(),
         conditions: merge(
             previous,
-            vec![progressing, available_verdict, degraded_verdict],
+            [progressing, available_verdict, degraded_verdict]
+                .into_iter()
+                .chain(scheduled)
+                .collect(),
             Some(generation),
             jiff::Timestamp::now(),
         ),
@@ -728,9 +849,20 @@ async fn roll_out(
     let client = &ctx.client;
     let key = key(placement);
     let generation = placement.metadata.generation.unwrap_or(0);
-    let (selected, missing_set) = select(placement, &ctx.fleet);
+    let (members, missing_set) = select(placement, &ctx.fleet);
+    let previous = written
+        .clone()
+        .or_else(|| placement.status.clone())
+        .unwrap_or_default();
     let stamped = ctx.index.stamped(&key);
     let now = Instant::now();
+    let Choice {
+        selected,
+        retained,
+        decided,
+        wake,
+    } = choose(placement, &members, &previous, &stamped, now);
+    drop(members);
     let renders = match atoll_api::placement::overrides::validate(&placement.spec.overrides) {
         Ok(()) => render_all(placement, &selected, &ctx.fleet),
         Err(_) => Renders::new(),
@@ -782,27 +914,30 @@ async fn roll_out(
     }
     if plan.invalid.is_none() {
         for (cluster, (name, _)) in &stamped {
-            if !selected.contains(cluster) {
+            if !selected.contains(cluster) && !retained.contains(cluster) {
                 delete_work(client, cluster, name).await;
             }
         }
     }
     timings.retain(|cluster, _| selected.contains(cluster));
 
-    let previous = written
-        .clone()
-        .or_else(|| placement.status.clone())
-        .unwrap_or_default();
+    let (decisions, scheduled) = decided.unzip();
     let mut status = status_of(
         placement,
         &plan,
         &stamped,
         missing_set.as_deref(),
         &previous.conditions,
+        scheduled,
     );
+    status.decisions = decisions.unwrap_or_default();
     status.overridden_clusters = overridden(&renders);
     status.unused_overrides = unused(placement.spec.overrides.len(), &renders);
-    let done = |result: Option<kube::Error>| result.map_or(Ok(plan.wake), Err);
+    let wake = match (plan.wake, wake) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let done = |result: Option<kube::Error>| result.map_or(Ok(wake), Err);
     if written.as_ref() == Some(&status) || placement.status.as_ref() == Some(&status) {
         *written = Some(status);
         return done(first_error);
@@ -818,6 +953,7 @@ async fn roll_out(
             .or_insert(serde_json::json!([]));
         obj.entry("unusedOverrides")
             .or_insert(serde_json::json!([]));
+        obj.entry("decisions").or_insert(serde_json::json!([]));
     }
     api.patch_status(
         placement.metadata.name.as_deref().unwrap_or_default(),
@@ -1054,7 +1190,7 @@ mod tests {
         ));
         assert_eq!(plan.halted, Some((1, 0)));
         assert!(plan.to_stamp.is_empty());
-        let status = status_of(&placement, &plan, &stamped, None, &[]);
+        let status = status_of(&placement, &plan, &stamped, None, &[], None);
         let progressing = status
             .conditions
             .iter()
@@ -1118,7 +1254,7 @@ mod tests {
             &plan.progress[1].1,
             Progress::Failed("OverridePropertyMissing", why) if why.contains("cluster b has no property \"region\"")
         ));
-        let status = status_of(&placement, &plan, &stamped, None, &[]);
+        let status = status_of(&placement, &plan, &stamped, None, &[], None);
         assert_eq!(status.failed_clusters[0].name, "b");
         assert_eq!(
             overridden(&renders)
@@ -1147,7 +1283,7 @@ mod tests {
             Instant::now(),
         );
         assert!(plan.to_stamp.is_empty());
-        let status = status_of(&placement, &plan, &HashMap::new(), None, &[]);
+        let status = status_of(&placement, &plan, &HashMap::new(), None, &[], None);
         let progressing = status
             .conditions
             .iter()

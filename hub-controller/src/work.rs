@@ -208,6 +208,14 @@ impl WorkIndex {
             && old.deleting == deleting
             && old.force_delete == force_delete(work)
         {
+            // A placement that changed but stamps the same manifests (a new rollout strategy
+            // or policy) bumps only the Work's annotations: the placement must see that the Work
+            // carries its generation, or it would stamp it again and wait forever.
+            let placement = placement_of(work);
+            if old.placement != placement {
+                old.placement = placement;
+                self.touch(old.placement.as_ref());
+            }
             let now = reported(work);
             let needs_finalizer = needs_finalizer(work);
             if old.reported != now || old.needs_finalizer != needs_finalizer {
@@ -660,6 +668,30 @@ mod tests {
             ..work.clone()
         };
         assert!(!index.upsert(&stamped).unwrap().2.needs_finalizer);
+    }
+
+    #[tokio::test]
+    async fn a_placement_generation_stamped_on_the_same_manifests_reaches_the_index() {
+        let index = WorkIndex::default();
+        let stamped = |generation: &str| -> Work {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+                "metadata": {"name": "default.p", "namespace": "east", "uid": "u1", "generation": 1,
+                    "labels": {LABEL_PLACEMENT: "default.p"},
+                    "annotations": {ANNOTATION_PLACEMENT_GENERATION: generation},
+                    "finalizers": [FINALIZER_WORK_CLEANUP]},
+                "spec": {"workload": {"manifests": []}}}))
+            .unwrap()
+        };
+        assert!(index.upsert(&stamped("1")).is_some());
+        assert_eq!(index.next_touched().await, ["default.p"]);
+        // Only the annotation changed: nothing for the agent, but the placement sees it.
+        assert!(index.upsert(&stamped("2")).is_none());
+        assert_eq!(
+            index.get("east", "default.p").unwrap().placement,
+            Some(("default.p".to_owned(), 2))
+        );
+        assert_eq!(index.next_touched().await, ["default.p"]);
     }
 
     #[test]
