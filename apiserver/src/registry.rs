@@ -200,7 +200,7 @@ impl Catalog {
     ) -> impl Iterator<Item = &'a Arc<ResourceType>> + 'a {
         self.types
             .iter()
-            .filter(move |t| t.group == group && t.plural == plural)
+            .filter(move |t| t.plural == plural && t.group == group)
     }
 
     /// Groups in discovery order, each with its versions in preference order.
