@@ -196,31 +196,8 @@ async fn config_map_round(
     count: usize,
 ) -> anyhow::Result<Round> {
     let names: Vec<String> = (0..count).map(|i| format!("{prefix}-{i}")).collect();
-    let started = Instant::now();
-    let results: Vec<_> = stream::iter(names.iter())
-        .map(|name| async move { api.create(&PostParams::default(), &config_map(name)).await })
-        .buffer_unordered(CLIENTS)
-        .collect()
-        .await;
-    let creates = started.elapsed();
-    for result in results {
-        result.context("create a ConfigMap")?;
-    }
-    let started = Instant::now();
-    let results: Vec<_> = stream::iter(names.iter())
-        .map(|name| async move {
-            let patch = json!({"data": {"LOG_LEVEL": "debug"}});
-            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-        })
-        .buffer_unordered(CLIENTS)
-        .collect()
-        .await;
-    let updates = started.elapsed();
-    for result in results {
-        result.context("update a ConfigMap")?;
-    }
-    Ok(Round { creates, updates })
+    let patch = json!({"data": {"LOG_LEVEL": "debug"}});
+    writes(api, &names, config_map, &patch, "ConfigMap").await
 }
 
 /// The ConfigMap writes, without and with the policy bound, `rounds` times each.
@@ -307,24 +284,34 @@ async fn round(
     let names: Vec<String> = (0..count)
         .map(|i| format!("{}-{round}-{i}", kind.to_lowercase()))
         .collect();
+    let patch = json!({"spec": {"replicas": 4, "labels": {"revision": "2"}}});
+    writes(api, &names, |name| object(kind, name), &patch, kind).await
+}
+
+/// Creates an object `make` makes for each of `names`, then merge-patches each with `patch`,
+/// [`CLIENTS`] at a time, and times both.
+async fn writes(
+    api: &Api<DynamicObject>,
+    names: &[String],
+    make: impl Fn(&str) -> DynamicObject,
+    patch: &Value,
+    what: &str,
+) -> anyhow::Result<Round> {
+    let make = &make;
     let started = Instant::now();
-    let results: Vec<_> = stream::iter(names.iter())
-        .map(|name| async move {
-            api.create(&PostParams::default(), &object(kind, name))
-                .await
-        })
+    let results: Vec<_> = stream::iter(names)
+        .map(|name| async move { api.create(&PostParams::default(), &make(name)).await })
         .buffer_unordered(CLIENTS)
         .collect()
         .await;
     let creates = started.elapsed();
     for result in results {
-        result.with_context(|| format!("create a {kind}"))?;
+        result.with_context(|| format!("create a {what}"))?;
     }
     let started = Instant::now();
-    let results: Vec<_> = stream::iter(names.iter())
+    let results: Vec<_> = stream::iter(names)
         .map(|name| async move {
-            let patch = json!({"spec": {"replicas": 4, "labels": {"revision": "2"}}});
-            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
                 .await
         })
         .buffer_unordered(CLIENTS)
@@ -332,7 +319,7 @@ async fn round(
         .await;
     let updates = started.elapsed();
     for result in results {
-        result.with_context(|| format!("update a {kind}"))?;
+        result.with_context(|| format!("update a {what}"))?;
     }
     Ok(Round { creates, updates })
 }

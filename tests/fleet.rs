@@ -74,6 +74,41 @@ fn start_members(dir: &Path, hub_dir: &Path, grpc: &str) -> (Vec<Process>, Vec<A
     (members, agents)
 }
 
+/// A hub that accepts joins and marks a cluster lost after three missed one-second leases,
+/// with the three members of [`start_members`] joined to it.
+struct Fleet {
+    _hub: Process,
+    hub_dir: PathBuf,
+    grpc: String,
+    members: Vec<Process>,
+    agents: Vec<Agent>,
+}
+
+impl Fleet {
+    fn start(dir: &Path) -> Fleet {
+        let hub_dir = dir.join("hub");
+        let grpc = free_addr().unwrap().to_string();
+        let flags = [
+            "--grpc-addr",
+            &grpc,
+            "--auto-accept",
+            "--lease-seconds",
+            "1",
+            "--missed-leases",
+            "3",
+        ];
+        let hub = Process::hub_with(&hub_dir, free_addr().unwrap(), &flags).unwrap();
+        let (members, agents) = start_members(dir, &hub_dir, &grpc);
+        Fleet {
+            _hub: hub,
+            hub_dir,
+            grpc,
+            members,
+            agents,
+        }
+    }
+}
+
 /// `atoll` against the hub.
 fn atoll(hub_dir: &Path, args: &[&str]) -> Ran {
     let kubeconfig = hub_kubeconfig_admin(hub_dir);
@@ -1294,33 +1329,15 @@ const EU_ONLY_OVERRIDES: &str = r#"
 #[tokio::test(flavor = "multi_thread")]
 async fn overrides_render_each_cluster_from_its_properties_and_a_failing_one_fails_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let hub_dir = dir.path().join("hub");
-    let grpc = free_addr().unwrap().to_string();
-    let flags = [
-        "--grpc-addr",
-        &grpc,
-        "--auto-accept",
-        "--lease-seconds",
-        "1",
-        "--missed-leases",
-        "3",
-    ];
-    let _hub = Process::hub_with(&hub_dir, free_addr().unwrap(), &flags).unwrap();
-    let (members, _agents) = start_members(dir.path(), &hub_dir, &grpc);
+    let Fleet {
+        _hub,
+        hub_dir,
+        grpc: _,
+        members,
+        agents: _agents,
+    } = Fleet::start(dir.path());
     for (member, region) in members.iter().zip(["eu", "us", "eu"]) {
-        let property = dir.path().join(format!("region-{region}.yaml"));
-        std::fs::write(
-            &property,
-            format!(
-                "apiVersion: about.k8s.io/v1alpha1\nkind: ClusterProperty\nmetadata: {{name: region}}\nspec: {{value: {region}}}\n"
-            ),
-        )
-        .unwrap();
-        kubectl(
-            &member.kubeconfig(),
-            &["apply", "-f", property.to_str().unwrap()],
-        )
-        .success();
+        set_property(dir.path(), member, "region", region);
     }
     let hub_kubeconfig = hub_kubeconfig_admin(&hub_dir);
     until(
@@ -1504,17 +1521,7 @@ async fn overrides_render_each_cluster_from_its_properties_and_a_failing_one_fai
     assert!(!status.stdout.contains("change no manifest"), "{status}");
 
     // A property that changes renders that cluster's Work anew.
-    let property = dir.path().join("region-us-east.yaml");
-    std::fs::write(
-        &property,
-        "apiVersion: about.k8s.io/v1alpha1\nkind: ClusterProperty\nmetadata: {name: region}\nspec: {value: ap}\n",
-    )
-    .unwrap();
-    kubectl(
-        &members[1].kubeconfig(),
-        &["apply", "-f", property.to_str().unwrap()],
-    )
-    .success();
+    set_property(dir.path(), &members[1], "region", "ap");
     until(
         dir.path(),
         "west's ConfigMap follows its new region",
@@ -1523,16 +1530,7 @@ async fn overrides_render_each_cluster_from_its_properties_and_a_failing_one_fai
     )
     .await;
     assert_eq!(settings(&members[0]), "eu/east/plain");
-    std::fs::write(
-        &property,
-        "apiVersion: about.k8s.io/v1alpha1\nkind: ClusterProperty\nmetadata: {name: region}\nspec: {value: us}\n",
-    )
-    .unwrap();
-    kubectl(
-        &members[1].kubeconfig(),
-        &["apply", "-f", property.to_str().unwrap()],
-    )
-    .success();
+    set_property(dir.path(), &members[1], "region", "us");
 
     // A placement on all three, first as written; then with a rule whose test fails on west (us):
     // west fails alone and keeps what it had, east and north are tuned.
@@ -1641,19 +1639,13 @@ fn inventory_costs(hub_dir: &Path) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn pick_n_lands_on_the_cheapest_clusters_and_keeps_them_when_more_are_wanted() {
     let dir = tempfile::tempdir().unwrap();
-    let hub_dir = dir.path().join("hub");
-    let grpc = free_addr().unwrap().to_string();
-    let flags = [
-        "--grpc-addr",
-        &grpc,
-        "--auto-accept",
-        "--lease-seconds",
-        "1",
-        "--missed-leases",
-        "3",
-    ];
-    let _hub = Process::hub_with(&hub_dir, free_addr().unwrap(), &flags).unwrap();
-    let (members, _agents) = start_members(dir.path(), &hub_dir, &grpc);
+    let Fleet {
+        _hub,
+        hub_dir,
+        grpc: _,
+        members,
+        agents: _agents,
+    } = Fleet::start(dir.path());
     // east is the dearest, west the cheapest.
     for (member, cost) in members.iter().zip(["30", "10", "20"]) {
         set_property(dir.path(), member, "cost", cost);
@@ -1882,19 +1874,13 @@ async fn pick_n_lands_on_the_cheapest_clusters_and_keeps_them_when_more_are_want
 #[tokio::test(flavor = "multi_thread")]
 async fn a_chosen_cluster_lost_past_its_failover_delay_is_replaced_and_cleaned_when_it_returns() {
     let dir = tempfile::tempdir().unwrap();
-    let hub_dir = dir.path().join("hub");
-    let grpc = free_addr().unwrap().to_string();
-    let flags = [
-        "--grpc-addr",
-        &grpc,
-        "--auto-accept",
-        "--lease-seconds",
-        "1",
-        "--missed-leases",
-        "3",
-    ];
-    let _hub = Process::hub_with(&hub_dir, free_addr().unwrap(), &flags).unwrap();
-    let (members, mut agents) = start_members(dir.path(), &hub_dir, &grpc);
+    let Fleet {
+        _hub,
+        hub_dir,
+        grpc,
+        members,
+        mut agents,
+    } = Fleet::start(dir.path());
     for (member, cost) in members.iter().zip(["30", "10", "20"]) {
         set_property(dir.path(), member, "cost", cost);
     }
