@@ -1636,6 +1636,27 @@ fn inventory_costs(hub_dir: &Path) -> String {
     .stdout
 }
 
+/// Gives the members a `cost` (east 30, the dearest; west 10, the cheapest; north 20) and waits
+/// until the hub's inventory has it and all three are healthy.
+async fn set_costs(dir: &Path, hub_dir: &Path, members: &[Process]) {
+    for (member, cost) in members.iter().zip(["30", "10", "20"]) {
+        set_property(dir, member, "cost", cost);
+    }
+    until(
+        dir,
+        "three healthy clusters report their cost",
+        Duration::from_secs(30),
+        || {
+            let costs = inventory_costs(hub_dir);
+            ["east=30", "west=10", "north=20"]
+                .iter()
+                .all(|c| costs.contains(c))
+                && clusters(hub_dir).iter().all(|r| r.1 == "True")
+        },
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn pick_n_lands_on_the_cheapest_clusters_and_keeps_them_when_more_are_wanted() {
     let dir = tempfile::tempdir().unwrap();
@@ -1646,23 +1667,7 @@ async fn pick_n_lands_on_the_cheapest_clusters_and_keeps_them_when_more_are_want
         members,
         agents: _agents,
     } = Fleet::start(dir.path());
-    // east is the dearest, west the cheapest.
-    for (member, cost) in members.iter().zip(["30", "10", "20"]) {
-        set_property(dir.path(), member, "cost", cost);
-    }
-    until(
-        dir.path(),
-        "three healthy clusters report their cost",
-        Duration::from_secs(30),
-        || {
-            let costs = inventory_costs(&hub_dir);
-            ["east=30", "west=10", "north=20"]
-                .iter()
-                .all(|c| costs.contains(c))
-                && clusters(&hub_dir).iter().all(|r| r.1 == "True")
-        },
-    )
-    .await;
+    set_costs(dir.path(), &hub_dir, &members).await;
 
     // The inventory query the scheduler makes, as a user runs it.
     let listed = atoll(
@@ -1881,22 +1886,7 @@ async fn a_chosen_cluster_lost_past_its_failover_delay_is_replaced_and_cleaned_w
         members,
         mut agents,
     } = Fleet::start(dir.path());
-    for (member, cost) in members.iter().zip(["30", "10", "20"]) {
-        set_property(dir.path(), member, "cost", cost);
-    }
-    until(
-        dir.path(),
-        "three healthy clusters report their cost",
-        Duration::from_secs(30),
-        || {
-            let costs = inventory_costs(&hub_dir);
-            ["east=30", "west=10", "north=20"]
-                .iter()
-                .all(|c| costs.contains(c))
-                && clusters(&hub_dir).iter().all(|r| r.1 == "True")
-        },
-    )
-    .await;
+    set_costs(dir.path(), &hub_dir, &members).await;
     let placement = dir.path().join("placement.yaml");
     std::fs::write(
         &placement,
