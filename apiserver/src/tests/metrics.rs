@@ -69,9 +69,9 @@ async fn requests_and_stored_objects_are_counted_with_bounded_labels() {
             Some(1.0),
             "{text}"
         );
-        assert_eq!(
-            value(&text, "apiserver_storage_objects{resource=\"configmaps\"}"),
-            // Each namespace has its kube-root-ca.crt too, made by the namespace controller.
+        // Each namespace has its kube-root-ca.crt too, made by the namespace controller at its
+        // own pace: the gauge follows the watch cache, so it may trail the storage briefly.
+        let stored = || async {
             server
                 .server
                 .backend()
@@ -81,9 +81,21 @@ async fn requests_and_stored_objects_are_counted_with_bounded_labels() {
                 })
                 .await
                 .map(|page| page.items.len() as f64)
-                .ok(),
-            "{text}"
-        );
+                .ok()
+        };
+        let gauge = |text: &str| value(text, "apiserver_storage_objects{resource=\"configmaps\"}");
+        let mut text = text;
+        let mut seen = (gauge(&text), stored().await);
+        for _ in 0..100 {
+            if seen.0 == seen.1 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            text = scrape(&registry);
+            seen = (gauge(&text), stored().await);
+        }
+        assert_eq!(seen.0, seen.1, "{text}");
+        assert!(seen.0.is_some(), "{text}");
         assert!(
             value(&text, "apiserver_storage_objects{resource=\"namespaces\"}").unwrap_or(0.0) >= 5.0,
             "{text}"
