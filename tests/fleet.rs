@@ -1976,3 +1976,354 @@ spec:
         .success()
         .stdout_has("Scheduled True (Scheduled): picked 2 of 2 clusters");
 }
+
+/// A namespace on the hub, with what a team puts in it.
+const HUB_SHOP: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {team: shop}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: shop}
+data: {mode: hub, level: "1"}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "registry.example.com/team/web:1.0"}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+"#;
+
+/// A WorkPlacement that sends the hub's `shop` namespace to the ClusterSet `prod`, with a rule
+/// of its own that sets the ConfigMap's mode.
+const SHOP_PLACEMENT: &str = r#"
+apiVersion: atoll.dev/v1alpha1
+kind: WorkPlacement
+metadata: {name: shop, namespace: default, labels: {tier: apps}}
+spec:
+  clusterSelector: {clusterSet: prod}
+  resourceSelectors: [{version: v1, kind: Namespace, name: shop}]
+  overrides:
+  - manifests: [{kind: ConfigMap, name: settings}]
+    jsonPatch: [{op: replace, path: /data/mode, value: "placement on ${CLUSTER_NAME}"}]
+"#;
+
+/// A fleet administrator's WorkOverride for placements labelled `tier: apps`: a registry mirror,
+/// and a mode the placement's own rule overrides.
+const MIRROR: &str = r#"
+apiVersion: atoll.dev/v1alpha1
+kind: WorkOverride
+metadata: {name: mirror}
+spec:
+  placements: {labelSelector: {matchLabels: {tier: apps}}}
+  overrides:
+  - image: {registry: mirror.example.com}
+  - manifests: [{kind: ConfigMap}]
+    jsonPatch:
+    - {op: replace, path: /data/mode, value: fleet}
+    - {op: add, path: /data/cluster, value: "${CLUSTER_NAME}"}
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_fleet_overrides() {
+    let dir = tempfile::tempdir().unwrap();
+    let Fleet {
+        _hub,
+        hub_dir,
+        grpc: _,
+        members,
+        agents: _agents,
+    } = Fleet::start(dir.path());
+    for name in ["east", "west", "north"] {
+        until_healthy(dir.path(), &hub_dir, name).await;
+    }
+    let hub = hub_kubeconfig_admin(&hub_dir);
+    let write = |name: &str, text: &str| {
+        let file = dir.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        file
+    };
+    let apply = |name: &str, text: &str| {
+        let file = write(name, text);
+        kubectl(&hub, &["apply", "-f", file.to_str().unwrap()])
+    };
+    atoll(&hub_dir, &["clusterset", "create", "prod"]).success();
+    atoll(&hub_dir, &["clusterset", "add", "prod", "east", "west"]).success();
+    apply("shop.yaml", HUB_SHOP).success();
+    apply("mirror.yaml", MIRROR).success();
+    apply("placement.yaml", SHOP_PLACEMENT).success();
+    let get = |member: &Process, args: &[&str]| kubectl(&member.kubeconfig(), args);
+    let settings = |member: &Process| {
+        get(
+            member,
+            &[
+                "get",
+                "configmap",
+                "settings",
+                "-n",
+                "shop",
+                "-o",
+                "jsonpath={.data.mode}/{.data.cluster}/{.data.level}",
+            ],
+        )
+        .stdout
+        .trim()
+        .to_owned()
+    };
+    let image = |member: &Process| {
+        get(
+            member,
+            &[
+                "get",
+                "deployment",
+                "web",
+                "-n",
+                "shop",
+                "-o",
+                "jsonpath={.spec.template.spec.containers[0].image}",
+            ],
+        )
+        .stdout
+        .trim()
+        .to_owned()
+    };
+    // The members of prod receive the namespace and what is in it; the placement's own rule
+    // wins over the WorkOverride's where both set a field; the mirror applies to the image.
+    until(
+        dir.path(),
+        "east and west hold the shop namespace, overridden",
+        Duration::from_secs(60),
+        || {
+            settings(&members[0]) == "placement on east/east/1"
+                && settings(&members[1]) == "placement on west/west/1"
+        },
+    )
+    .await;
+    for member in &members[..2] {
+        assert_eq!(image(member), "mirror.example.com/team/web:1.0");
+        get(member, &["get", "service", "web", "-n", "shop"]).success();
+        get(
+            member,
+            &[
+                "get",
+                "namespace",
+                "shop",
+                "-o",
+                "jsonpath={.metadata.labels.team}",
+            ],
+        )
+        .success()
+        .stdout_has("shop");
+    }
+    get(&members[2], &["get", "namespace", "shop"]).failure();
+    let placement_status = |path: &str| {
+        kubectl(
+            &hub,
+            &[
+                "get",
+                "workplacement",
+                "shop",
+                "-o",
+                &format!("jsonpath={path}"),
+            ],
+        )
+        .success()
+        .stdout
+        .trim()
+        .to_owned()
+    };
+    assert_eq!(
+        placement_status(
+            "{range .status.overriddenClusters[*]}{.name}={.appliedWorkOverrides}+{.appliedOverrides} {end}"
+        ),
+        "east=[\"mirror[0]\",\"mirror[1]\"]+[0] west=[\"mirror[0]\",\"mirror[1]\"]+[0]"
+    );
+    // What Kubernetes makes in every namespace stays behind.
+    assert_eq!(
+        placement_status("{range .status.selectedResources[*]}{.kind}/{.name} {end}"),
+        "ConfigMap/settings Namespace/shop Service/web Deployment/web"
+    );
+    until(
+        dir.path(),
+        "the WorkOverride reports the placement it applies to",
+        Duration::from_secs(60),
+        || {
+            kubectl(&hub, &["get", "workoverride", "mirror"])
+                .stdout
+                .lines()
+                .nth(1)
+                .is_some_and(|row| {
+                    row.split_whitespace().collect::<Vec<_>>()[..4] == ["mirror", "2", "1", "True"]
+                })
+        },
+    )
+    .await;
+
+    // An edit on the hub reaches every member; a deleted object goes from every member.
+    kubectl(
+        &hub,
+        &[
+            "patch",
+            "configmap",
+            "settings",
+            "-n",
+            "shop",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"data":{"level":"2"}}"#,
+        ],
+    )
+    .success();
+    until(
+        dir.path(),
+        "the edit reaches east and west",
+        Duration::from_secs(60),
+        || settings(&members[0]).ends_with("/2") && settings(&members[1]).ends_with("/2"),
+    )
+    .await;
+    kubectl(&hub, &["delete", "service", "web", "-n", "shop"]).success();
+    until(
+        dir.path(),
+        "the deleted Service goes from east and west",
+        Duration::from_secs(60),
+        || {
+            members[..2].iter().all(|m| {
+                get(m, &["get", "service", "web", "-n", "shop"])
+                    .stderr
+                    .contains("NotFound")
+            })
+        },
+    )
+    .await;
+
+    // A WorkOverride that cannot be applied holds the placement: nothing placed is disturbed.
+    apply(
+        "mirror.yaml",
+        &MIRROR.replace("path: /data/mode", "path: /kind"),
+    )
+    .success();
+    until(dir.path(), "the placement holds, naming the WorkOverride", Duration::from_secs(60), || {
+        placement_status("{.status.conditions[?(@.type==\"Progressing\")].message}")
+            .starts_with("WorkOverride mirror spec.overrides[1].jsonPatch[0].path: Invalid value: \"/kind\": an override may not change /kind")
+    })
+    .await;
+    kubectl(
+        &hub,
+        &[
+            "get",
+            "workoverride",
+            "mirror",
+            "-o",
+            "jsonpath={.status.conditions[0].reason}",
+        ],
+    )
+    .success()
+    .stdout_has("InvalidSpec");
+    kubectl(
+        &hub,
+        &[
+            "patch",
+            "configmap",
+            "settings",
+            "-n",
+            "shop",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"data":{"level":"3"}}"#,
+        ],
+    )
+    .success();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        settings(&members[0]),
+        "placement on east/east/2",
+        "a held placement changed east"
+    );
+    kubectl(&hub, &["delete", "workoverride", "mirror"]).success();
+    until(
+        dir.path(),
+        "without the WorkOverride, the members follow the hub again",
+        Duration::from_secs(60),
+        || {
+            settings(&members[0]) == "placement on east//3"
+                && image(&members[0]) == "registry.example.com/team/web:1.0"
+        },
+    )
+    .await;
+
+    // Selectors the hub cannot follow are refused or reported, naming the field.
+    let bad = |name: &str, selector: &str| {
+        write(
+            &format!("{name}.yaml"),
+            &format!(
+                "apiVersion: atoll.dev/v1alpha1\nkind: WorkPlacement\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  clusterSelector: {{clusterNames: [east]}}\n  resourceSelectors: [{selector}]\n"
+            ),
+        )
+    };
+    let file = bad(
+        "both",
+        "{version: v1, kind: ConfigMap, name: a, labelSelector: {matchLabels: {a: b}}}",
+    );
+    kubectl(&hub, &["apply", "-f", file.to_str().unwrap()])
+        .failure()
+        .stderr_has("a resource selector names one object or selects by labels, not both");
+    let file = bad("widgets", "{group: example.com, version: v1, kind: Widget}");
+    kubectl(&hub, &["apply", "-f", file.to_str().unwrap()]).success();
+    let file = bad(
+        "system",
+        "{version: v1, kind: Namespace, name: kube-system}",
+    );
+    kubectl(&hub, &["apply", "-f", file.to_str().unwrap()]).success();
+    let progressing = |name: &str| {
+        kubectl(
+            &hub,
+            &[
+                "get",
+                "workplacement",
+                name,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Progressing\")].message}",
+            ],
+        )
+        .stdout
+        .trim()
+        .to_owned()
+    };
+    until(dir.path(), "the hub reports the selectors it cannot follow", Duration::from_secs(60), || {
+        progressing("widgets")
+            == "spec.resourceSelectors[0].kind: Invalid value: \"Widget\": the hub serves no example.com/v1 Widget"
+            && progressing("system")
+                == "spec.resourceSelectors[0].name: Invalid value: \"kube-system\": the hub's own and Kubernetes' system namespaces are not sent"
+    })
+    .await;
+
+    // The namespace deleted on the hub goes from every member.
+    kubectl(&hub, &["delete", "namespace", "shop", "--wait=false"]).success();
+    until(
+        dir.path(),
+        "the namespace goes from east and west",
+        Duration::from_secs(90),
+        || {
+            members[..2].iter().all(|m| {
+                get(m, &["get", "configmap", "settings", "-n", "shop"])
+                    .stderr
+                    .contains("NotFound")
+            })
+        },
+    )
+    .await;
+}

@@ -78,6 +78,7 @@ fn generate() -> Result<Vec<CustomResourceDefinition>, Error> {
         work::AppliedWork::crd(),
         clusterset::ClusterSet::crd(),
         placement::WorkPlacement::crd(),
+        placement::WorkOverride::crd(),
         hosted::HostedCluster::crd(),
     ];
     crds.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
@@ -133,6 +134,7 @@ mod tests {
                 "clusterproperties.about.k8s.io",
                 "clustersets.atoll.dev",
                 "hostedclusters.atoll.dev",
+                "workoverrides.atoll.dev",
                 "workplacements.atoll.dev",
                 "works.multicluster.x-k8s.io",
             ]

@@ -13,6 +13,8 @@ use crate::work::Manifest;
 
 pub mod overrides;
 pub mod policy;
+pub mod resources;
+pub mod work_override;
 
 pub use overrides::{
     ImageOverride, JsonPatchOperation, ManifestSelector, Override, OverrideClusters,
@@ -21,6 +23,8 @@ pub use policy::{
     AffinityTerm, ClusterDecision, Failover, Policy, PolicyType, Preference, PropertyExpression,
     PropertySort, SortOrder, TopologySpread,
 };
+pub use resources::ResourceSelector;
+pub use work_override::{PlacementSelector, WorkOverride, WorkOverrideSpec, WorkOverrideStatus};
 
 /// The desired state of a WorkPlacement.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -47,6 +51,11 @@ pub struct WorkPlacementSpec {
     /// The manifests each selected cluster receives.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub manifests: Vec<Manifest>,
+    /// Resources stored on the hub each selected cluster receives after the manifests, their
+    /// status and the fields the hub generated stripped; at most 100 selectors.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 100))]
+    pub resource_selectors: Vec<ResourceSelector>,
     /// Which member clusters receive them.
     #[serde(default)]
     pub cluster_selector: ClusterSelector,
@@ -273,6 +282,10 @@ pub struct WorkPlacementStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "overridden_clusters_schema")]
     pub overridden_clusters: Vec<OverriddenCluster>,
+    /// The hub resources the resource selectors picked (at most 1,000 listed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
+    pub selected_resources: Vec<SelectedResource>,
     /// The indexes in `spec.overrides` of the rules that changed no manifest on any selected
     /// cluster (a cluster or manifest selector that matches nothing, or a patch that changes
     /// nothing).
@@ -311,6 +324,32 @@ pub struct OverriddenCluster {
     /// The indexes in `spec.overrides` of the rules that changed its manifests, in order.
     #[serde(default)]
     pub applied_overrides: Vec<i32>,
+    /// The WorkOverride rules that changed its manifests, as `NAME[INDEX]`, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub applied_work_overrides: Vec<String>,
+}
+
+/// The most hub resources a placement's status lists.
+pub const SELECTED_RESOURCES_MAX: usize = 1000;
+
+/// A hub resource a placement sends.
+#[derive(
+    Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct SelectedResource {
+    /// API group (`""` for the core group).
+    #[serde(default)]
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Kind.
+    pub kind: String,
+    /// Namespace (namespaced kinds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
 }
 
 fn failed_clusters_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {

@@ -28,6 +28,7 @@ pub mod record;
 pub mod setup;
 pub mod sources;
 pub mod work;
+pub mod work_override;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -332,6 +333,7 @@ fn spawn_controllers(
         grace: lost_cluster_grace,
     };
     tasks.spawn("work-lifecycle", work::lifecycle::run(lifecycle, s.clone()));
+    tasks.spawn("work-overrides", work_override::run(c.clone(), s.clone()));
     tasks.spawn(
         "clustersets",
         clusterset::run(f.clone(), c.clone(), s.clone()),

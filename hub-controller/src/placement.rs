@@ -3,7 +3,9 @@
 //! by the pure [`schedule`]), following membership as it changes, rolled out `All` at once or
 //! `Progressive`ly (`maxConcurrency`, `maxFailures`, `minSuccessTime`, `progressDeadline`), with
 //! a status that counts selected, applied, available, degraded and pending clusters and names the
-//! ones that failed.
+//! ones that failed. What each cluster receives is the placement's manifests and the hub
+//! resources its selectors pick ([`resources`]), changed by the WorkOverrides that select the
+//! placement and then by its own override rules ([`overrides`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -19,9 +21,11 @@ use atoll_api::names::{
     FINALIZER_WORK_CLEANUP,
 };
 use atoll_api::placement::{
-    ClusterDecision, FailedCluster, InvalidField, OverriddenCluster, RolloutType, WorkPlacement,
+    ClusterDecision, FailedCluster, InvalidField, OverriddenCluster, PlacementSelector,
+    RolloutType, SELECTED_RESOURCES_MAX, SelectedResource, WorkOverride, WorkPlacement,
     WorkPlacementStatus,
 };
+use atoll_api::work::Manifest;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::watcher;
@@ -35,9 +39,10 @@ use crate::work::{
 };
 
 mod overrides;
+pub mod resources;
 mod scheduler;
 
-pub use overrides::{Cluster, ImageReference, OverrideError, Rendered, render};
+pub use overrides::{Cluster, ImageReference, OverrideError, Rendered, Rule, RuleId, render};
 pub use scheduler::{Candidate, Previous, Schedule, schedule};
 
 /// The shortest time between two plans of one placement at one generation.
@@ -119,6 +124,10 @@ struct Context {
     index: Arc<WorkIndex>,
     fleet: Arc<Fleet>,
     client: kube::Client,
+    /// The WorkOverrides, as the hub last saw them.
+    work_overrides: Store<WorkOverride>,
+    /// The hub resources placements select.
+    resources: Arc<resources::HubResources>,
     memory: Mutex<Memory>,
 }
 
@@ -164,10 +173,40 @@ pub async fn run(
         _ = index.wait_loaded() => {}
         _ = stop.wait_for(|s| *s) => return,
     }
+    let (work_overrides, writer) = kube::runtime::reflector::store();
+    let overridden = kube::runtime::reflector(
+        writer,
+        watcher::watcher(
+            Api::<WorkOverride>::all(client.clone()),
+            watcher::Config::default(),
+        ),
+    )
+    .filter_map(|event| async move {
+        // Every placement may be selected by a WorkOverride that changed.
+        matches!(
+            event,
+            Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_) | watcher::Event::InitDone)
+        )
+        .then_some(())
+    });
+    let reserved = vec![
+        atoll_api::SYSTEM_NAMESPACE.to_owned(),
+        atoll_api::INVENTORY_NAMESPACE.to_owned(),
+    ];
+    let (resources, changed) =
+        resources::HubResources::new(client.clone(), reserved, shutdown.clone());
+    let selecting = {
+        let resources = resources.clone();
+        tokio_stream_of(changed)
+            .flat_map(move |key| futures::stream::iter(resources.placements_of(&key)))
+            .filter_map(|key| async move { object_ref(&key) })
+    };
     let ctx = Arc::new(Context {
         index: index.clone(),
         fleet: fleet.clone(),
         client: client.clone(),
+        work_overrides,
+        resources,
         memory: Mutex::default(),
     });
     let reconcile = ctx.fleet.metrics.timed("WorkPlacement", reconcile);
@@ -186,7 +225,9 @@ pub async fn run(
         watcher::Config::default(),
     )
     .reconcile_all_on(membership)
+    .reconcile_all_on(overridden)
     .reconcile_on(touched)
+    .reconcile_on(selecting)
     .with_config(controller::Config::default().concurrency(CONCURRENCY));
     let store = controller.store();
     let mut stop = shutdown.clone();
@@ -199,6 +240,16 @@ pub async fn run(
         .for_each(|_| async {})
         .await;
     sweeper.abort();
+}
+
+/// The items a receiver yields, as a stream.
+fn tokio_stream_of<T: Send + 'static>(
+    receiver: tokio::sync::mpsc::UnboundedReceiver<T>,
+) -> impl futures::Stream<Item = T> + Send {
+    futures::stream::unfold(receiver, |mut r| async move {
+        let item = r.recv().await?;
+        Some((item, r))
+    })
 }
 
 /// The placement `namespace.name` as an object reference.
@@ -267,6 +318,7 @@ async fn cleanup(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kub
     for (cluster, (name, _)) in ctx.index.stamped(&key) {
         delete_work(&ctx.client, &cluster, &name).await;
     }
+    ctx.resources.forget(&key);
     let mut memory = ctx.memory();
     memory.timings.remove(&key);
     memory.written.remove(&key);
@@ -427,10 +479,112 @@ fn choose(
 /// written.
 type Renders = HashMap<String, Result<(Rendered, String), OverrideError>>;
 
-/// Renders a placement's manifests for each selected cluster.
-fn render_all(placement: &WorkPlacement, selected: &[String], fleet: &Fleet) -> Renders {
-    let spec = &placement.spec;
-    if spec.overrides.is_empty() {
+/// What a placement sends before per-cluster overrides: its manifests and the hub resources its
+/// selectors pick; and the WorkOverrides that select it, by name.
+struct Sources {
+    manifests: Arc<Vec<Manifest>>,
+    work_overrides: Vec<Arc<WorkOverride>>,
+    selected_resources: Vec<SelectedResource>,
+    /// Why nothing may be stamped now (an invalid selector or WorkOverride).
+    problem: Option<InvalidField>,
+}
+
+impl Sources {
+    /// The override rules, in the order they apply: the WorkOverrides' (by name), then the
+    /// placement's own, so that the placement's win where both change a field.
+    fn rules<'a>(&'a self, placement: &'a WorkPlacement) -> Vec<Rule<'a>> {
+        let mut rules = Vec::new();
+        for o in &self.work_overrides {
+            rules.extend(Rule::all(o.metadata.name.as_deref(), &o.spec.overrides));
+        }
+        rules.extend(Rule::all(None, &placement.spec.overrides));
+        rules
+    }
+}
+
+/// Whether a WorkOverride's placement selector picks a placement.
+pub fn selects_placement(selector: &PlacementSelector, placement: &WorkPlacement) -> bool {
+    let meta = &placement.metadata;
+    (selector.namespaces.is_empty()
+        || meta
+            .namespace
+            .as_ref()
+            .is_some_and(|ns| selector.namespaces.contains(ns)))
+        && (selector.names.is_empty()
+            || meta
+                .name
+                .as_ref()
+                .is_some_and(|n| selector.names.contains(n)))
+        && selector
+            .label_selector
+            .as_ref()
+            .is_none_or(|l| matches(l, &meta.labels.clone().unwrap_or_default()))
+}
+
+/// How soon a placement whose hub resources are still loading is tried again (their watches
+/// wake it sooner when they have listed).
+const LOADING_RETRY: Duration = Duration::from_secs(2);
+
+/// Gathers what a placement sends; `Err` while hub resources are still loading.
+async fn sources(placement: &WorkPlacement, ctx: &Context) -> Result<Sources, Duration> {
+    let mut work_overrides: Vec<Arc<WorkOverride>> = ctx
+        .work_overrides
+        .state()
+        .into_iter()
+        .filter(|o| selects_placement(&o.spec.placements, placement))
+        .collect();
+    work_overrides.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut sources = Sources {
+        manifests: Arc::new(placement.spec.manifests.clone()),
+        work_overrides,
+        selected_resources: Vec::new(),
+        problem: None,
+    };
+    sources.problem = sources.work_overrides.iter().find_map(|o| {
+        atoll_api::placement::overrides::validate(&o.spec.overrides)
+            .err()
+            .map(|e| InvalidField {
+                field: format!(
+                    "WorkOverride {} {}",
+                    o.metadata.name.as_deref().unwrap_or_default(),
+                    e.field
+                ),
+                ..e
+            })
+    });
+    let selectors = &placement.spec.resource_selectors;
+    if sources.problem.is_some() || selectors.is_empty() {
+        return Ok(sources);
+    }
+    let reserved = [atoll_api::SYSTEM_NAMESPACE, atoll_api::INVENTORY_NAMESPACE];
+    if let Err(invalid) = atoll_api::placement::resources::validate(selectors, &reserved) {
+        sources.problem = Some(invalid);
+        return Ok(sources);
+    }
+    match ctx.resources.gather(placement).await {
+        Ok(gathered) => {
+            let mut manifests = placement.spec.manifests.clone();
+            manifests.extend(gathered.manifests);
+            sources.manifests = Arc::new(manifests);
+            sources.selected_resources = gathered.selected;
+            sources.selected_resources.truncate(SELECTED_RESOURCES_MAX);
+        }
+        Err(resources::Unavailable::Invalid(invalid)) => sources.problem = Some(invalid),
+        Err(resources::Unavailable::Loading) => return Err(LOADING_RETRY),
+    }
+    Ok(sources)
+}
+
+/// Renders a placement's manifests for each selected cluster: none when nothing changes them
+/// per cluster or over time (no override rule and no hub resource), each cluster's otherwise.
+fn render_all(
+    placement: &WorkPlacement,
+    sources: &Sources,
+    selected: &[String],
+    fleet: &Fleet,
+) -> Renders {
+    let rules = sources.rules(placement);
+    if rules.is_empty() && placement.spec.resource_selectors.is_empty() {
         return Renders::new();
     }
     let wanted: std::collections::HashSet<&str> = selected.iter().map(String::as_str).collect();
@@ -454,7 +608,7 @@ fn render_all(placement: &WorkPlacement, selected: &[String], fleet: &Fleet) -> 
                     .map(|p| (p.name.clone(), p.value.clone()))
                     .collect(),
             };
-            let rendered = render(&spec.manifests, &spec.overrides, &cluster).map(|r| {
+            let rendered = render(&sources.manifests, &rules, &cluster).map(|r| {
                 let bytes = serde_json::to_vec(&r.manifests).unwrap_or_default();
                 let digest = crate::digest::sha256(&bytes).to_hex();
                 (r, digest)
@@ -464,7 +618,8 @@ fn render_all(placement: &WorkPlacement, selected: &[String], fleet: &Fleet) -> 
         .collect()
 }
 
-/// The clusters whose manifests override rules changed, and which rules.
+/// The clusters whose manifests override rules changed, and which rules: the placement's by
+/// index, the WorkOverrides' as `NAME[INDEX]`.
 fn overridden(renders: &Renders) -> Vec<OverriddenCluster> {
     let mut out: Vec<OverriddenCluster> = renders
         .iter()
@@ -472,7 +627,17 @@ fn overridden(renders: &Renders) -> Vec<OverriddenCluster> {
             let (rendered, _) = r.as_ref().ok()?;
             (!rendered.applied.is_empty()).then(|| OverriddenCluster {
                 name: name.clone(),
-                applied_overrides: rendered.applied.iter().map(|i| *i as i32).collect(),
+                applied_overrides: rendered
+                    .applied
+                    .iter()
+                    .filter(|r| r.work_override.is_none())
+                    .map(|r| r.index as i32)
+                    .collect(),
+                applied_work_overrides: rendered
+                    .applied
+                    .iter()
+                    .filter_map(|r| Some(format!("{}[{}]", r.work_override.as_ref()?, r.index)))
+                    .collect(),
             })
         })
         .collect();
@@ -487,8 +652,12 @@ fn unused(rules: usize, renders: &Renders) -> Vec<i32> {
     let mut any = false;
     for (rendered, _) in renders.values().filter_map(|r| r.as_ref().ok()) {
         any = true;
-        for i in &rendered.applied {
-            if let Some(u) = used.get_mut(*i) {
+        for rule in rendered
+            .applied
+            .iter()
+            .filter(|r| r.work_override.is_none())
+        {
+            if let Some(u) = used.get_mut(rule.index) {
                 *u = true;
             }
         }
@@ -522,13 +691,14 @@ fn rollout_plan(
     placement: &WorkPlacement,
     selected: &[String],
     stamped: &HashMap<String, (String, Entry)>,
-    renders: &Renders,
+    (renders, problem): (&Renders, Option<&InvalidField>),
     timings: &mut HashMap<String, Timing>,
     now: Instant,
 ) -> Plan {
     let generation = placement.metadata.generation.unwrap_or(0);
     let strategy = &placement.spec.rollout_strategy;
     let settings = atoll_api::placement::overrides::validate(&placement.spec.overrides)
+        .and_then(|()| problem.cloned().map_or(Ok(()), Err))
         .and_then(|()| {
             placement
                 .spec
@@ -789,6 +959,7 @@ fn status_of(
         pending: pending as i32,
         failed_clusters,
         overridden_clusters: Vec::new(),
+        selected_resources: Vec::new(),
         unused_overrides: Vec::new(),
         decisions: Vec::new(),
         conditions: merge(
@@ -856,6 +1027,10 @@ async fn roll_out(
         .unwrap_or_default();
     let stamped = ctx.index.stamped(&key);
     let now = Instant::now();
+    let sources = match sources(placement, ctx).await {
+        Ok(sources) => sources,
+        Err(retry) => return Ok(Some(retry)),
+    };
     let Choice {
         selected,
         retained,
@@ -864,8 +1039,10 @@ async fn roll_out(
     } = choose(placement, &members, &previous, &stamped, now);
     drop(members);
     let renders = match atoll_api::placement::overrides::validate(&placement.spec.overrides) {
-        Ok(()) => render_all(placement, &selected, &ctx.fleet),
-        Err(_) => Renders::new(),
+        Ok(()) if sources.problem.is_none() => {
+            render_all(placement, &sources, &selected, &ctx.fleet)
+        }
+        _ => Renders::new(),
     };
     for (cluster, error) in renders
         .iter()
@@ -873,10 +1050,17 @@ async fn roll_out(
     {
         tracing::warn!(placement = %key, %cluster, %error, "cannot apply the overrides; the cluster's Work is left as it is");
     }
-    let plan = rollout_plan(placement, &selected, &stamped, &renders, timings, now);
+    let plan = rollout_plan(
+        placement,
+        &selected,
+        &stamped,
+        (&renders, sources.problem.as_ref()),
+        timings,
+        now,
+    );
 
     // Stamp concurrently: each is one write, and a large fleet has thousands.
-    let manifests = Arc::new(placement.spec.manifests.clone());
+    let manifests = sources.manifests.clone();
     let mut first_error = None;
     for chunk in plan.to_stamp.chunks(STAMP_CONCURRENCY) {
         let writes = chunk.iter().map(|cluster| {
@@ -932,6 +1116,7 @@ async fn roll_out(
     );
     status.decisions = decisions.unwrap_or_default();
     status.overridden_clusters = overridden(&renders);
+    status.selected_resources = sources.selected_resources;
     status.unused_overrides = unused(placement.spec.overrides.len(), &renders);
     let wake = match (plan.wake, wake) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -954,6 +1139,8 @@ async fn roll_out(
         obj.entry("unusedOverrides")
             .or_insert(serde_json::json!([]));
         obj.entry("decisions").or_insert(serde_json::json!([]));
+        obj.entry("selectedResources")
+            .or_insert(serde_json::json!([]));
     }
     api.patch_status(
         placement.metadata.name.as_deref().unwrap_or_default(),
@@ -1147,7 +1334,7 @@ mod tests {
             &placement,
             &selected,
             &stamped,
-            &Renders::new(),
+            (&Renders::new(), None),
             &mut HashMap::new(),
             Instant::now(),
         );
@@ -1160,7 +1347,7 @@ mod tests {
             &all,
             &selected,
             &stamped,
-            &Renders::new(),
+            (&Renders::new(), None),
             &mut HashMap::new(),
             Instant::now(),
         );
@@ -1180,7 +1367,7 @@ mod tests {
             &placement,
             &selected,
             &stamped,
-            &Renders::new(),
+            (&Renders::new(), None),
             &mut HashMap::new(),
             Instant::now(),
         );
@@ -1209,7 +1396,10 @@ mod tests {
             Ok((
                 Rendered {
                     manifests: Vec::new(),
-                    applied: vec![0],
+                    applied: vec![RuleId {
+                        work_override: None,
+                        index: 0,
+                    }],
                 },
                 digest.to_owned(),
             ))
@@ -1219,7 +1409,10 @@ mod tests {
             (
                 "b".to_owned(),
                 Err(OverrideError::MissingProperty {
-                    rule: 0,
+                    rule: RuleId {
+                        work_override: Some("mirror".into()),
+                        index: 0,
+                    },
                     field: "image.registry".into(),
                     property: "region".into(),
                     cluster: "b".into(),
@@ -1244,7 +1437,7 @@ mod tests {
             &placement,
             &selected,
             &stamped,
-            &renders,
+            (&renders, None),
             &mut HashMap::new(),
             Instant::now(),
         );
@@ -1252,7 +1445,7 @@ mod tests {
         assert_eq!(plan.progress[0].1, Progress::Succeeded);
         assert!(matches!(
             &plan.progress[1].1,
-            Progress::Failed("OverridePropertyMissing", why) if why.contains("cluster b has no property \"region\"")
+            Progress::Failed("OverridePropertyMissing", why) if why == "WorkOverride mirror spec.overrides[0].image.registry uses ${PROPERTY:region}, and cluster b has no property \"region\""
         ));
         let status = status_of(&placement, &plan, &stamped, None, &[], None);
         assert_eq!(status.failed_clusters[0].name, "b");
@@ -1278,7 +1471,7 @@ mod tests {
             &placement,
             &selected,
             &HashMap::new(),
-            &Renders::new(),
+            (&Renders::new(), None),
             &mut HashMap::new(),
             Instant::now(),
         );

@@ -1,6 +1,7 @@
 //! The manifests one member cluster receives from a WorkPlacement: its manifests with the
-//! placement's override rules applied in order (JSON patches, then the image of the same rule),
-//! their variables replaced with the cluster's name, ClusterSet and ClusterProfile properties.
+//! override rules applied in order (the WorkOverrides that select the placement, by name, then
+//! the placement's own; in each rule JSON patches, then the image), their variables replaced
+//! with the cluster's name, ClusterSet and ClusterProfile properties.
 //!
 //! Pure: no I/O, no kube client; the controller calls [`render`] once per selected cluster.
 
@@ -26,13 +27,65 @@ pub struct Cluster {
     pub properties: BTreeMap<String, String>,
 }
 
+/// Where an override rule is written: `spec.overrides[INDEX]` of the placement, or of the
+/// WorkOverride named.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RuleId {
+    /// The WorkOverride that holds it; `None`: the placement's own rule.
+    pub work_override: Option<String>,
+    /// Its index in `spec.overrides`.
+    pub index: usize,
+}
+
+impl std::fmt::Display for RuleId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.work_override {
+            Some(name) => write!(f, "WorkOverride {name} spec.overrides[{}]", self.index),
+            None => write!(f, "spec.overrides[{}]", self.index),
+        }
+    }
+}
+
+/// One override rule to apply, and where it is written.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule<'a> {
+    /// The WorkOverride that holds it; `None`: the placement's own rule.
+    pub work_override: Option<&'a str>,
+    /// Its index in `spec.overrides`.
+    pub index: usize,
+    /// The rule.
+    pub spec: &'a Override,
+}
+
+impl<'a> Rule<'a> {
+    /// The rules of `spec.overrides`, of the WorkOverride named or of the placement.
+    pub fn all(work_override: Option<&'a str>, overrides: &'a [Override]) -> Vec<Rule<'a>> {
+        overrides
+            .iter()
+            .enumerate()
+            .map(|(index, spec)| Rule {
+                work_override,
+                index,
+                spec,
+            })
+            .collect()
+    }
+
+    fn id(&self) -> RuleId {
+        RuleId {
+            work_override: self.work_override.map(str::to_owned),
+            index: self.index,
+        }
+    }
+}
+
 /// A cluster's manifests after the overrides.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rendered {
     /// The manifests, in the placement's order.
     pub manifests: Vec<Manifest>,
-    /// The indexes of the rules that changed at least one manifest, in order.
-    pub applied: Vec<usize>,
+    /// The rules that changed at least one manifest, in order.
+    pub applied: Vec<RuleId>,
 }
 
 /// Why the overrides cannot be applied for one cluster: that cluster's Work is left as it is.
@@ -40,11 +93,11 @@ pub struct Rendered {
 pub enum OverrideError {
     /// A variable names a property the cluster's ClusterProfile does not have.
     #[error(
-        "spec.overrides[{rule}].{field} uses ${{PROPERTY:{property}}}, and cluster {cluster} has no property {property:?}"
+        "{rule}.{field} uses ${{PROPERTY:{property}}}, and cluster {cluster} has no property {property:?}"
     )]
     MissingProperty {
-        /// The rule's index.
-        rule: usize,
+        /// The rule.
+        rule: RuleId,
         /// The field that uses it, e.g. `jsonPatch[0].value`.
         field: String,
         /// The property.
@@ -53,34 +106,30 @@ pub enum OverrideError {
         cluster: String,
     },
     /// `${CLUSTER_SET}` for a cluster in no ClusterSet.
-    #[error(
-        "spec.overrides[{rule}].{field} uses ${{CLUSTER_SET}}, and cluster {cluster} is in no ClusterSet"
-    )]
+    #[error("{rule}.{field} uses ${{CLUSTER_SET}}, and cluster {cluster} is in no ClusterSet")]
     NoClusterSet {
-        /// The rule's index.
-        rule: usize,
+        /// The rule.
+        rule: RuleId,
         /// The field that uses it.
         field: String,
         /// The cluster.
         cluster: String,
     },
     /// A value holds a variable that is not one (refused by validation first).
-    #[error("spec.overrides[{rule}].{field}: {why}")]
+    #[error("{rule}.{field}: {why}")]
     InvalidVariable {
-        /// The rule's index.
-        rule: usize,
+        /// The rule.
+        rule: RuleId,
         /// The field.
         field: String,
         /// Why.
         why: String,
     },
     /// A patch operation does not apply to a manifest.
-    #[error(
-        "spec.overrides[{rule}].jsonPatch[{op}] ({what}) does not apply to manifest {manifest}: {why}"
-    )]
+    #[error("{rule}.jsonPatch[{op}] ({what}) does not apply to manifest {manifest}: {why}")]
     Patch {
-        /// The rule's index.
-        rule: usize,
+        /// The rule.
+        rule: RuleId,
         /// The operation's index in the rule.
         op: usize,
         /// The operation, e.g. `replace /spec/replicas`.
@@ -91,10 +140,10 @@ pub enum OverrideError {
         why: String,
     },
     /// A container image of a manifest is not a reference the override can split.
-    #[error("spec.overrides[{rule}].image cannot rewrite {path} of manifest {manifest}: {why}")]
+    #[error("{rule}.image cannot rewrite {path} of manifest {manifest}: {why}")]
     Image {
-        /// The rule's index.
-        rule: usize,
+        /// The rule.
+        rule: RuleId,
         /// Where the image is, e.g. `/spec/template/spec/containers/0/image`.
         path: String,
         /// The manifest.
@@ -117,18 +166,20 @@ impl OverrideError {
     }
 }
 
-/// Applies `overrides` in order to `manifests` for `cluster`.
+/// Applies `rules` in order to `manifests` for `cluster`.
 pub fn render(
     manifests: &[Manifest],
-    overrides: &[Override],
+    rules: &[Rule<'_>],
     cluster: &Cluster,
 ) -> Result<Rendered, OverrideError> {
     let mut out: Vec<Manifest> = manifests.to_vec();
     let mut applied = Vec::new();
-    for (rule, spec) in overrides.iter().enumerate() {
+    for r in rules {
+        let spec = r.spec;
         if !selects_cluster(spec, cluster) {
             continue;
         }
+        let rule = &r.id();
         let ops = spec
             .json_patch
             .iter()
@@ -150,7 +201,7 @@ pub fn render(
             for (i, (what, op)) in ops.iter().enumerate() {
                 json_patch::patch(&mut manifest.0, std::slice::from_ref(op)).map_err(|e| {
                     OverrideError::Patch {
-                        rule,
+                        rule: rule.clone(),
                         op: i,
                         what: what.clone(),
                         manifest: describe(&before),
@@ -161,7 +212,7 @@ pub fn render(
             if let Some(image) = &image {
                 rewrite_images(&mut manifest.0, image).map_err(|(path, why)| {
                     OverrideError::Image {
-                        rule,
+                        rule: rule.clone(),
                         path,
                         manifest: describe(&before),
                         why,
@@ -171,7 +222,7 @@ pub fn render(
             changed |= manifest.0 != before;
         }
         if changed {
-            applied.push(rule);
+            applied.push(rule.clone());
         }
     }
     Ok(Rendered {
@@ -245,12 +296,12 @@ fn describe(manifest: &Value) -> String {
 /// Replaces the variables of one text.
 fn expand(
     text: &str,
-    rule: usize,
+    rule: &RuleId,
     field: &str,
     cluster: &Cluster,
 ) -> Result<String, OverrideError> {
     let parts = segments(text).map_err(|why| OverrideError::InvalidVariable {
-        rule,
+        rule: rule.clone(),
         field: field.to_owned(),
         why,
     })?;
@@ -262,7 +313,7 @@ fn expand(
             Segment::Variable(Variable::ClusterSet) => {
                 out.push_str(cluster.cluster_set.as_deref().ok_or_else(|| {
                     OverrideError::NoClusterSet {
-                        rule,
+                        rule: rule.clone(),
                         field: field.to_owned(),
                         cluster: cluster.name.clone(),
                     }
@@ -271,7 +322,7 @@ fn expand(
             Segment::Variable(Variable::Property(name)) => {
                 let value = cluster.properties.get(&name).ok_or_else(|| {
                     OverrideError::MissingProperty {
-                        rule,
+                        rule: rule.clone(),
                         field: field.to_owned(),
                         property: name.clone(),
                         cluster: cluster.name.clone(),
@@ -288,7 +339,7 @@ fn expand(
 /// holding quotes stays a string).
 fn expand_value(
     value: &Value,
-    rule: usize,
+    rule: &RuleId,
     field: &str,
     cluster: &Cluster,
 ) -> Result<Value, OverrideError> {
@@ -311,7 +362,7 @@ fn expand_value(
 
 /// One patch operation with its variables replaced, and how to name it (`replace /spec/x`).
 fn patch_operation(
-    rule: usize,
+    rule: &RuleId,
     index: usize,
     op: &JsonPatchOperation,
     cluster: &Cluster,
@@ -323,7 +374,7 @@ fn patch_operation(
     }
     let what = format!("{} {}", op.op, op.path);
     let parsed = serde_json::from_value(body).map_err(|e| OverrideError::InvalidVariable {
-        rule,
+        rule: rule.clone(),
         field: format!("jsonPatch[{index}]"),
         why: e.to_string(),
     })?;
@@ -332,7 +383,7 @@ fn patch_operation(
 
 /// An image override with its variables replaced.
 fn image_parts(
-    rule: usize,
+    rule: &RuleId,
     image: &ImageOverride,
     cluster: &Cluster,
 ) -> Result<ImageOverride, OverrideError> {
@@ -500,6 +551,19 @@ mod tests {
         }
     }
 
+    /// Renders a placement's own rules.
+    fn render_own(
+        manifests: &[Manifest],
+        overrides: &[Override],
+        cluster: &Cluster,
+    ) -> Result<Rendered, OverrideError> {
+        render(manifests, &Rule::all(None, overrides), cluster)
+    }
+
+    fn indexes(out: &Rendered) -> Vec<usize> {
+        out.applied.iter().map(|r| r.index).collect()
+    }
+
     fn rules(yaml: &str) -> Vec<Override> {
         serde_yaml_ng::from_str(yaml).unwrap()
     }
@@ -527,7 +591,7 @@ mod tests {
 
     #[test]
     fn each_patch_op_changes_the_selected_manifests() {
-        let out = render(
+        let out = render_own(
             &manifests(),
             &rules(
                 r#"
@@ -551,7 +615,7 @@ mod tests {
             json!({"region": "eu-west", "cluster": "c1 in prod"})
         );
         assert_eq!(out.manifests[1].0["spec"]["replicas"], 3);
-        assert_eq!(out.applied, [0, 1], "rule 2 matches no manifest");
+        assert_eq!(indexes(&out), [0, 1], "rule 2 matches no manifest");
     }
 
     #[test]
@@ -570,14 +634,14 @@ mod tests {
   jsonPatch: [{op: add, path: /data/set, value: "${CLUSTER_SET}"}]
 "#,
         );
-        let c1 = render(&manifests(), &overrides, &cluster("c1", None)).unwrap();
-        let c2 = render(&manifests(), &overrides, &cluster("c2", None)).unwrap();
+        let c1 = render_own(&manifests(), &overrides, &cluster("c1", None)).unwrap();
+        let c2 = render_own(&manifests(), &overrides, &cluster("c2", None)).unwrap();
         assert_eq!(c1.manifests[0].0["data"]["region"], "first");
         assert_eq!(c2.manifests[0].0["data"]["region"], "second");
         assert_eq!(c2.manifests[0].0["data"]["set"], "prod");
-        assert_eq!((c1.applied, c2.applied), (vec![0, 3], vec![0, 1, 3]));
+        assert_eq!((indexes(&c1), indexes(&c2)), (vec![0, 3], vec![0, 1, 3]));
         // Without rules, the manifests are as written.
-        let plain = render(&manifests(), &[], &cluster("c1", None)).unwrap();
+        let plain = render_own(&manifests(), &[], &cluster("c1", None)).unwrap();
         assert_eq!(plain.manifests, manifests());
     }
 
@@ -648,7 +712,7 @@ mod tests {
 
     #[test]
     fn image_overrides_rewrite_containers_and_init_containers_of_pod_templates() {
-        let out = render(
+        let out = render_own(
             &manifests(),
             &rules("- image: {registry: 'mirror.${PROPERTY:region}.example.com', tag: v2}"),
             &cluster("c1", Some("eu")),
@@ -672,7 +736,7 @@ mod tests {
             manifests()[0],
             "a ConfigMap has no images"
         );
-        assert_eq!(out.applied, [0]);
+        assert_eq!(indexes(&out), [0]);
 
         let kinds = [
             ("v1", "Pod", "/spec"),
@@ -703,7 +767,7 @@ mod tests {
                 .as_object_mut()
                 .unwrap()
                 .extend(spec.as_object().unwrap().clone());
-            let out = render(
+            let out = render_own(
                 &[Manifest(object)],
                 &rules("- image: {tag: '2'}"),
                 &cluster("c", None),
@@ -721,7 +785,7 @@ mod tests {
 
     #[test]
     fn a_missing_property_fails_the_cluster_naming_rule_and_property() {
-        let error = render(
+        let error = render_own(
             &manifests(),
             &rules(
                 "- image: {tag: v1}\n- jsonPatch: [{op: add, path: /data/r, value: {nested: ['${PROPERTY:region}']}}]",
@@ -732,7 +796,10 @@ mod tests {
         assert_eq!(
             error,
             OverrideError::MissingProperty {
-                rule: 1,
+                rule: RuleId {
+                    work_override: None,
+                    index: 1
+                },
                 field: "jsonPatch[0].value".into(),
                 property: "region".into(),
                 cluster: "c3".into()
@@ -748,7 +815,7 @@ mod tests {
         quoted
             .properties
             .insert("region".into(), "\"eu\", \"x\"".into());
-        let out = render(
+        let out = render_own(
             &manifests(),
             &rules("- manifests: [{kind: ConfigMap}]\n  jsonPatch: [{op: replace, path: /data/region, value: '${PROPERTY:region}'}]"),
             &quoted,
@@ -757,7 +824,7 @@ mod tests {
         assert_eq!(out.manifests[0].0["data"]["region"], "\"eu\", \"x\"");
         let mut alone = cluster("c5", Some("eu"));
         alone.cluster_set = None;
-        let error = render(
+        let error = render_own(
             &manifests(),
             &rules(
                 "- jsonPatch: [{op: add, path: /metadata/labels, value: {set: '${CLUSTER_SET}'}}]",
@@ -770,7 +837,7 @@ mod tests {
 
     #[test]
     fn a_patch_that_does_not_apply_names_the_rule_operation_and_manifest() {
-        let error = render(
+        let error = render_own(
             &manifests(),
             &rules(
                 "- image: {tag: v1}\n- manifests: [{kind: Deployment}]\n  jsonPatch:\n  - {op: replace, path: /spec/replicas, value: 2}\n  - {op: replace, path: /spec/missing/field, value: 1}",
@@ -783,7 +850,7 @@ mod tests {
             error.to_string(),
             "spec.overrides[1].jsonPatch[1] (replace /spec/missing/field) does not apply to manifest apps/v1 Deployment app/web: path is invalid"
         );
-        let error = render(
+        let error = render_own(
             &manifests(),
             &rules("- manifests: [{kind: ConfigMap}]\n  jsonPatch: [{op: test, path: /data/region, value: eu}]"),
             &cluster("c1", None),
