@@ -2155,6 +2155,10 @@ async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_
         placement_status("{range .status.selectedResources[*]}{.kind}/{.name} {end}"),
         "ConfigMap/settings Namespace/shop Service/web Deployment/web"
     );
+    atoll(&hub_dir, &["work", "status", "shop"])
+        .success()
+        .stdout_has("hub resources: ConfigMap shop/settings, Namespace shop, Service shop/web, Deployment shop/web")
+        .stdout_has("mirror[0],mirror[1],0");
     until(
         dir.path(),
         "the WorkOverride reports the placement it applies to",
@@ -2212,7 +2216,10 @@ async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_
     // A WorkOverride that cannot be applied holds the placement: nothing placed is disturbed.
     apply(
         "mirror.yaml",
-        &MIRROR.replace("path: /data/mode", "path: /kind"),
+        &MIRROR.replace("path: /data/mode", "path: /kind").replace(
+            "labelSelector: {matchLabels: {tier: apps}}",
+            "namespaces: [default]",
+        ),
     )
     .success();
     until(dir.path(), "the placement holds, naming the WorkOverride", Duration::from_secs(60), || {
@@ -2232,6 +2239,30 @@ async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_
     )
     .success()
     .stdout_has("InvalidSpec");
+    // `--wait` says so at once rather than waiting out its timeout.
+    let held = write(
+        "held.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, namespace: default}\n",
+    );
+    atoll(
+        &hub_dir,
+        &[
+            "work",
+            "apply",
+            "-f",
+            held.to_str().unwrap(),
+            "--clusters",
+            "north",
+            "--name",
+            "held",
+            "--wait",
+            "--timeout",
+            "300s",
+        ],
+    )
+    .failure()
+    .stderr_has("InvalidSpec: WorkOverride mirror spec.overrides[1].jsonPatch[0].path");
+    get(&members[2], &["get", "configmap", "held"]).failure();
     kubectl(
         &hub,
         &[

@@ -8,6 +8,7 @@ use anyhow::{Context as _, bail};
 use atoll_api::names::{LABEL_PLACEMENT, MANIFESTS_MAX_BYTES};
 use atoll_api::placement::{
     Override, Policy, PolicyType, Preference, PropertySort, SortOrder, WorkPlacement,
+    WorkPlacementStatus,
 };
 use atoll_api::work::Work;
 use clap::Args;
@@ -358,8 +359,13 @@ async fn wait(
                 .collect();
             match condition("Progressing") {
                 Some(c)
-                    if ["ClusterSetNotFound", "NoClustersSelected", "RolloutHalted"]
-                        .contains(&c.reason.as_str()) =>
+                    if [
+                        "ClusterSetNotFound",
+                        "NoClustersSelected",
+                        "RolloutHalted",
+                        "InvalidSpec",
+                    ]
+                    .contains(&c.reason.as_str()) =>
                 {
                     bail!(
                         "{}: {}{}",
@@ -431,6 +437,27 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
             rules.join(", ")
         );
     }
+    if !status.selected_resources.is_empty() {
+        let shown: Vec<String> = status
+            .selected_resources
+            .iter()
+            .take(10)
+            .map(|r| match &r.namespace {
+                Some(ns) => format!("{} {ns}/{}", r.kind, r.name),
+                None => format!("{} {}", r.kind, r.name),
+            })
+            .collect();
+        let more = status.selected_resources.len().saturating_sub(shown.len());
+        println!(
+            "  hub resources: {}{}",
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
     let works: Api<Work> = Api::all(client);
     let key = format!("{namespace}.{name}");
     let mut list = works
@@ -439,20 +466,50 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
         .map_err(|e| explain(e, "cannot list the placement's Works"))?;
     list.items
         .sort_by(|a, b| a.metadata.namespace.cmp(&b.metadata.namespace));
+    let rows = work_rows(&list.items, &status);
+    if !rows.is_empty() {
+        println!();
+        print!(
+            "{}",
+            output::table(
+                &[
+                    "OVERRIDES",
+                    "CLUSTER",
+                    "APPLIED",
+                    "AVAILABLE",
+                    "PROGRESSING",
+                    "DEGRADED",
+                    "AGE",
+                    "MESSAGE"
+                ],
+                &rows
+            )
+        );
+    }
+    print_decisions_and_failures(&status);
+    Ok(())
+}
+
+/// One row per Work of a placement: the override rules that changed it (a WorkOverride's as
+/// `NAME[INDEX]`, then the placement's own by index), its cluster and its conditions.
+fn work_rows(works: &[Work], status: &WorkPlacementStatus) -> Vec<Vec<String>> {
     let overrides = |cluster: &str| {
         status
             .overridden_clusters
             .iter()
             .find(|o| o.name == cluster)
             .map(|o| {
-                let rules: Vec<String> =
-                    o.applied_overrides.iter().map(|i| i.to_string()).collect();
+                let rules: Vec<String> = o
+                    .applied_work_overrides
+                    .iter()
+                    .cloned()
+                    .chain(o.applied_overrides.iter().map(|i| i.to_string()))
+                    .collect();
                 rules.join(",")
             })
             .unwrap_or_else(|| "-".to_owned())
     };
-    let rows: Vec<Vec<String>> = list
-        .items
+    works
         .iter()
         .map(|w| {
             let s = w.status.clone().unwrap_or_default();
@@ -477,26 +534,11 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
                 message,
             ]
         })
-        .collect();
-    if !rows.is_empty() {
-        println!();
-        print!(
-            "{}",
-            output::table(
-                &[
-                    "OVERRIDES",
-                    "CLUSTER",
-                    "APPLIED",
-                    "AVAILABLE",
-                    "PROGRESSING",
-                    "DEGRADED",
-                    "AGE",
-                    "MESSAGE"
-                ],
-                &rows
-            )
-        );
-    }
+        .collect()
+}
+
+/// The policy's decisions and the failed clusters, as tables.
+fn print_decisions_and_failures(status: &WorkPlacementStatus) {
     if !status.decisions.is_empty() {
         println!();
         let rows: Vec<Vec<String>> = status
@@ -528,7 +570,6 @@ pub async fn status(client: kube::Client, name: &str, namespace: &str) -> anyhow
             output::table(&["FAILED CLUSTER", "REASON", "MESSAGE"], &rows)
         );
     }
-    Ok(())
 }
 
 pub async fn delete(client: kube::Client, name: &str, namespace: &str) -> anyhow::Result<()> {
