@@ -62,12 +62,19 @@ pub fn hub_log(path: &Path, data_dir: &Path) -> (usize, usize, String) {
     (count(" WARN "), count(" ERROR "), first)
 }
 
-/// The ClusterProperties a simulated member reports: its cluster ID, as a real agent does.
+/// The ClusterProperties a simulated member reports: its cluster ID, as a real agent does, and
+/// a `cost` (0 to 99, spread over the members) that placements may sort on.
 pub fn properties(index: usize) -> Vec<Property> {
-    vec![Property {
-        name: PROPERTY_CLUSTER_ID.to_owned(),
-        value: cluster_id(index),
-    }]
+    vec![
+        Property {
+            name: PROPERTY_CLUSTER_ID.to_owned(),
+            value: cluster_id(index),
+        },
+        Property {
+            name: "cost".to_owned(),
+            value: (index * 37 % 100).to_string(),
+        },
+    ]
 }
 
 /// VmRSS of a process, in KiB.

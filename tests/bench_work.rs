@@ -15,7 +15,10 @@
 //!
 //! Once every cluster shows joined and healthy and every sync stream is open, the program creates
 //! one WorkPlacement of `MANIFESTS` ConfigMaps (about `CONFIG_BYTES` bytes of data each) selecting
-//! every member cluster (`clusterSelector: {}`, rollout `All`), then changes one ConfigMap of it.
+//! every member cluster (`clusterSelector: {}`, rollout `All`), then changes one ConfigMap of it,
+//! then (generation 3) makes it choose half of the members, the cheapest by a `cost` property
+//! (`PickN`), with one override rule per region label (the program labels the profiles first);
+//! the third is printed beside the second with the ratio of their times (target: within 1.5×).
 //! For the create and for the update it prints markdown tables of:
 //!
 //! - fan-out: from the create (or the update) call to every agent having received its Work, to
@@ -75,6 +78,7 @@ use atoll_tests::bench::{
     run_seed, short_binary, unit, verdict,
 };
 use atoll_tests::{Process, Report, client_from, free_addr};
+use futures::StreamExt as _;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -104,6 +108,10 @@ const PLACEMENT_NAMESPACE: &str = "default";
 const PLACEMENT_NAME: &str = "bench";
 /// ConfigMaps in the placement.
 const MANIFESTS: usize = 10;
+/// Regions the members are labelled with for the third rollout, one override rule each.
+const REGIONS: usize = 4;
+/// The third rollout's target: its times within this many times the PickAll update's.
+const PICK_TARGET_RATIO: f64 = 1.5;
 /// Bytes of data in each ConfigMap.
 const CONFIG_BYTES: usize = 300;
 /// Namespace of the ConfigMaps on the member clusters.
@@ -210,6 +218,7 @@ fn main() -> anyhow::Result<()> {
     print_load(&results);
     print_repeats(&results);
     print_memory(&results);
+    print_pick_half(&results);
     print_comparison(&results);
     print_hub_logs(&results);
     println!("Total time: {:.1} s.", started.elapsed().as_secs_f64());
@@ -510,10 +519,19 @@ async fn drive(
     result.before_kib = Some(rss_kib(target.pid)?);
 
     // The create, then the update.
-    let phases: [(&'static str, usize); 2] = [("create", usize::MAX), ("update", 0)];
+    // The third: the same placement choosing half of the members, the cheapest by their `cost`
+    // property, with one override rule per region (a label the program sets first).
+    let phases: [(&'static str, usize); 3] =
+        [("create", usize::MAX), ("update", 0), (PICK_HALF, 0)];
     for (generation, (what, changed)) in (1..).zip(phases) {
+        let mut placement = placement(changed);
+        let mut want = want;
+        if what == PICK_HALF {
+            label_regions(&profiles, n).await?;
+            want /= 2;
+            pick_half(&mut placement, want);
+        }
         eprintln!("{n} clusters: {what} of the placement, waiting for every cluster");
-        let placement = placement(changed);
         let rollout = roll_out(
             plan,
             target,
@@ -609,7 +627,7 @@ async fn roll_out(
             .await
             .context("cannot create the WorkPlacement")?
     } else {
-        let patch = json!({"spec": {"manifests": placement["spec"]["manifests"]}});
+        let patch = json!({"spec": placement["spec"]});
         placements
             .patch(
                 PLACEMENT_NAME,
@@ -752,6 +770,48 @@ fn placement(changed: usize) -> Value {
             "rolloutStrategy": {"type": "All"},
         },
     })
+}
+
+/// The name of the third rollout.
+const PICK_HALF: &str = "PickN half, 4 overrides";
+
+/// Makes the placement choose `half` of the members, the cheapest first, and gives it one
+/// override rule per region: each sets a value of every ConfigMap from the cluster's name and
+/// `cost` property.
+fn pick_half(placement: &mut Value, half: usize) {
+    placement["spec"]["policy"] = json!({
+        "type": "PickN",
+        "numberOfClusters": half,
+        "preferences": [{"weight": 100, "sortBy": {"property": "cost", "order": "Ascending"}}],
+    });
+    placement["spec"]["overrides"] = (0..REGIONS)
+        .map(|r| {
+            json!({
+                "clusters": {"labelSelector": {"matchLabels": {"region": format!("r{r}")}}},
+                "manifests": [{"kind": "ConfigMap"}],
+                "jsonPatch": [{"op": "add", "path": "/data/region", "value": format!("r{r} ${{CLUSTER_NAME}} ${{PROPERTY:cost}}")}],
+            })
+        })
+        .collect();
+}
+
+/// Labels each member's ClusterProfile with its region (`r0` to `r3`, by index), 32 at a time;
+/// not measured.
+async fn label_regions(profiles: &Api<ClusterProfile>, n: usize) -> anyhow::Result<()> {
+    eprintln!("{n} clusters: labelling the profiles with their regions");
+    let patches = (0..n).map(|index| async move {
+        let name = format!("member-{index:05}");
+        let patch = json!({"metadata": {"labels": {"region": format!("r{}", index % REGIONS)}}});
+        profiles
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .with_context(|| format!("cannot label the ClusterProfile {name}"))
+    });
+    let results: Vec<anyhow::Result<ClusterProfile>> = futures::stream::iter(patches)
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    results.into_iter().try_for_each(|r| r.map(drop))
 }
 
 /// `CONFIG_BYTES` of text that differ by ConfigMap and version.
@@ -1408,7 +1468,7 @@ fn print_repeats(results: &[Scale]) {
     };
     for clusters in sizes {
         let runs: Vec<&Scale> = results.iter().filter(|r| r.clusters == clusters).collect();
-        for (k, what) in ["create", "update"].into_iter().enumerate() {
+        for (k, what) in ["create", "update", PICK_HALF].into_iter().enumerate() {
             let rollouts: Vec<&Rollout> = runs.iter().filter_map(|r| r.rollouts.get(k)).collect();
             let reported: Vec<f64> = rollouts
                 .iter()
@@ -1499,6 +1559,52 @@ fn print_memory(results: &[Scale]) {
                 Some(k) => verdict(k < TARGET_KIB_PER_CLUSTER),
                 None => "–",
             },
+        );
+    }
+    println!("{table}");
+}
+
+/// The third rollout beside the second: choosing half of the members by a property and
+/// rendering each one's Work through its region's override rule, against sending the same
+/// update to every member.
+fn print_pick_half(results: &[Scale]) {
+    let mut table = format!(
+        "## Choosing and overriding\n\n\
+         The update of generation 2 goes to every member as written (PickAll); generation 3 makes \
+         the same placement choose half of them, the cheapest by their `cost` property (PickN), \
+         and adds {REGIONS} override rules, one per region label, each setting a value from the \
+         cluster's name and a property; the members not chosen lose their Work. From the call: \
+         every chosen member's report acknowledged, and the hub showing the placement done. \
+         Target: generation 3 within {PICK_TARGET_RATIO}× of generation 2.\n\n\
+         | clusters | PickAll: members | all reported s | shown s | PickN half + overrides: members | all reported s | shown s | ratio reported | ratio shown | target |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n"
+    );
+    for result in results {
+        let (Some(all), Some(half)) = (result.rollouts.get(1), result.rollouts.get(2)) else {
+            continue;
+        };
+        let ratio = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
+            (Some(a), Some(b)) if a > Duration::ZERO => Some(b.as_secs_f64() / a.as_secs_f64()),
+            _ => None,
+        };
+        let reported = ratio(all.all_reported(), half.all_reported());
+        let shown = ratio(all.shown, half.shown);
+        let met = reported.is_some_and(|r| r <= PICK_TARGET_RATIO)
+            && shown.is_some_and(|r| r <= PICK_TARGET_RATIO);
+        let times = |r: Option<f64>| r.map_or("–".to_owned(), |r| format!("{r:.2}×"));
+        let _ = writeln!(
+            table,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            result.clusters,
+            all.want,
+            seconds(all.all_reported()),
+            seconds(all.shown),
+            half.want,
+            seconds(half.all_reported()),
+            seconds(half.shown),
+            times(reported),
+            times(shown),
+            verdict(met),
         );
     }
     println!("{table}");
