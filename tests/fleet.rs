@@ -1014,7 +1014,43 @@ async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api_and_a_restri
         },
     )
     .await;
-    std::fs::write(hub_dir.join("hub-ca.crt"), ca.unwrap()).unwrap();
+    // Its rights suffice to publish how agents reach it, and `atoll agent-manifests` offers
+    // members its first --grpc-host.
+    until(
+        dir.path(),
+        "the hub publishes its endpoint",
+        Duration::from_secs(30),
+        || {
+            kubectl(
+                &hub_cluster.kubeconfig(),
+                &[
+                    "get",
+                    "configmap",
+                    "atoll-hub-endpoint",
+                    "-n",
+                    "atoll-system",
+                ],
+            )
+            .status
+            .is_some_and(|s| s.success())
+        },
+    )
+    .await;
+    let printed = atoll(&hub_dir, &["agent-manifests", "--cluster", "probe"]).success();
+    let port = grpc.rsplit(':').next().unwrap();
+    assert!(
+        printed
+            .stdout
+            .contains(&format!("ATOLL_HUB: https://hub.example.internal:{port}\n")),
+        "{printed}"
+    );
+    let ca = ca.unwrap();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&ca);
+    assert!(
+        printed.stdout.contains(&format!("hub-ca.crt: {encoded}\n")),
+        "{printed}"
+    );
+    std::fs::write(hub_dir.join("hub-ca.crt"), ca).unwrap();
     let token = atoll(&hub_dir, &["token", "create", "--ttl", "1h"]).success();
     std::fs::write(hub_dir.join("bootstrap-token"), token.stdout.trim()).unwrap();
 

@@ -284,6 +284,19 @@ async fn a_first_start_makes_a_fleet_that_takes_work_and_comes_back_after_a_rest
             asked.failure().stdout_is("no");
         }
     }
+    // ConfigMaps only in its own namespace: where it publishes how agents reach it.
+    hub.kubectl(&[
+        "auth",
+        "can-i",
+        "patch",
+        "configmaps",
+        "-n",
+        "atoll-system",
+        "--as",
+        "atoll:hub",
+    ])
+    .success()
+    .stdout_is("yes");
     let listed = hub.atoll(&["hosted", "list", "-o", "wide"]).success();
     assert_eq!(
         listed.rows()[0],

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod agents;
 mod client;
 mod clusters;
 mod clustersets;
@@ -77,6 +78,10 @@ enum Command {
         #[command(subcommand)]
         command: HostedCommand,
     },
+    /// Print everything a member cluster needs to join the hub, as YAML for `kubectl apply -f -`:
+    /// namespace, RBAC, the agent's Deployment, and a Secret with the hub's address, its CA and
+    /// a fresh join token.
+    AgentManifests(agents::Args),
     /// Print a hosted cluster's admin kubeconfig, or write it to a file.
     Kubeconfig {
         /// The hosted cluster.
@@ -409,6 +414,10 @@ fn main() -> anyhow::Result<()> {
             Command::Hosted { command } => {
                 let client = client::hub(kubeconfig.as_deref()).await?;
                 hosted_command(client, command).await
+            }
+            Command::AgentManifests(args) => {
+                let client = client::hub(kubeconfig.as_deref()).await?;
+                agents::manifests(client, args).await
             }
             Command::Kubeconfig {
                 name,

@@ -49,16 +49,7 @@ pub async fn create(
     cluster_set: Option<&str>,
 ) -> anyhow::Result<()> {
     if let Some(set) = cluster_set {
-        let sets: kube::Api<atoll_api::clusterset::ClusterSet> = kube::Api::all(client.clone());
-        let found = sets
-            .get_opt(set)
-            .await
-            .map_err(|e| explain(e, &format!("cannot read ClusterSet {set:?}")))?;
-        if found.is_none() {
-            anyhow::bail!(
-                "--clusterset: ClusterSet {set:?} does not exist; create it first (atoll clusterset create {set})"
-            );
-        }
+        require_cluster_set(client.clone(), set).await?;
     }
     let (token, expires) = atoll_hub::bootstrap::create(client, ttl.0, description, cluster_set)
         .await
@@ -80,6 +71,21 @@ pub async fn create(
             token.id(),
             token.id()
         ),
+    }
+    Ok(())
+}
+
+/// Refuses a `--clusterset` that names no ClusterSet on the hub.
+pub async fn require_cluster_set(client: kube::Client, set: &str) -> anyhow::Result<()> {
+    let sets: kube::Api<atoll_api::clusterset::ClusterSet> = kube::Api::all(client);
+    let found = sets
+        .get_opt(set)
+        .await
+        .map_err(|e| explain(e, &format!("cannot read ClusterSet {set:?}")))?;
+    if found.is_none() {
+        anyhow::bail!(
+            "--clusterset: ClusterSet {set:?} does not exist; create it first (atoll clusterset create {set})"
+        );
     }
     Ok(())
 }

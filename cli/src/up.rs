@@ -17,11 +17,12 @@ use atoll_api::hosted::{CONDITION_AGENT_JOINED, CONDITION_AVAILABLE, HostedClust
 use atoll_api::inventory::ClusterProfile;
 use atoll_api::names::{
     CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED, HOSTED_CLUSTERS_NAMESPACE,
-    INVENTORY_NAMESPACE,
+    INVENTORY_NAMESPACE, SYSTEM_NAMESPACE,
 };
 use atoll_apiserver::{Config, Server, StorageKind};
 use atoll_hub::hosted::process::{EXIT_DATASTORE, EXIT_LISTEN, EXIT_RESTART};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, ObjectMeta, PostParams};
 use serde::Deserialize as _;
@@ -317,30 +318,36 @@ async fn first_clusters(client: kube::Client, count: u32) -> anyhow::Result<()> 
 }
 
 /// The embedded hub's own user: its controllers and gRPC service act as it, with the rights the
-/// ClusterRole `atoll-hub` of `manifests/hub` gives the hub on a real cluster, not as the admin.
+/// ClusterRole `atoll-hub` and the Role `atoll-hub` (in `atoll-system`) of `manifests/hub` give
+/// the hub on a real cluster, not as the admin.
 pub const HUB_USER: &str = "atoll:hub";
-/// The binding of [`HUB_USER`] to that ClusterRole.
+/// The bindings of [`HUB_USER`] to those roles.
 const HUB_BINDING: &str = "atoll-hub-embedded";
 /// How long the hub's client certificate is valid; a new one is made at each start.
 const HUB_CERTIFICATE_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
-/// The hub's manifests on a real cluster, whose ClusterRole is the embedded hub's too.
+/// The hub's manifests on a real cluster, whose ClusterRole and Role are the embedded hub's too.
 const HUB_MANIFESTS: &str = include_str!("../../manifests/hub/hub.yaml");
 
-/// A client acting as [`HUB_USER`]: as the admin, applies the hub's ClusterRole (as
-/// `manifests/hub` has it, so that an upgrade brings new rules) and binds the user to it, then
-/// signs a client certificate for the user.
+/// A client acting as [`HUB_USER`]: as the admin, applies the hub's ClusterRole and its Role in
+/// `atoll-system` (as `manifests/hub` has them, so that an upgrade brings new rules) and binds the
+/// user to them, then signs a client certificate for the user.
 async fn hub_client(server: &Server) -> anyhow::Result<kube::Client> {
     let admin = client_of(&std::fs::read_to_string(server.kubeconfig_path())?).await?;
-    let role = serde_yaml_ng::Deserializer::from_str(HUB_MANIFESTS)
-        .map(serde_json::Value::deserialize)
-        .filter_map(Result::ok)
-        .find(|doc| doc["kind"] == "ClusterRole")
-        .context("manifests/hub has no ClusterRole")?;
+    let manifest = |kind: &str| {
+        serde_yaml_ng::Deserializer::from_str(HUB_MANIFESTS)
+            .map(serde_json::Value::deserialize)
+            .filter_map(Result::ok)
+            .find(|doc| doc["kind"] == kind)
+            .with_context(|| format!("manifests/hub has no {kind}"))
+    };
+    let apply = kube::api::PatchParams::apply("atoll-up").force();
+    let subjects = serde_json::json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": HUB_USER}]);
+
+    let role = manifest("ClusterRole")?;
     let name = role["metadata"]["name"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    let apply = kube::api::PatchParams::apply("atoll-up").force();
     let roles: Api<ClusterRole> = Api::all(admin.clone());
     roles
         .patch(&name, &apply, &kube::api::Patch::Apply(&role))
@@ -351,13 +358,46 @@ async fn hub_client(server: &Server) -> anyhow::Result<kube::Client> {
         "kind": "ClusterRoleBinding",
         "metadata": {"name": HUB_BINDING},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": HUB_USER}],
+        "subjects": subjects,
     });
-    let bindings: Api<ClusterRoleBinding> = Api::all(admin);
+    let bindings: Api<ClusterRoleBinding> = Api::all(admin.clone());
     bindings
         .patch(HUB_BINDING, &apply, &kube::api::Patch::Apply(&binding))
         .await
         .with_context(|| format!("cannot apply ClusterRoleBinding {HUB_BINDING}"))?;
+
+    // The Role lives in atoll-system, which the hub itself creates only later.
+    let namespace = SYSTEM_NAMESPACE;
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+    namespaces
+        .patch(namespace, &apply, &kube::api::Patch::Apply(&ns))
+        .await
+        .with_context(|| format!("cannot apply Namespace {namespace}"))?;
+    let mut role = manifest("Role")?;
+    role["metadata"]["namespace"] = serde_json::json!(namespace);
+    let role_name = role["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let roles: Api<Role> = Api::namespaced(admin.clone(), namespace);
+    roles
+        .patch(&role_name, &apply, &kube::api::Patch::Apply(&role))
+        .await
+        .with_context(|| format!("cannot apply Role {namespace}/{role_name}"))?;
+    let binding = serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": HUB_BINDING, "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name},
+        "subjects": subjects,
+    });
+    let bindings: Api<RoleBinding> = Api::namespaced(admin, namespace);
+    bindings
+        .patch(HUB_BINDING, &apply, &kube::api::Patch::Apply(&binding))
+        .await
+        .with_context(|| format!("cannot apply RoleBinding {namespace}/{HUB_BINDING}"))?;
+
     let kubeconfig = server
         .user_kubeconfig(HUB_USER, &[], HUB_CERTIFICATE_TTL)
         .context("cannot sign the hub's client certificate")?;

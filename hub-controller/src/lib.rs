@@ -190,6 +190,11 @@ impl Hub {
         ];
         hosts.extend(config.grpc_hosts.iter().cloned());
         let serving = ca.issue_serving(&hosts)?;
+        let addresses = setup::agent_addresses(grpc_addr, &config.grpc_hosts);
+        // Only `atoll agent-manifests` reads it: a hub that cannot write it still serves.
+        if let Err(error) = setup::publish_endpoint(&client, &addresses, ca.cert_pem()).await {
+            tracing::warn!(error = %atoll_apiserver::error::chain(&error), "cannot publish how agents reach the hub; atoll agent-manifests needs it");
+        }
         let identity = tonic::transport::Identity::from_pem(&serving.cert_pem, &serving.key_pem);
 
         let (shutdown, stop) = watch::channel(false);

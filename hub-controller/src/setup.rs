@@ -1,12 +1,13 @@
 //! What the hub needs before it serves: its namespaces, atoll's CRDs (Established), and its CA,
-//! kept as a Secret in `atoll-system` so every hub replica and every restart serve with it.
+//! kept as a Secret in `atoll-system` so every hub replica and every restart serve with it; and
+//! what it tells those who join clusters to it: how agents reach it, in a ConfigMap.
 
 use std::time::Duration;
 
 use atoll_api::names::{INVENTORY_NAMESPACE, SYSTEM_NAMESPACE};
 use atoll_pki::CertificateAuthority;
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 
@@ -14,6 +15,14 @@ use crate::Error;
 
 /// The Secret holding the hub's gRPC CA.
 pub const CA_SECRET: &str = "atoll-hub-ca";
+/// The ConfigMap in which the hub publishes how agents reach it (no secrets: its addresses and
+/// its CA certificate), read by `atoll agent-manifests`.
+pub const ENDPOINT_CONFIG_MAP: &str = "atoll-hub-endpoint";
+/// Its key holding the addresses agents may use, `https://HOST:PORT`, one a line, the first the
+/// one to offer.
+pub const ENDPOINT_ADDRESSES_KEY: &str = "addresses";
+/// Its key holding the CA certificate (PEM) agents pin.
+pub const ENDPOINT_CA_KEY: &str = "ca.crt";
 /// The CA's common name.
 const CA_COMMON_NAME: &str = "atoll-hub-ca";
 /// Field manager of what the hub installs.
@@ -136,4 +145,85 @@ pub async fn load_or_create_ca(client: &kube::Client) -> Result<CertificateAutho
     Err(Error::Crds(format!(
         "cannot create or read Secret {SYSTEM_NAMESPACE}/{CA_SECRET}"
     )))
+}
+
+/// The addresses agents may reach a hub serving gRPC on `listening` at, to offer in this order:
+/// each `--grpc-host` with the port, then the listen address (loopback when it listens on every
+/// address).
+pub fn agent_addresses(listening: std::net::SocketAddr, grpc_hosts: &[String]) -> Vec<String> {
+    let port = listening.port();
+    let mut addresses: Vec<String> = grpc_hosts
+        .iter()
+        .map(|host| match host.parse::<std::net::Ipv6Addr>() {
+            Ok(_) => format!("https://[{host}]:{port}"),
+            Err(_) => format!("https://{host}:{port}"),
+        })
+        .collect();
+    let local = if listening.ip().is_unspecified() {
+        std::net::SocketAddr::new([127, 0, 0, 1].into(), port)
+    } else {
+        listening
+    };
+    addresses.push(format!("https://{local}"));
+    addresses.dedup();
+    addresses
+}
+
+/// Publishes how agents reach the hub (addresses and CA certificate) in ConfigMap
+/// `atoll-system/atoll-hub-endpoint`, with server-side apply (every replica writes the same).
+pub async fn publish_endpoint(
+    client: &kube::Client,
+    addresses: &[String],
+    ca_pem: &str,
+) -> Result<(), Error> {
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    let config_map = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(ENDPOINT_CONFIG_MAP.to_owned()),
+            namespace: Some(SYSTEM_NAMESPACE.to_owned()),
+            ..ObjectMeta::default()
+        },
+        data: Some(
+            [
+                (ENDPOINT_ADDRESSES_KEY.to_owned(), addresses.join("\n")),
+                (ENDPOINT_CA_KEY.to_owned(), ca_pem.to_owned()),
+            ]
+            .into(),
+        ),
+        ..ConfigMap::default()
+    };
+    config_maps
+        .patch(
+            ENDPOINT_CONFIG_MAP,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&config_map),
+        )
+        .await
+        .map_err(|source| Error::Setup {
+            what: format!("ConfigMap {SYSTEM_NAMESPACE}/{ENDPOINT_CONFIG_MAP}"),
+            source,
+        })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agents_are_offered_the_grpc_hosts_first_then_the_listen_address() {
+        let any: std::net::SocketAddr = "0.0.0.0:9443".parse().unwrap();
+        assert_eq!(agent_addresses(any, &[]), ["https://127.0.0.1:9443"]);
+        let hosts = ["hub.example.com".to_owned(), "fd00::1".to_owned()];
+        assert_eq!(
+            agent_addresses(any, &hosts),
+            [
+                "https://hub.example.com:9443",
+                "https://[fd00::1]:9443",
+                "https://127.0.0.1:9443"
+            ]
+        );
+        let one: std::net::SocketAddr = "10.0.0.5:7000".parse().unwrap();
+        assert_eq!(agent_addresses(one, &[]), ["https://10.0.0.5:7000"]);
+    }
 }
