@@ -270,7 +270,9 @@ async fn a_first_start_makes_a_fleet_that_takes_work_and_comes_back_after_a_rest
         ("update", "hostedclusters.atoll.dev/status", true),
         ("delete", "secrets", true),
         ("create", "pods", false),
-        ("get", "configmaps", false),
+        // It reads any kind (placements send hub resources they select), writes only its own.
+        ("get", "configmaps", true),
+        ("delete", "configmaps", false),
         (
             "create",
             "clusterrolebindings.rbac.authorization.k8s.io",
