@@ -418,7 +418,12 @@ fn choose(
             .filter(|(cluster, (_, entry))| !entry.deleting && !retained.contains(*cluster))
             .map(|(cluster, _)| cluster.clone()),
     );
-    let before = Previous { chosen, retained };
+    let replaced = names(|d| !d.selected && d.reason.contains(scheduler::REPLACED));
+    let before = Previous {
+        chosen,
+        retained,
+        replaced,
+    };
     if let Err(invalid) = atoll_api::placement::policy::validate(policy) {
         let kept: Vec<String> = members
             .iter()

@@ -49,7 +49,12 @@ pub struct Previous {
     pub chosen: BTreeSet<String>,
     /// The clusters failed over from whose Work stays there.
     pub retained: BTreeSet<String>,
+    /// The clusters failed over from (their decisions said [`REPLACED`]).
+    pub replaced: BTreeSet<String>,
 }
+
+/// How a decision ends for a cluster failed over from.
+pub const REPLACED: &str = ": replaced";
 
 /// Whether the policy found the clusters it wants.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,7 +256,7 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
                     };
                     decide(standing, true, why);
                 } else if failed(standing) {
-                    let why = format!("{}: replaced", unready(standing));
+                    let why = format!("{}{REPLACED}", unready(standing));
                     decide(standing, false, why);
                     if policy
                         .failover
@@ -260,6 +265,11 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
                     {
                         retained.insert(name.to_owned());
                     }
+                } else if previous.replaced.contains(name)
+                    && standing.candidate.unready_for.is_some()
+                {
+                    // Failed over from and still not ready: it stays replaced, as said.
+                    decide(standing, false, format!("{}{REPLACED}", unready(standing)));
                 } else if !was_chosen(standing) && standing.candidate.unready_for.is_some() {
                     decide(
                         standing,
@@ -638,6 +648,7 @@ mod tests {
         Previous {
             chosen: list.iter().map(|n| (*n).to_owned()).collect(),
             retained: BTreeSet::new(),
+            replaced: BTreeSet::new(),
         }
     }
 
@@ -838,6 +849,7 @@ mod tests {
         let previous = Previous {
             chosen: first.chosen.iter().cloned().collect(),
             retained: BTreeSet::new(),
+            replaced: BTreeSet::new(),
         };
         // East became the cheapest: the Work stays where it is.
         let mut cheaper = costs();
@@ -933,6 +945,18 @@ mod tests {
             "not ready for 61s, past failover.afterSeconds 60: replaced"
         );
         assert_eq!(decision(&s, "east").reason, "in the top 2");
+        // Scheduled again while west is still away, it stays replaced, as said.
+        candidates[1].unready_for = Some(Duration::from_secs(70));
+        let after = Previous {
+            replaced: ["west".to_owned()].into(),
+            ..chosen(&["east", "north"])
+        };
+        let again = schedule(&p, &candidates, &after);
+        assert_eq!(again.chosen, ["east", "north"]);
+        assert_eq!(
+            decision(&again, "west").reason,
+            "not ready for 70s, past failover.afterSeconds 60: replaced"
+        );
         // West back and ready: the Work does not move back.
         let mut back = costs();
         back[1].unready_for = None;
@@ -989,6 +1013,7 @@ mod tests {
         let previous = Previous {
             chosen: s.chosen.iter().cloned().collect(),
             retained: s.retained.iter().cloned().collect(),
+            replaced: ["west".to_owned()].into(),
         };
         let s = schedule(&p, &costs(), &previous);
         assert_eq!(
