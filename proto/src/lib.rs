@@ -1,5 +1,5 @@
 //! atoll-proto: the hub-agent gRPC protocol (`atoll.hub.v1`): join, heartbeat, one sync stream and
-//! status reports. The protocol is `proto/atoll/hub/v1/hub.proto`; the Rust code generated from it
+//! status reports. The protocol is `proto/proto/atoll/hub/v1/hub.proto`; the Rust code generated from it
 //! is committed in `src/generated/`, so building needs no `protoc`. `tests/generated.rs` fails when
 //! the two drift apart and says how to regenerate.
 //!
