@@ -52,9 +52,6 @@ struct Served {
 /// preferred version.
 type ServedKinds = Arc<HashMap<(String, String), Served>>;
 
-/// The objects of one watch, stripped, by `(namespace, name)`; `None` until listed.
-type Objects = Option<BTreeMap<(String, String), Value>>;
-
 /// Why a placement's hub resources cannot be gathered now.
 #[derive(Debug)]
 pub enum Unavailable {
@@ -84,11 +81,37 @@ pub struct HubResources {
     shutdown: watch::Receiver<bool>,
 }
 
+/// The most watches (a kind in a namespace, or a cluster-scoped kind) the hub keeps for all
+/// placements together.
+pub const WATCHES_MAX: usize = 512;
+
 #[derive(Default)]
 struct State {
-    objects: HashMap<WatchKey, Objects>,
+    watches: HashMap<WatchKey, Watch>,
     /// Which placements (by key) select each watch.
     wanted: HashMap<WatchKey, HashSet<String>>,
+}
+
+/// One running watch and the objects it has listed (`None` until it has).
+struct Watch {
+    objects: Option<BTreeMap<(String, String), Value>>,
+    task: tokio::task::AbortHandle,
+}
+
+/// What a selector keeps of the objects of its watch.
+#[derive(Clone, Copy)]
+enum Filter<'a> {
+    /// Its name or labels.
+    Selector(&'a ResourceSelector),
+    /// Everything in a selected namespace but what Kubernetes or a controller made.
+    NamespaceContents,
+}
+
+/// The watch one selector needs.
+struct Want<'a> {
+    selector: &'a ResourceSelector,
+    key: WatchKey,
+    resource: ApiResource,
 }
 
 impl HubResources {
@@ -123,15 +146,13 @@ impl HubResources {
             .unwrap_or_default()
     }
 
-    /// A placement is gone or selects nothing from the hub any more.
+    /// A placement is gone: the watches only it selected stop.
     pub fn forget(&self, placement: &str) {
-        for wanted in self.state().wanted.values_mut() {
-            wanted.remove(placement);
-        }
+        self.unwant(placement, &BTreeMap::new());
     }
 
-    /// The kinds the hub serves, by `(group, kind)` and `(group/version, kind)`; discovered again
-    /// when `refresh` and the last discovery is older than [`REDISCOVER_AFTER`].
+    /// The kinds the hub serves; discovered again when `refresh` and the last discovery is
+    /// older than [`REDISCOVER_AFTER`].
     async fn served(&self, refresh: bool) -> kube::Result<ServedKinds> {
         let mut cached = self.discovery.lock().await;
         if let Some((at, served)) = cached.as_ref()
@@ -150,8 +171,8 @@ impl HubResources {
                     );
                 }
             }
-            // `(group, kind)` without a version: the group's preferred one, for the kinds a
-            // selected namespace holds.
+            // `(group/*, kind)`: the group's preferred version, for the kinds a selected
+            // namespace holds.
             for (resource, caps) in group.recommended_resources() {
                 served.insert(
                     (format!("{}/*", resource.group), resource.kind.clone()),
@@ -164,8 +185,9 @@ impl HubResources {
         Ok(served)
     }
 
-    /// The manifests a placement's selectors pick, starting the watches it needs; records which
-    /// watches the placement depends on, so that their changes wake it.
+    /// The manifests a placement's selectors pick, starting the watches it needs and stopping
+    /// those it no longer needs; records which watches the placement depends on, so that their
+    /// changes wake it.
     pub async fn gather(&self, placement: &WorkPlacement) -> Result<Gathered, Unavailable> {
         let key = super::key(placement);
         let own_namespace = placement.metadata.namespace.clone().unwrap_or_default();
@@ -177,102 +199,57 @@ impl HubResources {
         {
             served = self.served(true).await.map_err(discovery_failed)?;
         }
-        // The watches of the selectors themselves, then those of the namespaces they pick.
-        let mut wants = Vec::new();
-        for (i, selector) in selectors.iter().enumerate() {
-            let Some(kind) = served.get(&(api_version(selector), selector.kind.clone())) else {
-                return Err(Unavailable::Invalid(InvalidField {
-                    field: format!("spec.resourceSelectors[{i}].kind"),
-                    value: Value::from(selector.kind.as_str()).to_string(),
-                    why: format!("the hub serves no {}", selector.describe()),
-                }));
-            };
-            let namespace = kind
-                .namespaced
-                .then(|| selector.namespace.clone().unwrap_or(own_namespace.clone()));
-            if !kind.watchable {
-                return Err(Unavailable::Invalid(InvalidField {
-                    field: format!("spec.resourceSelectors[{i}].kind"),
-                    value: Value::from(selector.kind.as_str()).to_string(),
-                    why: format!("the hub cannot list and watch {}", selector.describe()),
-                }));
-            }
-            wants.push((selector, watch_key(kind, namespace), kind.resource.clone()));
-        }
-        let keys: BTreeMap<WatchKey, ApiResource> = wants
+        let wants = resolve(selectors, &own_namespace, &served).map_err(Unavailable::Invalid)?;
+        let mut keys: BTreeMap<WatchKey, ApiResource> = wants
             .iter()
-            .map(|(_, k, r)| (k.clone(), r.clone()))
+            .map(|w| (w.key.clone(), w.resource.clone()))
             .collect();
-        self.want(&key, &keys);
+        self.want(&key, &keys)?;
         let mut picked = Vec::new();
-        for (selector, watch, _) in &wants {
-            picked.extend(self.pick(watch, selector)?);
+        for want in &wants {
+            picked.extend(self.pick(&want.key, Filter::Selector(want.selector))?);
         }
+        // A selected namespace brings what is in it; the hub's own are neither sent nor opened.
+        picked.retain(|(k, o)| namespace_name(k, o).is_none_or(|n| !self.reserved(n)));
         let namespaces: Vec<String> = picked
             .iter()
-            .filter(|(k, _)| k.kind == "Namespace" && k.api_version == "v1")
-            .filter_map(|(_, o)| o.pointer("/metadata/name")?.as_str().map(str::to_owned))
-            .filter(|ns| !self.reserved(ns))
+            .filter_map(|(k, o)| namespace_name(k, o).map(str::to_owned))
             .collect();
-        picked.retain(|(k, o)| {
-            !(k.kind == "Namespace"
-                && o.pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .is_some_and(|n| self.reserved(n)))
-        });
-        let mut all = keys;
-        if !namespaces.is_empty() {
-            let contents: Vec<&Served> = served
-                .iter()
-                .filter(|((v, _), s)| v.ends_with("/*") && s.namespaced && s.watchable)
-                .filter(|(_, s)| !skipped(&s.resource.group, &s.resource.kind))
-                .map(|(_, s)| s)
-                .collect();
-            for ns in &namespaces {
-                for kind in &contents {
-                    all.insert(watch_key(kind, Some(ns.clone())), kind.resource.clone());
-                }
-            }
-            self.want(&key, &all);
-            for watch in all.keys().filter(|w| {
-                w.namespace
-                    .as_ref()
-                    .is_some_and(|ns| namespaces.contains(ns))
-            }) {
-                picked.extend(self.pick(watch, &ResourceSelector::default())?);
-            }
+        let contents = contents_of(&namespaces, &served);
+        keys.extend(contents.clone());
+        self.want(&key, &keys)?;
+        for watch in contents.keys() {
+            picked.extend(self.pick(watch, Filter::NamespaceContents)?);
         }
-        self.unwant(&key, &all);
+        self.unwant(&key, &keys);
         assemble(picked)
     }
 
-    /// The objects of one watch a selector picks (a default selector: all of them, but for
-    /// those Kubernetes makes in every namespace).
+    /// The objects of one watch a filter keeps.
     fn pick(
         &self,
         watch: &WatchKey,
-        selector: &ResourceSelector,
+        filter: Filter<'_>,
     ) -> Result<Vec<(WatchKey, Value)>, Unavailable> {
         let state = self.state();
-        let Some(Some(objects)) = state.objects.get(watch) else {
+        let Some(objects) = state.watches.get(watch).and_then(|w| w.objects.as_ref()) else {
             return Err(Unavailable::Loading);
         };
-        let everything = selector.kind.is_empty();
+        let keep =
+            |o: &Value| match filter {
+                Filter::NamespaceContents => !made_by_kubernetes(o),
+                Filter::Selector(selector) => {
+                    selector.name.as_deref().is_none_or(|n| {
+                        o.pointer("/metadata/name").and_then(Value::as_str) == Some(n)
+                    }) && selector
+                        .label_selector
+                        .as_ref()
+                        .is_none_or(|l| matches(l, &labels(o)))
+                }
+            };
         Ok(objects
             .values()
-            .filter(|o| !everything || !made_by_kubernetes(o))
-            .filter(|o| {
-                selector
-                    .name
-                    .as_deref()
-                    .is_none_or(|n| o.pointer("/metadata/name").and_then(Value::as_str) == Some(n))
-            })
-            .filter(|o| {
-                selector
-                    .label_selector
-                    .as_ref()
-                    .is_none_or(|l| matches(l, &labels(o)))
-            })
+            .filter(|o| keep(o))
             .map(|o| (watch.clone(), o.clone()))
             .collect())
     }
@@ -281,45 +258,156 @@ impl HubResources {
         RESERVED_NAMESPACES.contains(&namespace) || self.reserved.iter().any(|r| r == namespace)
     }
 
-    /// Records that a placement selects these watches, and starts those not running.
-    fn want(&self, placement: &str, keys: &BTreeMap<WatchKey, ApiResource>) {
+    /// Records that a placement selects these watches, and starts those not running; refuses
+    /// more than [`WATCHES_MAX`] watches in all.
+    fn want(
+        &self,
+        placement: &str,
+        keys: &BTreeMap<WatchKey, ApiResource>,
+    ) -> Result<(), Unavailable> {
         let mut state = self.state();
+        let new = keys
+            .keys()
+            .filter(|k| !state.watches.contains_key(*k))
+            .count();
+        if new > 0 && state.watches.len() + new > WATCHES_MAX {
+            return Err(Unavailable::Invalid(InvalidField {
+                field: "spec.resourceSelectors".into(),
+                value: keys.len().to_string(),
+                why: format!(
+                    "the selectors need {new} more watches (a kind in a namespace each), and the hub keeps at most {WATCHES_MAX} for all placements together ({} now)",
+                    state.watches.len()
+                ),
+            }));
+        }
         for (key, resource) in keys {
             state
                 .wanted
                 .entry(key.clone())
                 .or_default()
                 .insert(placement.to_owned());
-            if !state.objects.contains_key(key) {
-                state.objects.insert(key.clone(), None);
-                let api: Api<DynamicObject> = match &key.namespace {
-                    Some(ns) => Api::namespaced_with(self.client.clone(), ns, resource),
-                    None => Api::all_with(self.client.clone(), resource),
-                };
-                tracing::info!(kind = %key.kind, api_version = %key.api_version, namespace = ?key.namespace, "watching hub resources a placement selects");
-                tokio::spawn(follow(
-                    api,
-                    key.clone(),
-                    self.state.clone(),
-                    self.changed.clone(),
-                    self.shutdown.clone(),
-                ));
+            if state.watches.contains_key(key) {
+                continue;
             }
+            let api: Api<DynamicObject> = match &key.namespace {
+                Some(ns) => Api::namespaced_with(self.client.clone(), ns, resource),
+                None => Api::all_with(self.client.clone(), resource),
+            };
+            tracing::info!(kind = %key.kind, api_version = %key.api_version, namespace = ?key.namespace, "watching hub resources a placement selects");
+            let task = tokio::spawn(follow(
+                api,
+                key.clone(),
+                self.state.clone(),
+                self.changed.clone(),
+                self.shutdown.clone(),
+            ));
+            state.watches.insert(
+                key.clone(),
+                Watch {
+                    objects: None,
+                    task: task.abort_handle(),
+                },
+            );
         }
+        Ok(())
     }
 
-    /// Forgets that a placement selects watches other than these.
+    /// Forgets that a placement selects watches other than these; a watch no placement selects
+    /// any more stops, and its objects go.
     fn unwant(&self, placement: &str, keys: &BTreeMap<WatchKey, ApiResource>) {
-        for (key, wanted) in self.state().wanted.iter_mut() {
+        let mut state = self.state();
+        let mut unused = Vec::new();
+        for (key, wanted) in state.wanted.iter_mut() {
             if !keys.contains_key(key) {
                 wanted.remove(placement);
+                if wanted.is_empty() {
+                    unused.push(key.clone());
+                }
+            }
+        }
+        for key in unused {
+            state.wanted.remove(&key);
+            if let Some(watch) = state.watches.remove(&key) {
+                watch.task.abort();
+                tracing::info!(kind = %key.kind, namespace = ?key.namespace, "no placement selects these hub resources any more; stopped watching");
             }
         }
     }
 }
 
-/// Keeps one watch's objects in `state`, stripped, and says when they change; ends on shutdown.
-/// A watch no placement selects any more keeps running (its kind is likely selected again).
+/// The watches a placement's selectors need, or the selector at fault: a kind the hub does not
+/// serve, or cannot list and watch. A namespaced kind is watched in the selector's namespace,
+/// else the placement's own.
+fn resolve<'a>(
+    selectors: &'a [ResourceSelector],
+    own_namespace: &str,
+    served: &HashMap<(String, String), Served>,
+) -> Result<Vec<Want<'a>>, InvalidField> {
+    selectors
+        .iter()
+        .enumerate()
+        .map(|(i, selector)| {
+            let invalid = |why: String| InvalidField {
+                field: format!("spec.resourceSelectors[{i}].kind"),
+                value: Value::from(selector.kind.as_str()).to_string(),
+                why,
+            };
+            let kind = served
+                .get(&(api_version(selector), selector.kind.clone()))
+                .ok_or_else(|| invalid(format!("the hub serves no {}", selector.describe())))?;
+            if !kind.watchable {
+                return Err(invalid(format!(
+                    "the hub cannot list and watch {}",
+                    selector.describe()
+                )));
+            }
+            let namespace = kind.namespaced.then(|| {
+                selector
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| own_namespace.to_owned())
+            });
+            Ok(Want {
+                selector,
+                key: watch_key(kind, namespace),
+                resource: kind.resource.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The watches of every namespaced kind a selected namespace holds (each kind at its group's
+/// preferred version, but for the kinds never sent).
+fn contents_of(
+    namespaces: &[String],
+    served: &HashMap<(String, String), Served>,
+) -> BTreeMap<WatchKey, ApiResource> {
+    let kinds: Vec<&Served> = served
+        .iter()
+        .filter(|((v, _), s)| v.ends_with("/*") && s.namespaced && s.watchable)
+        .filter(|(_, s)| !skipped(&s.resource.group, &s.resource.kind))
+        .map(|(_, s)| s)
+        .collect();
+    namespaces
+        .iter()
+        .flat_map(|ns| {
+            kinds
+                .iter()
+                .map(|kind| (watch_key(kind, Some(ns.clone())), kind.resource.clone()))
+        })
+        .collect()
+}
+
+/// The name of a Namespace object a watch listed.
+fn namespace_name<'a>(key: &WatchKey, object: &'a Value) -> Option<&'a str> {
+    (key.api_version == "v1" && key.kind == "Namespace")
+        .then(|| object.pointer("/metadata/name")?.as_str())
+        .flatten()
+}
+
+/// Keeps one watch's objects in `state`, stripped, and says when they change; ends on shutdown
+/// or when the watch is stopped (no placement selects it). Writes only while the watch is in
+/// `state`, so one stopped and started again never sees a stale listing.
 async fn follow(
     api: Api<DynamicObject>,
     key: WatchKey,
@@ -346,46 +434,61 @@ async fn follow(
                 }
             }
         };
-        match event {
-            Event::Init => listing.clear(),
+        let changes = match event {
+            Event::Init => {
+                listing.clear();
+                false
+            }
             Event::InitApply(object) => {
                 if let (id, Some(value)) = entry(object) {
                     listing.insert(id, value);
                 }
+                false
             }
             Event::InitDone => {
-                lock()
-                    .objects
-                    .insert(key.clone(), Some(std::mem::take(&mut listing)));
-                let _ = changed.send(key.clone());
+                let mut state = lock();
+                let Some(watch) = state.watches.get_mut(&key) else {
+                    return;
+                };
+                watch.objects = Some(std::mem::take(&mut listing));
+                true
             }
             Event::Apply(object) => {
                 let (id, value) = entry(object);
-                let mut state = lock();
-                let objects = state
-                    .objects
-                    .entry(key.clone())
-                    .or_default()
-                    .get_or_insert_default();
-                let same = objects.get(&id) == value.as_ref();
-                match value {
-                    Some(value) => objects.insert(id, value),
-                    None => objects.remove(&id),
-                };
-                drop(state);
-                if !same {
-                    let _ = changed.send(key.clone());
+                match record(&mut lock(), &key, id, value) {
+                    Some(changes) => changes,
+                    None => return,
                 }
             }
             Event::Delete(object) => {
                 let (id, _) = entry(object);
-                if let Some(Some(objects)) = lock().objects.get_mut(&key) {
-                    objects.remove(&id);
+                match record(&mut lock(), &key, id, None) {
+                    Some(changes) => changes,
+                    None => return,
                 }
-                let _ = changed.send(key.clone());
             }
+        };
+        if changes {
+            let _ = changed.send(key.clone());
         }
     }
+}
+
+/// Records one object's new state (`None`: gone) in a watch; whether that changed anything, or
+/// `None` when the watch was stopped.
+fn record(
+    state: &mut State,
+    key: &WatchKey,
+    id: (String, String),
+    value: Option<Value>,
+) -> Option<bool> {
+    let objects = state.watches.get_mut(key)?.objects.get_or_insert_default();
+    let same = objects.get(&id) == value.as_ref();
+    match value {
+        Some(value) => objects.insert(id, value),
+        None => objects.remove(&id),
+    };
+    Some(!same)
 }
 
 /// An object as a watch keeps it: by `(namespace, name)`, stripped; `None` for one being
@@ -715,6 +818,138 @@ mod tests {
         assert!(!made_by_kubernetes(
             &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}})
         ));
+    }
+
+    /// The kinds a small hub serves: ConfigMaps and Namespaces, Deployments (apps/v1), Events,
+    /// and a kind that cannot be watched.
+    fn served() -> HashMap<(String, String), Served> {
+        let kind = |group: &str, version: &str, kind: &str, plural: &str, namespaced, watchable| {
+            let api_version = if group.is_empty() {
+                version.to_owned()
+            } else {
+                format!("{group}/{version}")
+            };
+            let served = Served {
+                resource: ApiResource {
+                    group: group.into(),
+                    version: version.into(),
+                    api_version: api_version.clone(),
+                    kind: kind.into(),
+                    plural: plural.into(),
+                },
+                namespaced,
+                watchable,
+            };
+            [
+                ((api_version, kind.to_owned()), served.clone()),
+                ((format!("{group}/*"), kind.to_owned()), served),
+            ]
+        };
+        [
+            kind("", "v1", "ConfigMap", "configmaps", true, true),
+            kind("", "v1", "Namespace", "namespaces", false, true),
+            kind("", "v1", "Event", "events", true, true),
+            kind("apps", "v1", "Deployment", "deployments", true, true),
+            kind("example.com", "v1", "Review", "reviews", true, false),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    #[test]
+    fn selectors_resolve_to_watches_or_name_the_kind_at_fault() {
+        let selectors: Vec<ResourceSelector> = serde_json::from_value(json!([
+            {"version": "v1", "kind": "ConfigMap"},
+            {"version": "v1", "kind": "ConfigMap", "namespace": "other"},
+            {"version": "v1", "kind": "Namespace", "name": "shop"},
+        ]))
+        .unwrap();
+        let wants = resolve(&selectors, "team", &served()).unwrap();
+        let keys: Vec<(&str, Option<&str>)> = wants
+            .iter()
+            .map(|w| (w.key.kind.as_str(), w.key.namespace.as_deref()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("ConfigMap", Some("team")),
+                ("ConfigMap", Some("other")),
+                ("Namespace", None)
+            ]
+        );
+        let unknown: Vec<ResourceSelector> =
+            serde_json::from_value(json!([{"version": "v1", "kind": "ConfigMap"}, {"group": "apps", "version": "v2", "kind": "Deployment"}]))
+                .unwrap();
+        let Err(invalid) = resolve(&unknown, "team", &served()) else {
+            panic!("an unknown version was resolved");
+        };
+        assert_eq!(
+            invalid.to_string(),
+            "spec.resourceSelectors[1].kind: Invalid value: \"Deployment\": the hub serves no apps/v2 Deployment"
+        );
+        let unwatchable: Vec<ResourceSelector> = serde_json::from_value(
+            json!([{"group": "example.com", "version": "v1", "kind": "Review"}]),
+        )
+        .unwrap();
+        let Err(invalid) = resolve(&unwatchable, "team", &served()) else {
+            panic!("a kind that cannot be watched was resolved");
+        };
+        assert!(invalid.why.contains("cannot list and watch"), "{invalid}");
+    }
+
+    #[test]
+    fn a_namespace_brings_every_namespaced_kind_but_those_never_sent() {
+        let contents = contents_of(&["shop".to_owned()], &served());
+        let kinds: Vec<(&str, Option<&str>)> = contents
+            .keys()
+            .map(|k| (k.kind.as_str(), k.namespace.as_deref()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [("Deployment", Some("shop")), ("ConfigMap", Some("shop"))]
+        );
+        assert!(contents_of(&[], &served()).is_empty());
+        let ns = json!({"metadata": {"name": "shop"}});
+        assert_eq!(namespace_name(&key("v1", "Namespace"), &ns), Some("shop"));
+        assert_eq!(namespace_name(&key("v1", "ConfigMap"), &ns), None);
+    }
+
+    #[test]
+    fn a_stopped_watch_records_nothing() {
+        let mut state = State::default();
+        let id = ("a".to_owned(), "b".to_owned());
+        assert_eq!(
+            record(
+                &mut state,
+                &key("v1", "ConfigMap"),
+                id.clone(),
+                Some(json!(1))
+            ),
+            None
+        );
+        let task = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(async { tokio::spawn(async {}).abort_handle() });
+        state.watches.insert(
+            key("v1", "ConfigMap"),
+            Watch {
+                objects: None,
+                task,
+            },
+        );
+        let k = key("v1", "ConfigMap");
+        assert_eq!(
+            record(&mut state, &k, id.clone(), Some(json!(1))),
+            Some(true)
+        );
+        assert_eq!(
+            record(&mut state, &k, id.clone(), Some(json!(1))),
+            Some(false)
+        );
+        assert_eq!(record(&mut state, &k, id.clone(), None), Some(true));
+        assert_eq!(record(&mut state, &k, id, None), Some(false));
     }
 
     fn key(api_version: &str, kind: &str) -> WatchKey {
