@@ -2234,18 +2234,18 @@ async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_
         || settings(&members[0]).ends_with("/2") && settings(&members[1]).ends_with("/2"),
     )
     .await;
+    // What east and west no longer hold, read with kubectl.
+    let gone = |args: &[&str]| {
+        members[..2]
+            .iter()
+            .all(|m| get(m, args).stderr.contains("NotFound"))
+    };
     kubectl(&hub, &["delete", "service", "web", "-n", "shop"]).success();
     until(
         dir.path(),
         "the deleted Service goes from east and west",
         Duration::from_secs(60),
-        || {
-            members[..2].iter().all(|m| {
-                get(m, &["get", "service", "web", "-n", "shop"])
-                    .stderr
-                    .contains("NotFound")
-            })
-        },
+        || gone(&["get", "service", "web", "-n", "shop"]),
     )
     .await;
 
@@ -2384,13 +2384,7 @@ async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_
         dir.path(),
         "the namespace goes from east and west",
         Duration::from_secs(90),
-        || {
-            members[..2].iter().all(|m| {
-                get(m, &["get", "configmap", "settings", "-n", "shop"])
-                    .stderr
-                    .contains("NotFound")
-            })
-        },
+        || gone(&["get", "configmap", "settings", "-n", "shop"]),
     )
     .await;
 }

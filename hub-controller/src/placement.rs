@@ -111,6 +111,19 @@ pub fn matches(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> b
     plain && expressions
 }
 
+/// The labels of an object as JSON (values that are not strings left out).
+pub fn labels_of(object: &serde_json::Value) -> BTreeMap<String, String> {
+    object
+        .pointer("/metadata/labels")
+        .and_then(serde_json::Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Finalizer on a WorkPlacement: the hub deletes the Works it stamped before the placement goes.
 pub const FINALIZER: &str = "atoll.dev/placement-cleanup";
 /// Placements reconciled at once.

@@ -12,7 +12,7 @@ use atoll_api::placement::{ImageOverride, JsonPatchOperation, ManifestSelector, 
 use atoll_api::work::Manifest;
 use serde_json::Value;
 
-use super::matches;
+use super::{labels_of, matches};
 
 /// What the overrides see of a member cluster.
 #[derive(Debug, Clone, Default)]
@@ -248,15 +248,7 @@ fn selects(selector: &ManifestSelector, manifest: &Value) -> bool {
     let text = |pointer: &str| manifest.pointer(pointer).and_then(Value::as_str);
     let api_version = text("/apiVersion").unwrap_or_default();
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    let labels: BTreeMap<String, String> = manifest
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default();
+    let labels = labels_of(manifest);
     selector.group.as_deref().is_none_or(|g| g == group)
         && selector
             .kind

@@ -20,7 +20,7 @@ use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
-use super::matches;
+use super::{labels_of, matches};
 
 /// How long a discovery of the served kinds stands before a selector naming a kind it lacks
 /// runs it again.
@@ -244,7 +244,7 @@ impl HubResources {
                     }) && selector
                         .label_selector
                         .as_ref()
-                        .is_none_or(|l| matches(l, &labels(o)))
+                        .is_none_or(|l| matches(l, &labels_of(o)))
                 }
             };
         Ok(objects
@@ -532,18 +532,6 @@ fn api_version(selector: &ResourceSelector) -> String {
 fn discovery_failed(error: kube::Error) -> Unavailable {
     tracing::warn!(%error, "cannot discover the kinds the hub serves; retrying");
     Unavailable::Loading
-}
-
-fn labels(object: &Value) -> BTreeMap<String, String> {
-    object
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Objects Kubernetes makes in every namespace, which a selected namespace does not send: the
