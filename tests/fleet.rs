@@ -2388,3 +2388,73 @@ async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_whose_credential_the_hub_refuses_joins_again_as_the_same_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub_dir = dir.path().join("hub");
+    let grpc = free_addr().unwrap().to_string();
+    let _hub = Process::hub_with(
+        &hub_dir,
+        free_addr().unwrap(),
+        &["--grpc-addr", &grpc, "--auto-accept"],
+    )
+    .unwrap();
+    let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
+    let log = dir.path().join("east-agent.log");
+    let agent = Agent::start(&hub_dir, &grpc, &member.kubeconfig(), "east", log.clone());
+    until_healthy(dir.path(), &hub_dir, "east").await;
+    let before = dir.path().join("before.yaml");
+    std::fs::write(
+        &before,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: before, namespace: default}\n",
+    )
+    .unwrap();
+    apply_to_east(&hub_dir, &before, "before").success();
+
+    // The credential the agent holds is one the hub no longer accepts (lost, expired, or
+    // written over, as here while the agent is down).
+    drop(agent);
+    kubectl(
+        &member.kubeconfig(),
+        &[
+            "patch",
+            "secret",
+            "atoll-agent",
+            "-n",
+            "atoll-system",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"data":{"credential":"bm90IGEgY3JlZGVudGlhbA=="}}"#,
+        ],
+    )
+    .success();
+    let again = dir.path().join("east-agent-again.log");
+    let agent = Agent::start(&hub_dir, &grpc, &member.kubeconfig(), "east", again);
+    until(
+        dir.path(),
+        "the agent is refused and joins again",
+        Duration::from_secs(30),
+        || agent.log().contains("joining again") && agent.log().contains("joined the hub"),
+    )
+    .await;
+    until_healthy(dir.path(), &hub_dir, "east").await;
+    assert!(
+        !agent.log().contains("already joined"),
+        "the hub took the agent for another:\n{}",
+        agent.log()
+    );
+    let rows = clusters(&hub_dir);
+    assert_eq!(rows.iter().filter(|r| r.0 == "east").count(), 1, "{rows:?}");
+    // Still the same cluster: what it held stays, and new Work reaches it.
+    kubectl(&member.kubeconfig(), &["get", "configmap", "before"]).success();
+    let after = dir.path().join("after.yaml");
+    std::fs::write(
+        &after,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: after, namespace: default}\n",
+    )
+    .unwrap();
+    apply_to_east(&hub_dir, &after, "after").success();
+    kubectl(&member.kubeconfig(), &["get", "configmap", "after"]).success();
+}

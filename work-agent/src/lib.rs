@@ -157,8 +157,15 @@ pub async fn run(
                 }
                 Ended::Unauthenticated(message) => {
                     tracing::warn!(%message, "the hub no longer accepts this cluster's credential; joining again");
-                    let fresh = config.fresh();
-                    credential::save(&member, &fresh).await.map_err(Error::member("Secret atoll-system/atoll-agent"))?;
+                    // With the same join secret: the hub knows this agent and issues a new
+                    // credential (an expired or lost one); a removed cluster joins as new.
+                    let again = credential::load(&member)
+                        .await
+                        .map_err(Error::member("Secret atoll-system/atoll-agent"))?
+                        .filter(|s| s.hub == config.hub && s.cluster_name == config.cluster_name)
+                        .map(|s| Stored { credential: None, ..s })
+                        .unwrap_or_else(|| config.fresh());
+                    credential::save(&member, &again).await.map_err(Error::member("Secret atoll-system/atoll-agent"))?;
                 }
                 Ended::Fatal(e) => return Err(e),
             },
