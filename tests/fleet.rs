@@ -2043,11 +2043,12 @@ spec:
 "#;
 
 /// A WorkPlacement that sends the hub's `shop` namespace to the ClusterSet `prod`, with a rule
-/// of its own that sets the ConfigMap's mode.
+/// of its own that sets the ConfigMap's mode; a fleet administrator's, in `atoll-system` (a
+/// placement elsewhere sends only its own namespace).
 const SHOP_PLACEMENT: &str = r#"
 apiVersion: atoll.dev/v1alpha1
 kind: WorkPlacement
-metadata: {name: shop, namespace: default, labels: {tier: apps}}
+metadata: {name: shop, namespace: atoll-system, labels: {tier: apps}}
 spec:
   clusterSelector: {clusterSet: prod}
   resourceSelectors: [{version: v1, kind: Namespace, name: shop}]
@@ -2171,6 +2172,8 @@ async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_
                 "get",
                 "workplacement",
                 "shop",
+                "-n",
+                "atoll-system",
                 "-o",
                 &format!("jsonpath={path}"),
             ],
@@ -2191,7 +2194,7 @@ async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_
         placement_status("{range .status.selectedResources[*]}{.kind}/{.name} {end}"),
         "ConfigMap/settings Namespace/shop Service/web Deployment/web"
     );
-    atoll(&hub_dir, &["work", "status", "shop"])
+    atoll(&hub_dir, &["work", "status", "shop", "-n", "atoll-system"])
         .success()
         .stdout_has("hub resources: ConfigMap shop/settings, Namespace shop, Service shop/web, Deployment shop/web")
         .stdout_has("mirror[0],mirror[1],0");
@@ -2254,7 +2257,7 @@ async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_
         "mirror.yaml",
         &MIRROR.replace("path: /data/mode", "path: /kind").replace(
             "labelSelector: {matchLabels: {tier: apps}}",
-            "namespaces: [default]",
+            "namespaces: [default, atoll-system]",
         ),
     )
     .success();
@@ -2337,7 +2340,7 @@ async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_
         write(
             &format!("{name}.yaml"),
             &format!(
-                "apiVersion: atoll.dev/v1alpha1\nkind: WorkPlacement\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  clusterSelector: {{clusterNames: [east]}}\n  resourceSelectors: [{selector}]\n"
+                "apiVersion: atoll.dev/v1alpha1\nkind: WorkPlacement\nmetadata: {{name: {name}, namespace: atoll-system}}\nspec:\n  clusterSelector: {{clusterNames: [east]}}\n  resourceSelectors: [{selector}]\n"
             ),
         )
     };
@@ -2355,13 +2358,26 @@ async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_
         "{version: v1, kind: Namespace, name: kube-system}",
     );
     kubectl(&hub, &["apply", "-f", file.to_str().unwrap()]).success();
+    // A placement outside the administrator's namespace sends its own namespace only.
+    let file = write(
+        "elsewhere.yaml",
+        "apiVersion: atoll.dev/v1alpha1\nkind: WorkPlacement\nmetadata: {name: elsewhere, namespace: default}\nspec:\n  clusterSelector: {clusterNames: [east]}\n  resourceSelectors: [{version: v1, kind: Namespace, name: shop}]\n",
+    );
+    kubectl(&hub, &["apply", "-f", file.to_str().unwrap()]).success();
     let progressing = |name: &str| {
+        let namespace = if name == "elsewhere" {
+            "default"
+        } else {
+            "atoll-system"
+        };
         kubectl(
             &hub,
             &[
                 "get",
                 "workplacement",
                 name,
+                "-n",
+                namespace,
                 "-o",
                 "jsonpath={.status.conditions[?(@.type==\"Progressing\")].message}",
             ],
@@ -2375,6 +2391,8 @@ async fn a_hub_namespace_placed_to_a_clusterset_follows_edits_and_deletes_under_
             == "spec.resourceSelectors[0].kind: Invalid value: \"Widget\": the hub serves no example.com/v1 Widget"
             && progressing("system")
                 == "spec.resourceSelectors[0].name: Invalid value: \"kube-system\": the hub's own and Kubernetes' system namespaces are not sent"
+            && progressing("elsewhere")
+                == "spec.resourceSelectors[0].name: Invalid value: \"shop\": a WorkPlacement in namespace \"default\" selects no Namespace but its own; a placement in \"atoll-system\" may select any"
     })
     .await;
 

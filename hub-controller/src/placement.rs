@@ -575,7 +575,8 @@ async fn sources(placement: &WorkPlacement, ctx: &Context) -> Result<Sources, Du
         return Ok(sources);
     }
     let reserved = [atoll_api::SYSTEM_NAMESPACE, atoll_api::INVENTORY_NAMESPACE];
-    if let Err(invalid) = atoll_api::placement::resources::validate(selectors, &reserved) {
+    let own = placement.metadata.namespace.as_deref().unwrap_or_default();
+    if let Err(invalid) = atoll_api::placement::resources::validate(selectors, &reserved, own) {
         sources.problem = Some(invalid);
         return Ok(sources);
     }

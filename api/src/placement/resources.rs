@@ -88,10 +88,23 @@ pub fn skipped(group: &str, kind: &str) -> bool {
     SKIPPED_GROUPS.contains(&group) || SKIPPED_KINDS.contains(&(group, kind))
 }
 
-/// Checks a placement's resource selectors (the schema's rules, for an object that was stored
-/// before them), naming the first field at fault, e.g. `spec.resourceSelectors[1].kind`.
-/// `reserved` are the hub's own namespaces besides Kubernetes' system ones.
-pub fn validate(selectors: &[ResourceSelector], reserved: &[&str]) -> Result<(), InvalidField> {
+/// The namespace of the fleet administrator's placements: only a placement there may send
+/// namespaced objects of other namespaces than its own.
+pub const ADMIN_NAMESPACE: &str = crate::names::SYSTEM_NAMESPACE;
+
+/// Checks the resource selectors of a placement in namespace `own` (the schema's rules, for an
+/// object that was stored before them, and what the schema cannot say), naming the first field
+/// at fault, e.g. `spec.resourceSelectors[1].kind`. `reserved` are the hub's own namespaces
+/// besides Kubernetes' system ones, never sent. A placement sends namespaced objects of its own
+/// namespace only (and selects no Namespace but its own), so that who may write placements in
+/// one namespace cannot send another's Secrets; a placement in [`ADMIN_NAMESPACE`] may select
+/// any. Cluster-scoped kinds are open to every placement.
+pub fn validate(
+    selectors: &[ResourceSelector],
+    reserved: &[&str],
+    own: &str,
+) -> Result<(), InvalidField> {
+    let admin = own == ADMIN_NAMESPACE;
     for (i, s) in selectors.iter().enumerate() {
         let at = |field: &str| format!("spec.resourceSelectors[{i}].{field}");
         let invalid = |field: &str, value: &str, why: &str| InvalidField {
@@ -121,6 +134,33 @@ pub fn validate(selectors: &[ResourceSelector], reserved: &[&str]) -> Result<(),
                 s.name.as_deref().unwrap_or_default(),
                 "a resource selector names one object or selects by labels, not both",
             ));
+        }
+        if !admin {
+            let (field, other) = if s.is_namespace() {
+                (
+                    "name",
+                    s.name.as_deref().filter(|n| *n != own).or(
+                        // Namespaces by labels could pick any.
+                        s.label_selector.as_ref().map(|_| "(a label selector)"),
+                    ),
+                )
+            } else {
+                ("namespace", s.namespace.as_deref().filter(|n| *n != own))
+            };
+            if let Some(other) = other {
+                let what = if s.is_namespace() {
+                    "selects no Namespace but its own"
+                } else {
+                    "sends namespaced objects of its own namespace only"
+                };
+                return Err(InvalidField {
+                    field: at(field),
+                    value: serde_json::Value::from(other).to_string(),
+                    why: format!(
+                        "a WorkPlacement in namespace {own:?} {what}; a placement in {ADMIN_NAMESPACE:?} may select any"
+                    ),
+                });
+            }
         }
         let namespace = if s.is_namespace() {
             s.name.as_deref()
@@ -159,18 +199,70 @@ mod tests {
     }
 
     #[test]
+    fn a_placement_sends_other_namespaces_only_from_the_admin_namespace() {
+        let other = ResourceSelector {
+            namespace: Some("billing".into()),
+            ..selector("", "Secret")
+        };
+        assert_eq!(
+            validate(std::slice::from_ref(&other), &[], "team")
+                .unwrap_err()
+                .to_string(),
+            "spec.resourceSelectors[0].namespace: Invalid value: \"billing\": a WorkPlacement in namespace \"team\" sends namespaced objects of its own namespace only; a placement in \"atoll-system\" may select any"
+        );
+        assert!(validate(std::slice::from_ref(&other), &[], ADMIN_NAMESPACE).is_ok());
+        let own = ResourceSelector {
+            namespace: Some("team".into()),
+            ..selector("", "Secret")
+        };
+        assert!(validate(&[own], &[], "team").is_ok());
+        let namespace = |name: &str| ResourceSelector {
+            name: Some(name.into()),
+            ..selector("", "Namespace")
+        };
+        assert!(validate(&[namespace("team")], &[], "team").is_ok());
+        assert_eq!(
+            validate(&[namespace("billing")], &[], "team")
+                .unwrap_err()
+                .field,
+            "spec.resourceSelectors[0].name"
+        );
+        let by_labels = ResourceSelector {
+            label_selector: Some(LabelSelector::default()),
+            ..selector("", "Namespace")
+        };
+        assert!(validate(std::slice::from_ref(&by_labels), &[], "team").is_err());
+        assert!(validate(&[by_labels], &[], ADMIN_NAMESPACE).is_ok());
+        // Cluster-scoped kinds are open to every placement.
+        assert!(
+            validate(
+                &[selector("rbac.authorization.k8s.io", "ClusterRole")],
+                &[],
+                "team"
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
     fn selectors_name_the_field_at_fault() {
         assert!(
             validate(
                 &[selector("", "ConfigMap"), selector("apps", "Deployment")],
-                &[]
+                &[],
+                "team"
             )
             .is_ok()
         );
-        let e = validate(&[selector("", "ConfigMap"), selector("", "Pod")], &[]).unwrap_err();
+        let e = validate(
+            &[selector("", "ConfigMap"), selector("", "Pod")],
+            &[],
+            "team",
+        )
+        .unwrap_err();
         assert_eq!(e.field, "spec.resourceSelectors[1].kind");
         assert!(e.why.contains("v1 Pod objects are never sent"), "{e}");
-        let e = validate(&[selector("atoll.dev", "WorkPlacement")], &[]).unwrap_err();
+        let e = validate(&[selector("atoll.dev", "WorkPlacement")], &[], "team").unwrap_err();
         assert_eq!(e.field, "spec.resourceSelectors[0].kind");
         let both = ResourceSelector {
             name: Some("a".into()),
@@ -178,7 +270,7 @@ mod tests {
             ..selector("", "ConfigMap")
         };
         assert_eq!(
-            validate(&[both], &[]).unwrap_err().field,
+            validate(&[both], &[], "team").unwrap_err().field,
             "spec.resourceSelectors[0].name"
         );
         let system = ResourceSelector {
@@ -186,7 +278,9 @@ mod tests {
             ..selector("", "Namespace")
         };
         assert_eq!(
-            validate(&[system], &[]).unwrap_err().to_string(),
+            validate(&[system], &[], ADMIN_NAMESPACE)
+                .unwrap_err()
+                .to_string(),
             "spec.resourceSelectors[0].name: Invalid value: \"kube-system\": the hub's own and Kubernetes' system namespaces are not sent"
         );
         let own = ResourceSelector {
@@ -194,7 +288,9 @@ mod tests {
             ..selector("", "Secret")
         };
         assert_eq!(
-            validate(&[own], &["atoll-system"]).unwrap_err().field,
+            validate(&[own], &["atoll-system"], ADMIN_NAMESPACE)
+                .unwrap_err()
+                .field,
             "spec.resourceSelectors[0].namespace"
         );
         let no_version = ResourceSelector {
@@ -202,7 +298,7 @@ mod tests {
             ..selector("", "ConfigMap")
         };
         assert_eq!(
-            validate(&[no_version], &[]).unwrap_err().field,
+            validate(&[no_version], &[], "team").unwrap_err().field,
             "spec.resourceSelectors[0].version"
         );
     }
