@@ -86,33 +86,83 @@ pub fn evaluate(set: &PolicySet, request: &Request<'_>, lookup: &dyn Lookup) -> 
         {
             continue;
         }
-        let params = match collect_params(policy, binding, request, lookup) {
-            Ok(params) => params,
-            Err(err) => {
-                if !policy.ignore_failures {
-                    deny(
-                        &mut outcome,
-                        policy,
-                        Some(binding),
-                        format!("failed to configure binding: {err}"),
-                        None,
-                    );
-                }
-                continue;
-            }
-        };
-        let base = values.activation(&policy.reads, lookup);
-        for param in params {
-            let activation = base
-                .clone()
-                .bind(PARAMS, param.as_ref().map_or(Cel::Null, values::json));
-            let decisions = validate(policy, activation, &mut outcome.audit_annotations);
-            for decision in decisions.into_iter().filter(|d| d.deny) {
-                act(&mut outcome, policy, binding, decision);
+        match matching::matched_version(&policy.match_constraints, request) {
+            None => decide(policy, binding, &mut values, lookup, &mut outcome),
+            // Matched at another version (`matchPolicy: Equivalent`): the policy sees the
+            // objects converted to it.
+            Some(version) => {
+                let object = request.object.map(|o| at_version(o, request, version));
+                let old_object = request.old_object.map(|o| at_version(o, request, version));
+                let converted = Request {
+                    object: object.as_ref(),
+                    old_object: old_object.as_ref(),
+                    ..*request
+                };
+                let mut values = RequestValues::new(&converted);
+                decide(policy, binding, &mut values, lookup, &mut outcome);
             }
         }
     }
     outcome
+}
+
+/// Decides the request by one policy and binding that match it, for each of the binding's
+/// params.
+fn decide(
+    policy: &Policy,
+    binding: &Binding,
+    values: &mut RequestValues<'_>,
+    lookup: &dyn Lookup,
+    outcome: &mut Outcome,
+) {
+    let params = match collect_params(policy, binding, values.request, lookup) {
+        Ok(params) => params,
+        Err(err) => {
+            if !policy.ignore_failures {
+                deny(
+                    outcome,
+                    policy,
+                    Some(binding),
+                    format!("failed to configure binding: {err}"),
+                    None,
+                );
+            }
+            return;
+        }
+    };
+    let base = values.activation(&policy.reads, lookup);
+    for param in params {
+        let activation = base
+            .clone()
+            .bind(PARAMS, param.as_ref().map_or(Cel::Null, values::json));
+        let decisions = validate(policy, activation, &mut outcome.audit_annotations);
+        for decision in decisions.into_iter().filter(|d| d.deny) {
+            act(outcome, policy, binding, decision);
+        }
+    }
+}
+
+/// An object of the request at another served version of its resource: relabelled, and its
+/// body converted where the versions differ in shape (upstream's conversion for built-ins; a
+/// CRD's versions share their shape under conversion `None`).
+fn at_version(object: &Value, request: &Request<'_>, version: &str) -> Value {
+    let mut object = object.clone();
+    crate::registry::conversion::convert_body(
+        &mut object,
+        request.group,
+        request.resource,
+        request.version,
+        version,
+    );
+    if let Some(o) = object.as_object_mut() {
+        let api_version = if request.group.is_empty() {
+            version.to_owned()
+        } else {
+            format!("{}/{version}", request.group)
+        };
+        o.insert("apiVersion".into(), Value::from(api_version));
+    }
+    object
 }
 
 /// The variables a request brings, as CEL values: each computed the first time a policy

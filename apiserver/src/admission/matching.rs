@@ -48,6 +48,36 @@ pub fn policy_matches(
     has_rules && matches(constraints, request, namespace_labels)
 }
 
+/// The version a policy's `matchConstraints` match the request at, when that is not the
+/// request's own: under `matchPolicy: Equivalent`, a rule that lists another served version of
+/// the resource (the first it lists), whose objects the policy then sees, as upstream converts
+/// them. `None`: a rule lists the request's own version (or `*`), or none matches.
+pub fn matched_version<'a>(constraints: &Value, request: &Request<'a>) -> Option<&'a str> {
+    if constraints.get("matchPolicy").and_then(Value::as_str) == Some("Exact") {
+        return None;
+    }
+    let rules = constraints.get("resourceRules").and_then(Value::as_array)?;
+    let matching: Vec<&Value> = rules
+        .iter()
+        .filter(|r| rule_matches(r, request, false))
+        .collect();
+    if matching
+        .iter()
+        .any(|r| listed(strings(r, "apiVersions"), request.version))
+    {
+        return None;
+    }
+    matching.iter().find_map(|r| {
+        strings(r, "apiVersions").find_map(|listed_version| {
+            request
+                .equivalent_versions
+                .iter()
+                .find(|v| v.as_str() == listed_version && *v != request.version)
+                .map(String::as_str)
+        })
+    })
+}
+
 /// Whether matching `spec` needs the labels of the request's Namespace: its
 /// `namespaceSelector` has requirements (an empty one selects every namespace).
 pub fn reads_namespace_labels(spec: &Value) -> bool {

@@ -673,3 +673,59 @@ fn an_authorizer_error_is_visible_to_the_expression() {
         .expect("denied");
     assert_eq!(denial.message, "authorization failed");
 }
+
+#[test]
+fn a_policy_matched_at_an_equivalent_version_sees_the_object_at_that_version() {
+    // A policy written for autoscaling/v2 reads a HorizontalPodAutoscaler written through v1
+    // as v2: its CPU target is a metric there.
+    let policy = json!({"metadata": {"name": "demo-policy.example.com"}, "spec": {
+        "matchConstraints": {"resourceRules": [{"apiGroups": ["autoscaling"], "apiVersions": ["v2"],
+            "operations": ["CREATE"], "resources": ["horizontalpodautoscalers"]}]},
+        "validations": [{
+            "expression": "object.apiVersion == 'autoscaling/v2' && object.spec.metrics[0].resource.target.averageUtilization <= 80",
+            "message": "at most 80% CPU"}]}});
+    let hpa = |target: i64| {
+        json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web", "namespace": "test"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "maxReplicas": 5, "targetCPUUtilizationPercentage": target}})
+    };
+    let user = crate::auth::User {
+        name: "alice".into(),
+        uid: String::new(),
+        groups: Vec::new(),
+        extra: Default::default(),
+    };
+    let versions = ["v2".to_owned(), "v1".to_owned()];
+    let decide = |set: &PolicySet, object: &Value| {
+        let request = Request {
+            operation: Operation::Create,
+            group: "autoscaling",
+            version: "v1",
+            resource: "horizontalpodautoscalers",
+            subresource: "",
+            kind: ("autoscaling", "v1", "HorizontalPodAutoscaler"),
+            equivalent_versions: &versions,
+            name: "web",
+            namespace: "test",
+            namespaced: true,
+            object: Some(object),
+            old_object: None,
+            user: &user,
+            dry_run: false,
+            uid: "",
+        };
+        evaluate(set, &request, &fake())
+    };
+    let equivalent = set(policy.clone(), binding(&["Deny"], json!({})));
+    assert!(decide(&equivalent, &hpa(70)).denial.is_none());
+    let denied = decide(&equivalent, &hpa(90))
+        .denial
+        .expect("90% was admitted");
+    assert_eq!(denied.message, "at most 80% CPU");
+    // Under Exact the v2 policy does not see a v1 request at all.
+    let mut exact = policy;
+    exact["spec"]["matchConstraints"]["matchPolicy"] = json!("Exact");
+    let exact = set(exact, binding(&["Deny"], json!({})));
+    assert!(decide(&exact, &hpa(90)).denial.is_none());
+}
