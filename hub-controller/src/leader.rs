@@ -355,6 +355,9 @@ impl Elector {
             }
         };
         let decision = decide(&self.identity, self.observed.as_ref(), now);
+        if let Decision::Wait { holder } = decision {
+            return Ok(Tried::Held { holder });
+        }
         let Some(record) = next_record(
             &self.identity,
             observed_record.as_ref(),
@@ -362,10 +365,9 @@ impl Elector {
             &self.timing,
             Timestamp::now(),
         ) else {
-            let Decision::Wait { holder } = decision else {
-                unreachable!("only Wait writes nothing")
-            };
-            return Ok(Tried::Held { holder });
+            return Ok(Tried::Held {
+                holder: String::new(),
+            });
         };
         let lease = Lease {
             metadata: ObjectMeta {
