@@ -5,7 +5,8 @@
 //! joining again; a cluster moved between ClusterSets is reflected on the hub and in the member's
 //! ClusterProperty. A placement lands on every member and survives a killed hub; an agent killed
 //! mid-apply and restarted neither misses nor rewrites an object; a second SIGTERM stops a stuck
-//! agent at once.
+//! agent at once. Two `hub-controller` replicas elect one leader, and the other takes over when it
+//! is killed mid-rollout, with nothing lost, applied twice or joined again.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -24,6 +25,11 @@ struct Agent {
 
 impl Agent {
     fn start(hub_dir: &Path, grpc: &str, member: &Path, name: &str, log: PathBuf) -> Agent {
+        Agent::start_at(hub_dir, &format!("https://{grpc}"), member, name, log)
+    }
+
+    /// An agent given `hub` as its `ATOLL_HUB`: one address, or several separated by commas.
+    fn start_at(hub_dir: &Path, hub: &str, member: &Path, name: &str, log: PathBuf) -> Agent {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -31,7 +37,7 @@ impl Agent {
             .unwrap();
         let child = Command::new(work_agent_binary().unwrap())
             .env_clear()
-            .env("ATOLL_HUB", format!("https://{grpc}"))
+            .env("ATOLL_HUB", hub)
             .env("ATOLL_HUB_CA", hub_dir.join("hub-ca.crt"))
             .env(
                 "ATOLL_BOOTSTRAP_TOKEN_FILE",
@@ -1197,6 +1203,618 @@ async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api_and_a_restri
         controller.wait().unwrap().success(),
         "hub-controller exited with an error"
     );
+}
+
+/// Leader election settings of the replicas under test: shorter than the default 15s, 10s and
+/// 2s, so that a failover takes seconds.
+const LEADER_LEASE_SECONDS: u64 = 6;
+const LEADER_RENEW_SECONDS: u64 = 4;
+const LEADER_RETRY_SECONDS: u64 = 1;
+
+/// A `hub-controller` process, as one replica of `manifests/hub` runs, killed when dropped.
+struct HubReplica {
+    child: Child,
+    name: String,
+    kubeconfig: PathBuf,
+    grpc: String,
+    metrics: std::net::SocketAddr,
+    log: PathBuf,
+}
+
+impl HubReplica {
+    fn start(dir: &Path, name: &str, kubeconfig: &Path) -> HubReplica {
+        let mut replica = HubReplica {
+            child: Command::new("true").spawn().unwrap(),
+            name: name.to_owned(),
+            kubeconfig: kubeconfig.to_owned(),
+            grpc: free_addr().unwrap().to_string(),
+            metrics: free_addr().unwrap(),
+            log: dir.join(format!("{name}.log")),
+        };
+        let _ = replica.child.wait();
+        replica.spawn();
+        replica
+    }
+
+    /// Starts the process (again) on the same addresses.
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let (lease, renew, retry) = (
+            format!("{LEADER_LEASE_SECONDS}s"),
+            format!("{LEADER_RENEW_SECONDS}s"),
+            format!("{LEADER_RETRY_SECONDS}s"),
+        );
+        self.child = Command::new(atoll_tests::hub_controller_binary().unwrap())
+            .env_clear()
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOSTNAME", &self.name)
+            .env("ATOLL_LEADER_LEASE_DURATION", &lease)
+            .args(["--grpc-addr", &self.grpc, "--auto-accept"])
+            .args(["--lease-seconds", "1", "--missed-leases", "3"])
+            .args(["--metrics-addr", &self.metrics.to_string()])
+            .arg(format!("--leader-renew-deadline={renew}"))
+            .args(["--leader-retry-period", &retry])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+    }
+
+    /// `/readyz`: `Some(true)` when 200, `Some(false)` when 503, `None` when nothing answers.
+    fn ready(&self) -> Option<bool> {
+        atoll_tests::http_get(self.metrics, "/readyz").map(|(code, _)| code == 200)
+    }
+
+    fn readyz(&self) -> String {
+        atoll_tests::http_get(self.metrics, "/readyz")
+            .map(|(_, body)| body)
+            .unwrap_or_default()
+    }
+
+    /// The value of the unlabelled series `name` in `/metrics`.
+    fn metric(&self, name: &str) -> Option<String> {
+        let (_, text) = atoll_tests::http_get(self.metrics, "/metrics")?;
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")).map(str::to_owned))
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn sigterm(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        for _ in 0..300 {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        panic!("{} did not stop within 30s of SIGTERM", self.name);
+    }
+}
+
+impl Drop for HubReplica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The Lease hub replicas elect their leader with: (holder, transitions).
+fn leader_lease(admin: &Path) -> (String, i64) {
+    let lease = kubectl(
+        admin,
+        &[
+            "get",
+            "lease",
+            "atoll-hub",
+            "-n",
+            "atoll-system",
+            "-o",
+            "json",
+        ],
+    )
+    .success()
+    .json();
+    (
+        lease["spec"]["holderIdentity"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        lease["spec"]["leaseTransitions"].as_i64().unwrap_or(0),
+    )
+}
+
+/// `metadata.resourceVersion` of ConfigMap `shop/settings` in each member.
+fn settings_versions(members: &[Process]) -> Vec<String> {
+    members
+        .iter()
+        .map(|m| {
+            kubectl(
+                &m.kubeconfig(),
+                &[
+                    "get",
+                    "configmap",
+                    "settings",
+                    "-n",
+                    "shop",
+                    "-o",
+                    "jsonpath={.metadata.resourceVersion}",
+                ],
+            )
+            .success()
+            .stdout
+            .trim()
+            .to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_hub_controllers_elect_one_leader_and_the_other_takes_over_mid_rollout_when_it_is_killed()
+ {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // One hub cluster (atoll's API server standing in for a real one), with manifests/hub's
+    // RBAC enforced: the replicas run as ServiceAccount atoll-hub, Lease rights included.
+    let hub_cluster = Process::apiserver(&d.join("hub-cluster"), free_addr().unwrap()).unwrap();
+    let admin = hub_cluster.kubeconfig();
+    let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/hub");
+    kubectl(&admin, &["apply", "-k", manifests.to_str().unwrap()]).success();
+    let hub_kubeconfig = d.join("atoll-hub.kubeconfig");
+    service_account_kubeconfig(&admin, "atoll-hub", &hub_kubeconfig);
+    let mut replicas = [
+        HubReplica::start(d, "hub-a", &hub_kubeconfig),
+        HubReplica::start(d, "hub-b", &hub_kubeconfig),
+    ];
+
+    // One leads: ready, atoll_hub_leader 1, named in the Lease. The other waits: not ready,
+    // saying why, atoll_hub_leader 0.
+    until(
+        d,
+        "one replica leads and the other waits",
+        Duration::from_secs(60),
+        || {
+            let states = [replicas[0].ready(), replicas[1].ready()];
+            states.contains(&Some(true)) && states.contains(&Some(false))
+        },
+    )
+    .await;
+    let leader = usize::from(replicas[1].ready() == Some(true));
+    let follower = 1 - leader;
+    println!(
+        "{} leads, {} waits",
+        replicas[leader].name, replicas[follower].name
+    );
+    let waiting = replicas[follower].readyz();
+    assert!(
+        waiting.contains("this replica is not leading (Lease atoll-system/atoll-hub)"),
+        "{waiting}"
+    );
+    assert_eq!(
+        replicas[leader].metric("atoll_hub_leader").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        replicas[follower].metric("atoll_hub_leader").as_deref(),
+        Some("0")
+    );
+    let (holder, transitions_before) = leader_lease(&admin);
+    assert!(
+        holder.starts_with(&format!("{}_", replicas[leader].name)),
+        "the Lease names {holder:?}"
+    );
+
+    // What an operator does for new members: the hub's CA (one Secret, shared by both
+    // replicas) and a bootstrap token.
+    let hub_dir = d.join("operator");
+    std::fs::create_dir_all(&hub_dir).unwrap();
+    std::fs::copy(&admin, hub_dir.join("hub.kubeconfig")).unwrap();
+    let ca = kubectl(
+        &admin,
+        &[
+            "get",
+            "secret",
+            "atoll-hub-ca",
+            "-n",
+            "atoll-system",
+            "-o",
+            "jsonpath={.data.tls\\.crt}",
+        ],
+    )
+    .success();
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ca.stdout.trim())
+        .unwrap();
+    let ca = String::from_utf8(ca).unwrap();
+    std::fs::write(hub_dir.join("hub-ca.crt"), &ca).unwrap();
+    let token = atoll(&hub_dir, &["token", "create", "--ttl", "1h"]).success();
+    let token = token.stdout.trim().to_owned();
+    std::fs::write(hub_dir.join("bootstrap-token"), &token).unwrap();
+
+    // The replica that waits serves TLS with the same CA and refuses agents: UNAVAILABLE,
+    // saying it does not lead.
+    let url = format!("https://{}", replicas[follower].grpc);
+    let channel = atoll_agent::hub::channel(&url, &ca).unwrap();
+    let mut probe = atoll_agent::hub::client(channel, &token).unwrap();
+    let join = atoll_proto::v1::JoinRequest {
+        cluster_name: "probe".to_owned(),
+        ..Default::default()
+    };
+    let refused = tokio::time::timeout(Duration::from_secs(10), probe.join(join))
+        .await
+        .expect("the waiting replica answers")
+        .expect_err("the waiting replica refuses a join");
+    assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
+    assert!(refused.message().contains("not leading"), "{refused:?}");
+
+    // Three members whose agents are given both replicas' addresses, the same order for all.
+    let hubs = format!("https://{},https://{}", replicas[0].grpc, replicas[1].grpc);
+    let mut members = Vec::new();
+    let mut agents = Vec::new();
+    for name in ["east", "west", "north"] {
+        let member = Process::apiserver(&d.join(name), free_addr().unwrap()).unwrap();
+        let log = d.join(format!("{name}-agent.log"));
+        agents.push(Agent::start_at(
+            &hub_dir,
+            &hubs,
+            &member.kubeconfig(),
+            name,
+            log,
+        ));
+        members.push(member);
+    }
+    until(
+        d,
+        "three clusters are healthy",
+        Duration::from_secs(60),
+        || {
+            let rows = clusters(&hub_dir);
+            rows.len() == 3 && rows.iter().all(|r| r.1 == "True")
+        },
+    )
+    .await;
+    atoll(&hub_dir, &["clusterset", "create", "prod"]).success();
+    atoll(
+        &hub_dir,
+        &["clusterset", "add", "prod", "east", "west", "north"],
+    )
+    .success();
+    until(d, "prod has three members", Duration::from_secs(30), || {
+        atoll(&hub_dir, &["clusterset", "list"])
+            .success()
+            .rows()
+            .iter()
+            .any(|r| r[0] == "prod" && r[1] == "3")
+    })
+    .await;
+    let app = d.join("app.yaml");
+    std::fs::write(&app, APP.replace("SIZE", "1")).unwrap();
+    let config = d.join("config.yaml");
+    std::fs::write(&config, CONFIGMAP).unwrap();
+    let (app_path, config_path) = (app.to_str().unwrap(), config.to_str().unwrap());
+    let place = |extra: &[&str]| {
+        let mut args = vec![
+            "work",
+            "apply",
+            "-f",
+            app_path,
+            "-f",
+            config_path,
+            "--clusterset",
+            "prod",
+            "--name",
+            "shop",
+        ];
+        args.extend_from_slice(extra);
+        atoll(&hub_dir, &args).success()
+    };
+    place(&["--wait", "--timeout", "60s"])
+        .stdout_has("every cluster reports the Work applied and available");
+    let settings_before = settings_versions(&members);
+
+    // A change rolling out one cluster at a time; the leader SIGKILLed once the first cluster
+    // has it.
+    std::fs::write(&app, APP.replace("SIZE", "2")).unwrap();
+    place(&["--max-concurrency", "1"]);
+    until(
+        d,
+        "the rollout reaches a first cluster",
+        Duration::from_secs(60),
+        || members.iter().any(|m| widget_size(m).stdout.trim() == "2"),
+    )
+    .await;
+    let reached: Vec<bool> = members
+        .iter()
+        .map(|m| widget_size(m).stdout.trim() == "2")
+        .collect();
+    replicas[leader].child.kill().unwrap();
+    replicas[leader].child.wait().unwrap();
+    let killed = std::time::Instant::now();
+    println!(
+        "killed the leader {} mid-rollout (clusters at size 2: {reached:?})",
+        replicas[leader].name
+    );
+
+    // A Work applied to every member while nobody leads.
+    let failover_works: String = ["east", "west", "north"]
+        .iter()
+        .map(|cluster| {
+            format!(
+                "---\napiVersion: multicluster.x-k8s.io/v1alpha1\nkind: Work\n\
+                 metadata: {{name: failover, namespace: {cluster}}}\n\
+                 spec:\n  workload:\n    manifests:\n    - apiVersion: v1\n      kind: ConfigMap\n      \
+                 metadata: {{name: failover, namespace: default}}\n      data: {{cluster: {cluster}}}\n"
+            )
+        })
+        .collect();
+    let works_file = d.join("failover-works.yaml");
+    std::fs::write(&works_file, failover_works).unwrap();
+    kubectl(&admin, &["apply", "-f", works_file.to_str().unwrap()]).success();
+    assert_eq!(
+        replicas[follower].ready(),
+        Some(false),
+        "the Work was applied after the other replica already led: no failover window tested"
+    );
+
+    // The other replica takes the Lease once it runs out and turns ready.
+    let lease = Duration::from_secs(LEADER_LEASE_SECONDS);
+    let bound = lease + Duration::from_secs(3 * LEADER_RETRY_SECONDS + 10);
+    until(d, "the other replica leads", bound, || {
+        replicas[follower].ready() == Some(true)
+    })
+    .await;
+    let took = killed.elapsed();
+    let (holder, transitions) = leader_lease(&admin);
+    println!(
+        "failover: {} leads {:.1}s after the leader was killed (lease {}s, retry {}s)",
+        replicas[follower].name,
+        took.as_secs_f64(),
+        LEADER_LEASE_SECONDS,
+        LEADER_RETRY_SECONDS
+    );
+    assert!(
+        holder.starts_with(&format!("{}_", replicas[follower].name)),
+        "the Lease names {holder:?}"
+    );
+    assert_eq!(transitions, transitions_before + 1);
+    // Within the lease, give or take a jittered retry and the new leader's start.
+    assert!(
+        took <= lease + Duration::from_secs(3 * LEADER_RETRY_SECONDS + 5),
+        "the failover took {took:?}"
+    );
+    assert_eq!(
+        replicas[follower].metric("atoll_hub_leader").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        replicas[follower]
+            .metric("atoll_hub_leader_transitions_total")
+            .as_deref(),
+        Some("1")
+    );
+
+    // The killed replica, restarted, waits: not ready.
+    replicas[leader].spawn();
+    until(
+        d,
+        "the restarted replica waits, not ready",
+        Duration::from_secs(30),
+        || {
+            replicas[leader].ready() == Some(false)
+                && replicas[leader].metric("atoll_hub_leader").as_deref() == Some("0")
+        },
+    )
+    .await;
+    assert_eq!(replicas[follower].ready(), Some(true));
+
+    // The rollout finishes, the Work applied during the failover lands everywhere.
+    until(
+        d,
+        "every member has size 2",
+        Duration::from_secs(90),
+        || members.iter().all(|m| widget_size(m).stdout.trim() == "2"),
+    )
+    .await;
+    until(
+        d,
+        "the failover Work is in every member",
+        Duration::from_secs(60),
+        || {
+            members
+                .iter()
+                .zip(["east", "west", "north"])
+                .all(|(m, cluster)| {
+                    kubectl(
+                        &m.kubeconfig(),
+                        &[
+                            "get",
+                            "configmap",
+                            "failover",
+                            "-n",
+                            "default",
+                            "-o",
+                            "jsonpath={.data.cluster}",
+                        ],
+                    )
+                    .stdout
+                    .trim()
+                        == cluster
+                })
+        },
+    )
+    .await;
+    until(
+        d,
+        "the placement reports every cluster available",
+        Duration::from_secs(60),
+        || {
+            atoll(&hub_dir, &["work", "status", "shop"])
+                .stdout
+                .contains("3 selected, 3 applied, 3 available")
+        },
+    )
+    .await;
+    // Each failover Work reports Applied for its one generation, recorded once in the member's
+    // AppliedWork; each member has one AppliedWork per Work on the hub.
+    for (member, cluster) in members.iter().zip(["east", "west", "north"]) {
+        let applied_condition = |work: &serde_json::Value| {
+            work["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == "Applied")
+                .cloned()
+        };
+        let mut work = serde_json::Value::Null;
+        until(
+            d,
+            &format!("{cluster}'s failover Work reports Applied"),
+            Duration::from_secs(30),
+            || {
+                work = kubectl(
+                    &admin,
+                    &["get", "work", "failover", "-n", cluster, "-o", "json"],
+                )
+                .success()
+                .json();
+                applied_condition(&work).is_some_and(|c| c["status"] == "True")
+            },
+        )
+        .await;
+        assert_eq!(work["metadata"]["generation"], 1, "{work:#}");
+        assert_eq!(
+            applied_condition(&work).unwrap()["observedGeneration"],
+            1,
+            "{work:#}"
+        );
+        let on_hub = kubectl(&admin, &["get", "works", "-n", cluster, "-o", "json"])
+            .success()
+            .json();
+        let on_hub = on_hub["items"].as_array().unwrap().len();
+        let applied = kubectl(&member.kubeconfig(), &["get", "appliedworks", "-o", "json"])
+            .success()
+            .json();
+        let applied = applied["items"].as_array().unwrap().clone();
+        assert_eq!(applied.len(), on_hub, "{cluster}: {applied:#?}");
+        let failover: Vec<_> = applied
+            .iter()
+            .filter(|a| a["spec"]["workName"] == "failover")
+            .collect();
+        assert_eq!(failover.len(), 1, "{cluster}: {applied:#?}");
+        assert_eq!(
+            failover[0]["metadata"]["annotations"]["atoll.dev/work-generation"], "1",
+            "{cluster}: {failover:#?}"
+        );
+    }
+
+    // Nothing was applied twice: what did not change was not written again. No agent joined
+    // again: each kept its credential, and the new leader knew it from the API server.
+    assert_eq!(settings_versions(&members), settings_before);
+    for agent in &agents {
+        let log = agent.log();
+        assert_eq!(log.matches("joined the hub").count(), 1, "{log}");
+        assert!(!log.contains("joining again"), "{log}");
+    }
+    let new_leader = replicas[follower].log();
+    assert!(
+        !new_leader.contains("asked to join"),
+        "the new leader saw joins:\n{new_leader}"
+    );
+
+    // A leader stopped with SIGTERM releases the Lease: the waiting replica takes over at its
+    // next retry, well within the lease.
+    let stopping = std::time::Instant::now();
+    let status = replicas[follower].sigterm();
+    assert!(status.success(), "{}", replicas[follower].log());
+    until(
+        d,
+        "the restarted replica leads after a graceful stop",
+        lease,
+        || replicas[leader].ready() == Some(true),
+    )
+    .await;
+    println!(
+        "handover after SIGTERM: {} leads {:.1}s after the leader was told to stop",
+        replicas[leader].name,
+        stopping.elapsed().as_secs_f64()
+    );
+    assert!(
+        replicas[follower]
+            .log()
+            .contains("released the leader Lease")
+    );
+    let status = replicas[leader].sigterm();
+    assert!(status.success(), "{}", replicas[leader].log());
+}
+
+#[test]
+fn hub_controller_refuses_leader_election_settings_that_do_not_parse_or_do_not_fit() {
+    let hub = || {
+        Tool::new(atoll_tests::hub_controller_binary().unwrap())
+            .env("RUST_BACKTRACE", "0")
+            .env("KUBECONFIG", "/nonexistent")
+    };
+    // Durations that do not parse are refused by the flag parser, flags and variables alike.
+    for (args, env, message) in [
+        (
+            &["--leader-lease-duration", "15"][..],
+            None,
+            "invalid value '15' for '--leader-lease-duration <DURATION>': a duration is whole hours",
+        ),
+        (
+            &["--leader-renew-deadline=ten"][..],
+            None,
+            "invalid value 'ten' for '--leader-renew-deadline <DURATION>'",
+        ),
+        (
+            &[][..],
+            Some(("ATOLL_LEADER_RETRY_PERIOD", "2")),
+            "invalid value '2' for '--leader-retry-period <DURATION>'",
+        ),
+        (
+            &["--leader-elect=maybe"][..],
+            None,
+            "invalid value 'maybe' for '--leader-elect[=<BOOL>]'",
+        ),
+    ] {
+        let mut tool = hub();
+        if let Some((name, value)) = env {
+            tool = tool.env(name, value);
+        }
+        let ran = tool.run(args).failure();
+        assert_eq!(ran.status.and_then(|s| s.code()), Some(2), "{ran}");
+        assert!(ran.stderr.contains(message), "{message}\nnot in {ran}");
+    }
+    // Settings that parse but do not fit stop it before it looks for its cluster.
+    for (args, message) in [
+        (
+            &["--leader-lease-duration=10s", "--leader-renew-deadline=10s"][..],
+            "--leader-renew-deadline (10s) must be shorter than --leader-lease-duration (10s)",
+        ),
+        (
+            &["--leader-retry-period=0s"][..],
+            "--leader-retry-period must be more than zero",
+        ),
+        (
+            &["--leader-retry-period=10s"][..],
+            "--leader-retry-period (10s) must be shorter than --leader-renew-deadline (10s)",
+        ),
+    ] {
+        let ran = hub().run(args).failure();
+        assert_eq!(ran.status.and_then(|s| s.code()), Some(1), "{ran}");
+        assert!(ran.stderr.contains(message), "{message}\nnot in {ran}");
+        assert!(!ran.stderr.contains("cannot find the hub cluster"), "{ran}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

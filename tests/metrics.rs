@@ -7,29 +7,14 @@
 //! or cannot be bound stops the binary at start, naming the flag.
 
 use std::collections::BTreeMap;
-use std::io::{Read as _, Write as _};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use atoll_tests::{Process, Ran, Tool, atoll_binary, eventually, free_addr, work_agent_binary};
-
-/// `GET path` over plain HTTP: the status code and the body.
-fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
-    let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    let code = answer.get(9..12)?.parse().ok()?;
-    let (_, body) = answer.split_once("\r\n\r\n")?;
-    Some((code, body.to_owned()))
-}
+use atoll_tests::{
+    Process, Ran, Tool, atoll_binary, eventually, free_addr, http_get as get, work_agent_binary,
+};
 
 /// One sample of the text format: name, labels, value.
 type Sample = (String, BTreeMap<String, String>, f64);

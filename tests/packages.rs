@@ -4,8 +4,9 @@
 //! - The Dockerfile copies the workspace's binary targets, runs as a user that is not root, and
 //!   exposes the ports the binaries listen on by default (read from their `--help`).
 //! - The Helm charts render (`helm template`) the same objects as the kustomizations
-//!   (`kubectl kustomize`), with the same values; helm 3 and helm 4 install, upgrade (two replicas
-//!   with a PodDisruptionBudget, restricted agent RBAC) and uninstall them on `atoll apiserver`,
+//!   (`kubectl kustomize`), with the same values (two hub replicas, leader-elected, with a
+//!   PodDisruptionBudget and a rolling update); helm 3 and helm 4 install, upgrade (three
+//!   replicas, restricted agent RBAC) and uninstall them on `atoll apiserver`,
 //!   and `kubectl apply --dry-run=server -k` accepts the kustomizations there.
 //! - Every flag and environment variable the charts, the kustomizations and `atoll
 //!   agent-manifests` give a container is one its binary declares, and the binary parses them all
@@ -387,6 +388,30 @@ fn the_charts_render_the_kustomizations_objects_with_the_same_values() {
         "restricted agent",
     );
 
+    // By default two leader-elected hub replicas, updated in a rolling update that never waits
+    // for a new replica to be ready while an old one leads, with a PodDisruptionBudget.
+    let defaults = helm_template(home, "atoll-hub", &[]);
+    let deployment = defaults.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    assert_eq!(
+        deployment["spec"]["strategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": "100%"}})
+    );
+    let pdb = defaults
+        .iter()
+        .find(|o| o["kind"] == "PodDisruptionBudget")
+        .unwrap();
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    let role = defaults.iter().find(|o| o["kind"] == "Role").unwrap();
+    assert!(
+        role["rules"].as_array().unwrap().contains(&json!({
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["get", "create", "update"]
+        })),
+        "{role:#}"
+    );
+
     // The switches: a load balancer's name first among the hub's names, replicas with a
     // PodDisruptionBudget, a bootstrap Secret the chart makes.
     let hub = helm_template(
@@ -394,13 +419,13 @@ fn the_charts_render_the_kustomizations_objects_with_the_same_values() {
         "atoll-hub",
         &[
             "grpc.hosts={hub.example.com}",
-            "replicas=2",
+            "replicas=3",
             "podDisruptionBudget.enabled=true",
             "autoAccept=true",
         ],
     );
     let deployment = hub.iter().find(|o| o["kind"] == "Deployment").unwrap();
-    assert_eq!(deployment["spec"]["replicas"], 2);
+    assert_eq!(deployment["spec"]["replicas"], 3);
     let args = &containers(deployment)[0]["args"];
     assert_eq!(args[1], "--grpc-host=hub.example.com", "{args}");
     assert!(args.as_array().unwrap().contains(&json!("--auto-accept")));
@@ -487,7 +512,7 @@ fn install_and_uninstall(cluster: &Cluster, helm: &Tool) {
         k.run(&args).success().json()
     };
     let hub = get(&["deployment", "atoll-hub"]);
-    assert_eq!(hub["spec"]["replicas"], 1);
+    assert_eq!(hub["spec"]["replicas"], 2);
     assert_eq!(
         containers(&hub)[0]["args"][2],
         "--grpc-host=atoll-hub.atoll-system.svc.cluster.local"
@@ -500,7 +525,7 @@ fn install_and_uninstall(cluster: &Cluster, helm: &Tool) {
     k.run(&["get", "clusterrole", "atoll-hub", "atoll-work-agent"])
         .success();
 
-    // Two hub replicas with a PodDisruptionBudget; the agent with restricted rights.
+    // Three hub replicas with a PodDisruptionBudget; the agent with restricted rights.
     helm.run(&[
         "upgrade",
         "atoll-hub",
@@ -508,13 +533,13 @@ fn install_and_uninstall(cluster: &Cluster, helm: &Tool) {
         "-n",
         "atoll-system",
         "--set",
-        "replicas=2",
+        "replicas=3",
         "--set",
         "podDisruptionBudget.enabled=true",
     ])
     .success()
     .stdout_has("REVISION: 2");
-    assert_eq!(get(&["deployment", "atoll-hub"])["spec"]["replicas"], 2);
+    assert_eq!(get(&["deployment", "atoll-hub"])["spec"]["replicas"], 3);
     assert_eq!(
         get(&["poddisruptionbudget", "atoll-hub"])["spec"]["minAvailable"],
         1

@@ -226,6 +226,24 @@ impl Drop for Process {
     }
 }
 
+/// `GET path` over plain HTTP (a health or metrics endpoint): the status code and the body, or
+/// `None` when nothing answers within a few seconds.
+pub fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let code = answer.get(9..12)?.parse().ok()?;
+    let (_, body) = answer.split_once("\r\n\r\n")?;
+    Some((code, body.to_owned()))
+}
+
 /// `kubectl` against the cluster of `kubeconfig`, with a HOME of its own (its discovery cache
 /// stays out of the source tree).
 pub fn kubectl_at(kubeconfig: &Path, args: &[&str]) -> Ran {

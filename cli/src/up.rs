@@ -121,6 +121,8 @@ pub async fn run(
         let mut registry = atoll_runtime::prometheus_client::registry::Registry::default();
         config.metrics = Some(atoll_apiserver::metrics::Metrics::register(&mut registry));
         hub.metrics = atoll_hub::metrics::Metrics::register(&mut registry);
+        // One embedded hub, which does not elect: it simply leads.
+        hub.metrics.leading(true);
         let readiness = atoll_runtime::endpoint::Readiness::default();
         let serving = readiness.pending("the API server is starting");
         hub.ready = Some(readiness.pending("the hub is loading and syncing its caches"));

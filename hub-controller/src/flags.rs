@@ -61,6 +61,46 @@ pub struct Flags {
     pub metrics_addr: SocketAddr,
 }
 
+/// How hub replicas elect the one that leads (`hub-controller` only: `atoll up` is one embedded
+/// hub, which simply leads).
+#[derive(clap::Args, Debug, Clone)]
+pub struct Election {
+    /// Elect a leader among hub replicas with the Lease atoll-system/atoll-hub: only the
+    /// leader reconciles and serves agents; the others wait, not ready, answering agents
+    /// UNAVAILABLE. Turn it off only when exactly one replica can ever run.
+    #[arg(long, env = "ATOLL_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub leader_elect: bool,
+    /// How long a leader's Lease lasts after its last renewal: how long the other replicas wait
+    /// for a leader that vanished before one of them takes over (e.g. 15s, 1m).
+    #[arg(long, env = "ATOLL_LEADER_LEASE_DURATION", default_value = "15s", value_parser = duration, value_name = "DURATION")]
+    pub leader_lease_duration: Duration,
+    /// How long a leader keeps trying to renew its Lease before it gives up leading (and
+    /// exits); shorter than the lease duration.
+    #[arg(long, env = "ATOLL_LEADER_RENEW_DEADLINE", default_value = "10s", value_parser = duration, value_name = "DURATION")]
+    pub leader_renew_deadline: Duration,
+    /// How often the leader renews its Lease and the others try to take it; shorter than the
+    /// renew deadline.
+    #[arg(long, env = "ATOLL_LEADER_RETRY_PERIOD", default_value = "2s", value_parser = duration, value_name = "DURATION")]
+    pub leader_retry_period: Duration,
+}
+
+impl Election {
+    /// The election's timing, checked (each above zero, retry < renew deadline < lease).
+    pub fn timing(&self) -> Result<crate::leader::Timing, crate::leader::TimingError> {
+        crate::leader::Timing::new(
+            self.leader_lease_duration,
+            self.leader_renew_deadline,
+            self.leader_retry_period,
+        )
+    }
+}
+
+/// Parses a duration flag (`15s`, `1m30s`): one that does not parse is an error, never a
+/// default.
+pub fn duration(text: &str) -> Result<Duration, String> {
+    atoll_api::placement::parse_duration(text)
+}
+
 /// Parses `--metrics-addr`.
 pub fn metrics_addr(text: &str) -> Result<SocketAddr, String> {
     atoll_runtime::endpoint::parse_addr(text).map_err(|e| e.to_string())
@@ -97,4 +137,79 @@ impl Flags {
 fn beside_this_binary() -> Option<PathBuf> {
     let path = std::env::current_exe().ok()?.parent()?.join("atoll");
     path.is_file().then_some(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[derive(clap::Parser, Debug)]
+    struct Args {
+        #[command(flatten)]
+        election: Election,
+    }
+
+    #[test]
+    fn election_defaults_are_client_gos() {
+        let args = Args::try_parse_from(["hub"]).unwrap();
+        assert!(args.election.leader_elect);
+        assert_eq!(
+            args.election.timing().unwrap(),
+            crate::leader::Timing::default()
+        );
+        let off = Args::try_parse_from(["hub", "--leader-elect=false"]).unwrap();
+        assert!(!off.election.leader_elect);
+        let on = Args::try_parse_from(["hub", "--leader-elect"]).unwrap();
+        assert!(on.election.leader_elect);
+    }
+
+    #[test]
+    fn durations_that_do_not_parse_are_refused_naming_the_flag() {
+        for (flag, value) in [
+            ("--leader-lease-duration", "15"),
+            ("--leader-lease-duration", "fifteen"),
+            ("--leader-renew-deadline", "10x"),
+            ("--leader-retry-period", ""),
+            ("--leader-retry-period", "-2s"),
+            ("--leader-retry-period", "1.5s"),
+        ] {
+            let error = Args::try_parse_from(["hub", &format!("{flag}={value}")])
+                .expect_err(&format!("{flag}={value} refused"))
+                .to_string();
+            assert!(
+                error.contains(&format!("invalid value '{value}' for '{flag} <DURATION>'")),
+                "{error}"
+            );
+            assert!(error.contains("a duration is whole hours"), "{error}");
+        }
+        let error = Args::try_parse_from(["hub", "--leader-elect=maybe"]).unwrap_err();
+        assert!(
+            error.to_string().contains("invalid value 'maybe'"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_renew_deadline_not_shorter_than_the_lease_is_refused() {
+        let args = Args::try_parse_from([
+            "hub",
+            "--leader-lease-duration=10s",
+            "--leader-renew-deadline=10s",
+        ])
+        .unwrap();
+        let error = args.election.timing().unwrap_err().to_string();
+        assert!(
+            error.contains(
+                "--leader-renew-deadline (10s) must be shorter than --leader-lease-duration (10s)"
+            ),
+            "{error}"
+        );
+        let zero = Args::try_parse_from(["hub", "--leader-retry-period=0s"]).unwrap();
+        assert_eq!(
+            zero.election.timing().unwrap_err().to_string(),
+            "--leader-retry-period must be more than zero"
+        );
+    }
 }

@@ -2,10 +2,12 @@
 //! every other call with the cluster's credential, from which the hub derives who is calling
 //! before the message is read (`guard`, which also caps each method's message size and paces
 //! sources whose joins fail; `listener` bounds the open connections). A request naming another
-//! cluster is refused with PERMISSION_DENIED before anything is read or written.
+//! cluster is refused with PERMISSION_DENIED before anything is read or written. A replica
+//! that does not lead answers every call with UNAVAILABLE (`standby`).
 
 pub mod guard;
 pub mod listener;
+pub mod standby;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -9,7 +9,9 @@
 //! (member records and the administrator's accept/remove), `grpc` (the agents' service), `fleet`
 //! (the in-memory view the service answers from), `inventory` (ClusterProfile status and
 //! leases), `clusterset` (membership), `work` and `placement` (Work and WorkPlacements), `hosted`
-//! (HostedClusters), `sources` (the watches feeding the view), `setup` (namespaces, CRDs, CA).
+//! (HostedClusters), `sources` (the watches feeding the view), `setup` (namespaces, CRDs, CA),
+//! `leader` (the Lease hub replicas elect their leader with: only the leader reconciles and
+//! serves agents; the others hold a [`Standby`] that refuses agents with UNAVAILABLE).
 
 pub mod backoff;
 pub mod bootstrap;
@@ -21,6 +23,7 @@ pub mod fleet;
 pub mod grpc;
 pub mod hosted;
 pub mod inventory;
+pub mod leader;
 pub mod metrics;
 pub mod placement;
 pub mod queue;
@@ -165,14 +168,20 @@ pub struct Hub {
     tasks: Tasks,
 }
 
-impl Hub {
-    /// Sets up the hub's API server, loads what it knows, and starts serving agents.
-    pub async fn start(client: kube::Client, config: Config) -> Result<Self, Error> {
-        setup::install(&client).await?;
-        let ca = setup::load_or_create_ca(&client).await?;
-        let fleet = Fleet::with_metrics(config.leases, config.metrics.clone());
-        let written = load(&fleet, &client).await?;
+/// What every hub replica sets up, leading or not: its namespaces, the CA (kept in a Secret on
+/// the API server, so that every replica serves agents with the same one and accepts the same
+/// credentials), its gRPC socket and its serving certificate.
+struct Prepared {
+    listener: Arc<tokio::net::TcpListener>,
+    grpc_addr: SocketAddr,
+    ca: atoll_pki::CertificateAuthority,
+    identity: tonic::transport::Identity,
+}
 
+impl Prepared {
+    async fn new(client: &kube::Client, config: &Config) -> Result<Self, Error> {
+        setup::namespaces(client).await?;
+        let ca = setup::load_or_create_ca(client).await?;
         let listener = tokio::net::TcpListener::bind(config.grpc_addr)
             .await
             .map_err(|source| Error::Bind {
@@ -190,12 +199,114 @@ impl Hub {
         ];
         hosts.extend(config.grpc_hosts.iter().cloned());
         let serving = ca.issue_serving(&hosts)?;
+        let identity = tonic::transport::Identity::from_pem(&serving.cert_pem, &serving.key_pem);
+        Ok(Prepared {
+            listener: Arc::new(listener),
+            grpc_addr,
+            ca,
+            identity,
+        })
+    }
+}
+
+/// A hub replica that does not lead (yet): it holds the gRPC address and answers every agent's
+/// call with UNAVAILABLE ([`grpc::standby`]), reconciles nothing, and loads nothing, until
+/// [`Standby::lead`].
+pub struct Standby {
+    prepared: Prepared,
+    stop: watch::Sender<bool>,
+    server: Tasks,
+}
+
+/// How long the refusing server of a [`Standby`] may take to close its connections.
+const STANDBY_STOP_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Standby {
+    /// The address agents connect to.
+    pub fn grpc_addr(&self) -> SocketAddr {
+        self.prepared.grpc_addr
+    }
+
+    /// Stops refusing and starts the hub on the same socket: it loads what the API server holds
+    /// now (the previous leader's members, credentials and statuses) and serves agents.
+    pub async fn lead(self, client: kube::Client, config: Config) -> Result<Hub, Error> {
+        let _ = self.stop.send(true);
+        self.server.join(STANDBY_STOP_DEADLINE).await;
+        Hub::serve(client, config, self.prepared).await
+    }
+
+    /// Stops refusing, leading never.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        self.server.join(STANDBY_STOP_DEADLINE).await;
+    }
+}
+
+impl Hub {
+    /// Sets up the hub's API server, loads what it knows, and starts serving agents.
+    pub async fn start(client: kube::Client, config: Config) -> Result<Self, Error> {
+        let prepared = Prepared::new(&client, &config).await?;
+        Hub::serve(client, config, prepared).await
+    }
+
+    /// A replica that waits to lead: its namespaces and CA set up, its gRPC address bound and
+    /// answering agents UNAVAILABLE.
+    pub async fn standby(client: &kube::Client, config: &Config) -> Result<Standby, Error> {
+        let prepared = Prepared::new(client, config).await?;
+        let tls = tonic::transport::ServerTlsConfig::new()
+            .identity(prepared.identity.clone())
+            .timeout(std::time::Duration::from_secs(10));
+        let server = tonic::transport::Server::builder()
+            .tls_config(tls)?
+            .http2_keepalive_interval(Some(std::time::Duration::from_secs(30)))
+            .http2_keepalive_timeout(Some(std::time::Duration::from_secs(20)))
+            .max_concurrent_streams(Some(GRPC_STREAMS_PER_CONNECTION))
+            .http2_max_header_list_size(Some(16 * 1024))
+            .timeout(std::time::Duration::from_secs(10))
+            .add_service(
+                HubServer::new(grpc::standby::Standby)
+                    .max_decoding_message_size(grpc::guard::SYNC_MAX_BYTES),
+            );
+        let incoming =
+            grpc::listener::admit(prepared.listener.clone(), config.grpc_max_connections);
+        let (stop, mut stopped) = watch::channel(false);
+        let mut tasks = Tasks::default();
+        tasks.spawn("grpc-standby", async move {
+            let signal = async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            };
+            if let Err(error) = server.serve_with_incoming_shutdown(incoming, signal).await {
+                tracing::error!(%error, "the gRPC server of a replica that does not lead stopped");
+            }
+        });
+        tracing::info!(grpc_addr = %prepared.grpc_addr, "not leading: refusing agents until this replica leads");
+        Ok(Standby {
+            prepared,
+            stop,
+            server: tasks,
+        })
+    }
+
+    /// Serves agents and runs the controllers, on what `prepared` set up.
+    async fn serve(
+        client: kube::Client,
+        config: Config,
+        prepared: Prepared,
+    ) -> Result<Self, Error> {
+        let Prepared {
+            listener,
+            grpc_addr,
+            ca,
+            identity,
+        } = prepared;
+        setup::crds(&client).await?;
+        let fleet = Fleet::with_metrics(config.leases, config.metrics.clone());
+        let written = load(&fleet, &client).await?;
         let addresses = setup::agent_addresses(grpc_addr, &config.grpc_hosts);
         // Only `atoll agent-manifests` reads it: a hub that cannot write it still serves.
         if let Err(error) = setup::publish_endpoint(&client, &addresses, ca.cert_pem()).await {
             tracing::warn!(error = %atoll_apiserver::error::chain(&error), "cannot publish how agents reach the hub; atoll agent-manifests needs it");
         }
-        let identity = tonic::transport::Identity::from_pem(&serving.cert_pem, &serving.key_pem);
 
         let (shutdown, stop) = watch::channel(false);
         let works = Arc::new(work::WorkIndex::default());

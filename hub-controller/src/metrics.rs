@@ -11,7 +11,9 @@
 //!   `atoll_hub_join_refusals_total{code}`, `atoll_hub_heartbeats_total`,
 //!   `atoll_hub_clusters{condition, status, reason}` (ControlPlaneHealthy as the profiles say
 //!   it) and `atoll_hub_works{condition, status}` (the Works' summary conditions as their
-//!   clusters reported them), the last three read from the hub's view at each scrape.
+//!   clusters reported them), the last three read from the hub's view at each scrape;
+//! - leader election: `atoll_hub_leader` (1 while this replica leads, 0 otherwise) and
+//!   `atoll_hub_leader_transitions_total` (the times it started or stopped leading).
 //!
 //! Every label value comes from a fixed set (controller names, methods, codes, conditions):
 //! none is a cluster's or an object's name.
@@ -96,6 +98,8 @@ pub struct Metrics {
     joins: Family<JoinResult, Counter>,
     join_refusals: Family<Refusal, Counter>,
     heartbeats: Counter,
+    leader: Gauge,
+    leader_transitions: Counter,
     /// What the state-like metrics are read from, once the hub runs (weak: the fleet holds
     /// these metrics).
     views: Mutex<Option<(Weak<Fleet>, Weak<WorkIndex>)>>,
@@ -113,6 +117,8 @@ impl Default for Metrics {
             joins: Family::default(),
             join_refusals: Family::default(),
             heartbeats: Counter::default(),
+            leader: Gauge::default(),
+            leader_transitions: Counter::default(),
             views: Mutex::new(None),
         }
     }
@@ -169,8 +175,26 @@ impl Metrics {
             "Heartbeats the hub received from agents",
             metrics.heartbeats.clone(),
         );
+        registry.register(
+            "atoll_hub_leader",
+            "Whether this hub replica leads (1) or waits (0)",
+            metrics.leader.clone(),
+        );
+        registry.register(
+            "atoll_hub_leader_transitions",
+            "Times this hub replica started or stopped leading",
+            metrics.leader_transitions.clone(),
+        );
         registry.register_collector(Box::new(FleetState(metrics.clone())));
         metrics
+    }
+
+    /// This replica leads (`true`) or not; a change counts as a transition.
+    pub fn leading(&self, leads: bool) {
+        let value = i64::from(leads);
+        if self.leader.set(value) != value {
+            self.leader_transitions.inc();
+        }
     }
 
     /// The views the state-like metrics are read from: the running hub's.
@@ -441,6 +465,34 @@ mod tests {
         }
         // No hub yet: no state-like series, and nothing fails.
         assert!(!text.contains("atoll_hub_connected_agents"), "{text}");
+    }
+
+    #[test]
+    fn leading_is_a_gauge_and_its_changes_are_counted() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::register(&mut registry);
+        let text = scrape(&registry);
+        assert!(text.contains("\natoll_hub_leader 0\n"), "{text}");
+        assert!(
+            text.contains("\natoll_hub_leader_transitions_total 0\n"),
+            "{text}"
+        );
+        metrics.leading(false);
+        metrics.leading(true);
+        metrics.leading(true);
+        let text = scrape(&registry);
+        assert!(text.contains("\natoll_hub_leader 1\n"), "{text}");
+        assert!(
+            text.contains("\natoll_hub_leader_transitions_total 1\n"),
+            "{text}"
+        );
+        metrics.leading(false);
+        let text = scrape(&registry);
+        assert!(text.contains("\natoll_hub_leader 0\n"), "{text}");
+        assert!(
+            text.contains("\natoll_hub_leader_transitions_total 2\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -31,6 +31,13 @@ pub const FIELD_MANAGER: &str = "atoll-hub";
 /// Creates the hub's namespaces and installs or updates atoll's CRDs, waiting until each is
 /// Established.
 pub async fn install(client: &kube::Client) -> Result<(), Error> {
+    namespaces(client).await?;
+    crds(client).await
+}
+
+/// Creates the hub's namespaces (what a replica that does not lead needs for the CA and the
+/// Lease).
+pub async fn namespaces(client: &kube::Client) -> Result<(), Error> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     for name in [
         INVENTORY_NAMESPACE,
@@ -55,6 +62,12 @@ pub async fn install(client: &kube::Client) -> Result<(), Error> {
             }
         }
     }
+    Ok(())
+}
+
+/// Installs or updates atoll's CRDs, waiting until each is Established (only a leader does, so
+/// that a newer replica waiting in a rolling update does not change them under an older leader).
+pub async fn crds(client: &kube::Client) -> Result<(), Error> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let wanted = atoll_api::crd::all().map_err(|e| Error::Crds(e.to_string()))?;
     for crd in &wanted {

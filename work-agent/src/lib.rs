@@ -79,7 +79,8 @@ impl Error {
 /// How the agent runs.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The hub's gRPC address, `https://HOST:PORT`.
+    /// The hub's gRPC address, `https://HOST:PORT`, or several of one hub's replicas separated
+    /// by commas (tried in turn: see [`hub`]).
     pub hub: String,
     /// The hub's CA certificate, PEM.
     pub hub_ca_pem: String,
@@ -130,7 +131,9 @@ pub async fn run(
         let stored = credential::load(&member)
             .await
             .map_err(Error::member("Secret atoll-system/atoll-agent"))?
-            .filter(|s| s.hub == config.hub && s.cluster_name == config.cluster_name);
+            .filter(|s| {
+                hub::same_hub(&s.hub, &config.hub) && s.cluster_name == config.cluster_name
+            });
         let credential = match stored.as_ref().and_then(|s| s.credential.clone()) {
             Some(c) => c,
             None => {
@@ -188,7 +191,7 @@ async fn join(
     config: &Config,
     member: &kube::Client,
     properties: &properties::Properties,
-    channel: &tonic::transport::Channel,
+    channel: &hub::Hubs,
     cluster_id: &str,
     mut stored: Stored,
 ) -> Result<String, Error> {

@@ -9,8 +9,9 @@ use clap::Parser;
 #[derive(Parser)]
 #[command(name = "work-agent", version)]
 struct Args {
-    /// The hub's gRPC address.
-    #[arg(long, env = "ATOLL_HUB", value_name = "https://HOST:PORT")]
+    /// The hub's gRPC address; several (one hub's replicas) separated by commas, tried in turn
+    /// when one cannot be reached or does not lead.
+    #[arg(long, env = "ATOLL_HUB", value_name = "https://HOST:PORT[,...]")]
     hub: String,
     /// The hub's CA certificate (PEM), e.g. `.atoll/hub-ca.crt`.
     #[arg(long, env = "ATOLL_HUB_CA", value_name = "FILE")]

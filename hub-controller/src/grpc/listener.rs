@@ -25,8 +25,10 @@ pub struct Admitted {
     _permit: OwnedSemaphorePermit,
 }
 
-/// The connections `listener` accepts, at most `max` open at once.
-pub fn admit(listener: TcpListener, max: usize) -> impl Stream<Item = io::Result<Admitted>> {
+/// The connections `listener` accepts, at most `max` open at once. The listener is shared so
+/// that a replica that starts leading hands its socket from the refusing server to the serving
+/// one without closing it.
+pub fn admit(listener: Arc<TcpListener>, max: usize) -> impl Stream<Item = io::Result<Admitted>> {
     let permits = Arc::new(Semaphore::new(max.max(1)));
     let state = (listener, permits, None::<Instant>, 0u64);
     futures::stream::unfold(
