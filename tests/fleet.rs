@@ -3094,3 +3094,106 @@ async fn an_agent_whose_credential_the_hub_refuses_joins_again_as_the_same_clust
     apply_to_east(&hub_dir, &after, "after").success();
     kubectl(&member.kubeconfig(), &["get", "configmap", "after"]).success();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hub_restored_from_a_backup_keeps_its_clusters_credentials_and_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub_dir = dir.path().join("hub");
+    let grpc = free_addr().unwrap().to_string();
+    let flags = ["--grpc-addr", grpc.as_str(), "--auto-accept"];
+    let hub = Process::hub_with(&hub_dir, free_addr().unwrap(), &flags).unwrap();
+    let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
+    let log = dir.path().join("east-agent.log");
+    let agent = Agent::start(&hub_dir, &grpc, &member.kubeconfig(), "east", log);
+    until_healthy(dir.path(), &hub_dir, "east").await;
+    let before = dir.path().join("before.yaml");
+    std::fs::write(
+        &before,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: before, namespace: default}\n",
+    )
+    .unwrap();
+    apply_to_east(&hub_dir, &before, "before").success();
+
+    // A backup of the running hub.
+    let backup = dir.path().join("hub.atollbak");
+    atoll(&hub_dir, &["backup", "-o", backup.to_str().unwrap()])
+        .success()
+        .stdout_has(&format!("backed up the hub to {}", backup.display()));
+    let bytes = std::fs::read(&backup).unwrap();
+
+    // Files that are not a whole backup this atoll reads are refused, and nothing is started.
+    let refused = |name: &str, contents: &[u8], expected: &str| {
+        let file = dir.path().join(name);
+        std::fs::write(&file, contents).unwrap();
+        let data_dir = dir.path().join(format!("{name}.data"));
+        let restore = ["--restore", file.to_str().unwrap()];
+        let error = Process::hub_with(&data_dir, free_addr().unwrap(), &restore)
+            .err()
+            .unwrap_or_else(|| panic!("{name} was restored"))
+            .to_string();
+        assert!(error.contains(expected), "{name}: {error}");
+        assert!(
+            !data_dir.join("state.db").exists(),
+            "{name} left a database"
+        );
+    };
+    refused(
+        "truncated",
+        &bytes[..bytes.len() / 2],
+        "the backup is truncated",
+    );
+    refused(
+        "foreign",
+        b"not a backup at all",
+        "the file is not an atoll backup",
+    );
+    let mut newer = bytes.clone();
+    newer[8..12].copy_from_slice(&99u32.to_be_bytes());
+    refused(
+        "newer",
+        &newer,
+        "the backup was written by a newer atoll (format 99; this atoll reads format 1)",
+    );
+    let error = Process::hub_with(
+        &hub_dir.with_file_name("again"),
+        free_addr().unwrap(),
+        &["--restore", "/nonexistent/backup"],
+    )
+    .err()
+    .expect("a missing file was restored")
+    .to_string();
+    assert!(error.contains("cannot read /nonexistent/backup"), "{error}");
+
+    // The hub is lost; a new one starts from the backup on the agents' address. The agent
+    // reconnects with its credential (no new join), the cluster is healthy, its Work stays,
+    // and new Work reaches it.
+    drop(hub);
+    let restored_dir = dir.path().join("restored");
+    let mut restore = flags.to_vec();
+    restore.extend(["--restore", backup.to_str().unwrap()]);
+    let error = Process::hub_with(&hub_dir, free_addr().unwrap(), &restore)
+        .err()
+        .expect("a backup was restored over a hub")
+        .to_string();
+    assert!(error.contains("holds one already"), "{error}");
+    let _restored = Process::hub_with(&restored_dir, free_addr().unwrap(), &restore).unwrap();
+    until_healthy(dir.path(), &restored_dir, "east").await;
+    assert_eq!(
+        agent.log().matches("joined the hub").count(),
+        1,
+        "the agent joined again:\n{}",
+        agent.log()
+    );
+    kubectl(&member.kubeconfig(), &["get", "configmap", "before"]).success();
+    atoll(&restored_dir, &["work", "status", "before"])
+        .success()
+        .stdout_has("1 available");
+    let after = dir.path().join("after.yaml");
+    std::fs::write(
+        &after,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: after, namespace: default}\n",
+    )
+    .unwrap();
+    apply_to_east(&restored_dir, &after, "after").success();
+    kubectl(&member.kubeconfig(), &["get", "configmap", "after"]).success();
+}

@@ -588,49 +588,8 @@ pub async fn backup(
     name: &str,
     output: &Path,
 ) -> anyhow::Result<()> {
-    use futures::TryStreamExt as _;
     let member = member_client(&client, namespace, name).await?;
-    let request = http::Request::get("/atoll/v1/backup").body(Vec::new())?;
-    let response = member
-        .send(request.map(kube::client::Body::from))
-        .await
-        .map_err(|e| explain(e, &format!("cannot back up {namespace}/{name}")))?;
-    if !response.status().is_success() {
-        let status = response.status();
-        let body = http_body_util::BodyExt::collect(response.into_body())
-            .await
-            .map(|b| String::from_utf8_lossy(&b.to_bytes()).into_owned())
-            .unwrap_or_default();
-        let message = serde_json::from_str::<serde_json::Value>(&body)
-            .ok()
-            .and_then(|v| v["message"].as_str().map(str::to_owned))
-            .unwrap_or(body);
-        bail!("cannot back up {namespace}/{name}: {status}: {message}");
-    }
-    let partial = output.with_extension("partial");
-    let mut file = std::fs::OpenOptions::new();
-    file.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
-    let file = file
-        .open(&partial)
-        .with_context(|| format!("cannot write {}", partial.display()))?;
-    let mut file = tokio::fs::File::from_std(file);
-    let mut body =
-        http_body_util::BodyDataStream::new(response.into_body()).map_err(std::io::Error::other);
-    while let Some(chunk) = body.try_next().await.context("the backup broke off")? {
-        tokio::io::AsyncWriteExt::write_all(&mut file, &chunk).await?;
-    }
-    tokio::io::AsyncWriteExt::flush(&mut file).await?;
-    file.sync_all().await?;
-    drop(file);
-    let header = atoll_apiserver::backup::verify(
-        std::fs::File::open(&partial)
-            .with_context(|| format!("cannot read {}", partial.display()))?,
-    )
-    .context("the backup received is not whole")?;
-    std::fs::rename(&partial, output)
-        .with_context(|| format!("cannot write {}", output.display()))?;
+    let header = crate::backup::download(&member, &format!("{namespace}/{name}"), output).await?;
     println!(
         "backed up {namespace}/{name} to {}: {} objects at revision {}",
         output.display(),

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod agents;
+mod backup;
 mod client;
 mod clusters;
 mod clustersets;
@@ -82,6 +83,13 @@ enum Command {
     /// namespace, RBAC, the agent's Deployment, and a Secret with the hub's address, its CA and
     /// a fresh join token.
     AgentManifests(agents::Args),
+    /// Back up the hub while it serves: every object at one revision, with the CA, tokens and
+    /// signing key its clients and agents depend on (restore with `atoll up --restore FILE`).
+    Backup {
+        /// The file to write (mode 0600).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
     /// Print a hosted cluster's admin kubeconfig, or write it to a file.
     Kubeconfig {
         /// The hosted cluster.
@@ -214,6 +222,10 @@ struct UpArgs {
     /// (not again after), so that there is a fleet to send Work to.
     #[arg(long, env = "ATOLL_HOSTED_CLUSTERS", default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=100))]
     hosted_clusters: u32,
+    /// Start a new hub from a backup (`atoll backup -o FILE`) in an empty --data-dir: its
+    /// objects, CA and credentials, so that agents that joined before reconnect with theirs.
+    #[arg(long, value_name = "FILE")]
+    restore: Option<PathBuf>,
 }
 
 /// Flags of `atoll apiserver`.
@@ -419,6 +431,10 @@ fn main() -> anyhow::Result<()> {
                 let client = client::hub(kubeconfig.as_deref()).await?;
                 agents::manifests(client, args).await
             }
+            Command::Backup { output } => {
+                let client = client::hub(kubeconfig.as_deref()).await?;
+                backup::hub(client, &output).await
+            }
             Command::Kubeconfig {
                 name,
                 namespace,
@@ -474,6 +490,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         config,
         hosted_clusters: args.hosted_clusters,
         metrics_addr: args.hub.metrics_addr,
+        restore: args.restore,
     };
     up::run(
         mode,

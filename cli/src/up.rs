@@ -35,6 +35,8 @@ pub enum Mode {
         hosted_clusters: u32,
         /// Where `/livez`, `/readyz` and `/metrics` are served.
         metrics_addr: SocketAddr,
+        /// A backup to start from (a new data directory only).
+        restore: Option<PathBuf>,
     },
     /// A plain API server: kubeconfig `admin.kubeconfig`.
     Member(Member),
@@ -94,7 +96,16 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let mut config = Config::new(&data_dir, api_addr);
     config.storage = storage;
-    let first_start = storage == StorageKind::Memory || !data_dir.join("state.db").exists();
+    let mut first_start = storage == StorageKind::Memory || !data_dir.join("state.db").exists();
+    if let Mode::Hub {
+        restore: Some(backup),
+        ..
+    } = &mode
+    {
+        crate::backup::stage(&data_dir, backup, first_start).await?;
+        // A restored hub is not new: it has its hosted clusters already.
+        first_start = false;
+    }
     let what = match &mode {
         Mode::Hub { .. } => {
             config.kubeconfig_name = "hub.kubeconfig".into();

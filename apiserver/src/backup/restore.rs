@@ -164,7 +164,7 @@ fn install(
 
 /// Why an upload was not staged.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum StageError {
+pub enum StageError {
     #[error("the backup is larger than the {0} bytes this server accepts")]
     TooLarge(u64),
     #[error(transparent)]
@@ -177,6 +177,38 @@ pub(crate) enum StageError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Stages a backup file for a server about to start on `data_dir` (creating the directory),
+/// as an upload would: copied, verified whole, marked complete; the server installs it as it
+/// starts. The file must be a whole backup of a format this atoll reads.
+pub async fn stage_file(data_dir: &Path, backup: &Path) -> Result<Header, StageError> {
+    use tokio::io::AsyncReadExt as _;
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| StageError::Io { path, source }
+    };
+    tokio::fs::create_dir_all(data_dir)
+        .await
+        .map_err(io(data_dir))?;
+    let file = tokio::fs::File::open(backup).await.map_err(|source| {
+        StageError::Backup(Error::File {
+            path: backup.to_owned(),
+            source,
+        })
+    })?;
+    let chunks = futures::stream::unfold(file, |mut file| async move {
+        let mut chunk = vec![0; 256 * 1024];
+        match file.read(&mut chunk).await {
+            Ok(0) => None,
+            Ok(n) => {
+                chunk.truncate(n);
+                Some((Ok::<_, std::io::Error>(Bytes::from(chunk)), file))
+            }
+            Err(error) => Some((Err(error), file)),
+        }
+    });
+    stage(data_dir, Box::pin(chunks), u64::MAX).await
 }
 
 /// Streams an upload into the staged directory (replacing what was staged before), at most
