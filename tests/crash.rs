@@ -188,3 +188,66 @@ async fn a_second_server_on_the_same_data_directory_is_refused() {
     .await
     .unwrap();
 }
+
+#[tokio::test]
+async fn an_older_data_directory_is_migrated_and_a_newer_one_refused() {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("member");
+        let first = Process::apiserver(&data, free_addr().unwrap()).unwrap();
+        let configmaps: Api<ConfigMap> =
+            Api::namespaced(client_from(&first.kubeconfig()).await.unwrap(), "default");
+        let kept: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": "kept"}, "data": {"a": "1"}}))
+                .unwrap();
+        configmaps
+            .create(&PostParams::default(), &kept)
+            .await
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(data.join("format")).unwrap(),
+            "atoll-data-format 1\n"
+        );
+        drop(first);
+
+        // A directory as atoll wrote it before formats were recorded: migrated at start, its
+        // data served.
+        std::fs::remove_file(data.join("format")).unwrap();
+        let second = Process::apiserver(&data, free_addr().unwrap()).unwrap();
+        let configmaps: Api<ConfigMap> =
+            Api::namespaced(client_from(&second.kubeconfig()).await.unwrap(), "default");
+        assert_eq!(
+            configmaps.get("kept").await.unwrap().data.unwrap()["a"],
+            "1"
+        );
+        assert_eq!(
+            std::fs::read_to_string(data.join("format")).unwrap(),
+            "atoll-data-format 1\n"
+        );
+        let log = std::fs::read_to_string(data.with_extension("log")).unwrap();
+        assert!(
+            log.contains("migrating the data directory to the current format"),
+            "{log}"
+        );
+        drop(second);
+
+        // One a newer atoll wrote is refused, saying so, and left as it is.
+        std::fs::write(data.join("format"), "atoll-data-format 2\n").unwrap();
+        let error = Process::apiserver(&data, free_addr().unwrap())
+            .err()
+            .expect("a newer data directory was opened")
+            .to_string();
+        assert!(
+            error.contains(
+                "was written by a newer atoll (data format 2; this atoll reads formats up to 1)"
+            ),
+            "{error}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(data.join("format")).unwrap(),
+            "atoll-data-format 2\n"
+        );
+    })
+    .await
+    .unwrap();
+}

@@ -29,6 +29,7 @@ pub mod apply;
 pub mod auth;
 pub mod authz;
 pub mod backup;
+pub mod data_format;
 pub mod discovery;
 pub mod error;
 pub mod http;
@@ -187,6 +188,8 @@ pub enum Error {
     },
     #[error("the data directory {path} is in use by another atoll process")]
     DataDirInUse { path: PathBuf },
+    #[error(transparent)]
+    DataFormat(#[from] data_format::FormatError),
     #[error("cannot open storage")]
     Storage(#[from] storage::Error),
     #[error("cannot set up TLS")]
@@ -254,6 +257,7 @@ impl Server {
             source,
         })?;
         let lock = lock_data_dir(&config.data_dir)?;
+        data_format::check_and_migrate(&config.data_dir)?;
         let prepared = {
             let data_dir = config.data_dir.clone();
             let storage = config.storage;

@@ -152,6 +152,7 @@ pub async fn run(
             let code = match &error {
                 atoll_apiserver::Error::DataDir { .. }
                 | atoll_apiserver::Error::DataDirInUse { .. }
+                | atoll_apiserver::Error::DataFormat(_)
                 | atoll_apiserver::Error::Storage(_) => EXIT_DATASTORE,
                 atoll_apiserver::Error::Listen { .. } => EXIT_LISTEN,
                 _ => 1,
