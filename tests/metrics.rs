@@ -317,6 +317,29 @@ async fn a_scrape_shows_the_requests_the_fleet_and_the_work_a_user_made() {
         1.0
     );
     assert_eq!(value(&hub, "atoll_hub_join_refusals_total", &[]), 0.0);
+    // The placement rolled out: counted complete, its one cluster available.
+    assert_eq!(
+        value(
+            &hub,
+            "atoll_hub_placements",
+            &[("reason", "RolloutComplete")]
+        ),
+        1.0,
+        "{}",
+        shown()
+    );
+    assert_eq!(
+        value(
+            &hub,
+            "atoll_hub_placement_clusters",
+            &[("state", "available")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(&hub, "atoll_hub_placement_rollouts_completed_total", &[]),
+        1.0
+    );
     assert!(value(&hub, "atoll_hub_heartbeats_total", &[]) >= 1.0);
     assert_eq!(
         value(

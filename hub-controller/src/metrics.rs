@@ -18,7 +18,7 @@
 //! Every label value comes from a fixed set (controller names, methods, codes, conditions):
 //! none is a cluster's or an object's name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -100,6 +100,11 @@ pub struct Metrics {
     heartbeats: Counter,
     leader: Gauge,
     leader_transitions: Counter,
+    placements: Family<[(&'static str, &'static str); 1], Gauge>,
+    placement_clusters: Family<[(&'static str, &'static str); 1], Gauge>,
+    rollouts_completed: Counter,
+    /// Each placement's rollout as its last status said it: `Progressing` reason, and counts.
+    rollouts: Mutex<HashMap<String, Rollout>>,
     /// What the state-like metrics are read from, once the hub runs (weak: the fleet holds
     /// these metrics).
     views: Mutex<Option<(Weak<Fleet>, Weak<WorkIndex>)>>,
@@ -119,6 +124,10 @@ impl Default for Metrics {
             heartbeats: Counter::default(),
             leader: Gauge::default(),
             leader_transitions: Counter::default(),
+            placements: Family::default(),
+            placement_clusters: Family::default(),
+            rollouts_completed: Counter::default(),
+            rollouts: Mutex::default(),
             views: Mutex::new(None),
         }
     }
@@ -185,8 +194,84 @@ impl Metrics {
             "Times this hub replica started or stopped leading",
             metrics.leader_transitions.clone(),
         );
+        registry.register(
+            "atoll_hub_placements",
+            "WorkPlacements by the reason of their Progressing condition (RollingOut, RolloutComplete, RolloutHalted, InvalidSpec, ...)",
+            metrics.placements.clone(),
+        );
+        registry.register(
+            "atoll_hub_placement_clusters",
+            "Clusters of all WorkPlacements by rollout state (selected, available, pending, failed)",
+            metrics.placement_clusters.clone(),
+        );
+        registry.register(
+            "atoll_hub_placement_rollouts_completed",
+            "Rollouts that reached RolloutComplete (a placement's new generation or rendering done on every cluster)",
+            metrics.rollouts_completed.clone(),
+        );
         registry.register_collector(Box::new(FleetState(metrics.clone())));
         metrics
+    }
+
+    /// A placement's status as written: its rollout counts towards the placement metrics; a
+    /// rollout that turns complete counts once.
+    pub fn placement(&self, key: &str, status: &atoll_api::placement::WorkPlacementStatus) {
+        let reason = status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == atoll_api::names::CONDITION_PROGRESSING)
+            .map_or("Unknown", |c| progressing_reason(&c.reason));
+        let rollout = Rollout {
+            reason,
+            selected: i64::from(status.selected),
+            available: i64::from(status.available),
+            pending: i64::from(status.pending),
+            failed: status.failed_clusters.len() as i64,
+        };
+        let mut rollouts = self.rollouts.lock().unwrap_or_else(|e| e.into_inner());
+        let before = rollouts.insert(key.to_owned(), rollout);
+        if reason == "RolloutComplete" && before.is_none_or(|b| b.reason != "RolloutComplete") {
+            self.rollouts_completed.inc();
+        }
+        self.set_placements(&rollouts);
+    }
+
+    /// A placement is gone.
+    pub fn placement_gone(&self, key: &str) {
+        let mut rollouts = self.rollouts.lock().unwrap_or_else(|e| e.into_inner());
+        if rollouts.remove(key).is_some() {
+            self.set_placements(&rollouts);
+        }
+    }
+
+    fn set_placements(&self, rollouts: &HashMap<String, Rollout>) {
+        let mut by_reason: BTreeMap<&'static str, i64> = PROGRESSING_REASONS
+            .iter()
+            .chain(&["Other", "Unknown"])
+            .map(|r| (*r, 0))
+            .collect();
+        let mut clusters = [0i64; 4];
+        for r in rollouts.values() {
+            *by_reason.entry(r.reason).or_default() += 1;
+            for (total, n) in
+                clusters
+                    .iter_mut()
+                    .zip([r.selected, r.available, r.pending, r.failed])
+            {
+                *total += n;
+            }
+        }
+        for (reason, n) in by_reason {
+            self.placements.get_or_create(&[("reason", reason)]).set(n);
+        }
+        for (state, n) in ["selected", "available", "pending", "failed"]
+            .into_iter()
+            .zip(clusters)
+        {
+            self.placement_clusters
+                .get_or_create(&[("state", state)])
+                .set(n);
+        }
     }
 
     /// This replica leads (`true`) or not; a change counts as a transition.
@@ -331,6 +416,35 @@ pub fn code_name(code: tonic::Code) -> &'static str {
     }
 }
 
+/// One placement's rollout, as its last status said it.
+#[derive(Debug, Clone, Copy)]
+struct Rollout {
+    reason: &'static str,
+    selected: i64,
+    available: i64,
+    pending: i64,
+    failed: i64,
+}
+
+/// The reasons of a placement's `Progressing` condition (the label's values).
+const PROGRESSING_REASONS: [&str; 6] = [
+    "RollingOut",
+    "RolloutComplete",
+    "RolloutHalted",
+    "InvalidSpec",
+    "NoClustersSelected",
+    "ClusterSetNotFound",
+];
+
+/// A `Progressing` reason as a label value (`Other` for one not listed).
+fn progressing_reason(reason: &str) -> &'static str {
+    PROGRESSING_REASONS
+        .iter()
+        .find(|r| **r == reason)
+        .copied()
+        .unwrap_or("Other")
+}
+
 /// The state-like metrics, counted from the hub's view at each scrape.
 #[derive(Debug)]
 struct FleetState(Arc<Metrics>);
@@ -465,6 +579,44 @@ mod tests {
         }
         // No hub yet: no state-like series, and nothing fails.
         assert!(!text.contains("atoll_hub_connected_agents"), "{text}");
+    }
+
+    #[test]
+    fn placements_are_counted_by_progressing_reason_and_completions_once() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::register(&mut registry);
+        let status = |reason: &str, selected: i32, available: i32| {
+            serde_json::from_value::<atoll_api::placement::WorkPlacementStatus>(serde_json::json!({
+                "selected": selected, "available": available, "pending": selected - available,
+                "conditions": [{"type": "Progressing", "status": "True", "reason": reason,
+                    "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]
+            }))
+            .unwrap()
+        };
+        metrics.placement("default.a", &status("RollingOut", 4, 1));
+        metrics.placement("default.b", &status("RolloutComplete", 2, 2));
+        metrics.placement("default.b", &status("RolloutComplete", 2, 2));
+        metrics.placement("default.a", &status("RolloutComplete", 4, 4));
+        metrics.placement("default.c", &status("Surprising", 1, 0));
+        let text = scrape(&registry);
+        for series in [
+            "atoll_hub_placements{reason=\"RolloutComplete\"} 2",
+            "atoll_hub_placements{reason=\"RollingOut\"} 0",
+            "atoll_hub_placements{reason=\"Other\"} 1",
+            "atoll_hub_placement_clusters{state=\"selected\"} 7",
+            "atoll_hub_placement_clusters{state=\"available\"} 6",
+            "atoll_hub_placement_clusters{state=\"pending\"} 1",
+            "atoll_hub_placement_rollouts_completed_total 2",
+        ] {
+            assert!(text.lines().any(|l| l == series), "{series} in\n{text}");
+        }
+        metrics.placement_gone("default.c");
+        let text = scrape(&registry);
+        assert!(
+            text.lines()
+                .any(|l| l == "atoll_hub_placements{reason=\"Other\"} 0"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -332,6 +332,7 @@ async fn cleanup(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kub
         delete_work(&ctx.client, &cluster, &name).await;
     }
     ctx.resources.forget(&key);
+    ctx.fleet.metrics.placement_gone(&key);
     let mut memory = ctx.memory();
     memory.timings.remove(&key);
     memory.written.remove(&key);
@@ -1142,6 +1143,7 @@ async fn roll_out(
         (a, b) => a.or(b),
     };
     let done = |result: Option<kube::Error>| result.map_or(Ok(wake), Err);
+    ctx.fleet.metrics.placement(&key, &status);
     if written.as_ref() == Some(&status) || placement.status.as_ref() == Some(&status) {
         *written = Some(status);
         return done(first_error);
