@@ -285,11 +285,12 @@ async fn sweep(
     loop {
         let live: std::collections::HashSet<String> =
             store.state().iter().map(|p| key(p)).collect();
-        for (cluster, name, placement) in index.all_stamped() {
-            if !live.contains(&placement) {
-                delete_work(&client, &cluster, &name).await;
-            }
-        }
+        let orphans = index
+            .all_stamped()
+            .into_iter()
+            .filter(|(_, _, placement)| !live.contains(placement))
+            .map(|(cluster, name, _)| (cluster, name));
+        delete_works(&client, orphans).await;
         tokio::select! {
             _ = tokio::time::sleep(RESYNC) => {}
             _ = shutdown.wait_for(|s| *s) => return,
@@ -328,9 +329,14 @@ fn error_policy(placement: Arc<WorkPlacement>, error: &Error, ctx: Arc<Context>)
 /// A deleted placement: its Works go, and the hub forgets it.
 async fn cleanup(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kube::Error> {
     let key = key(placement);
-    for (cluster, (name, _)) in ctx.index.stamped(&key) {
-        delete_work(&ctx.client, &cluster, &name).await;
-    }
+    let stamped = ctx.index.stamped(&key);
+    delete_works(
+        &ctx.client,
+        stamped
+            .into_iter()
+            .map(|(cluster, (name, _))| (cluster, name)),
+    )
+    .await;
     ctx.resources.forget(&key);
     ctx.fleet.metrics.placement_gone(&key);
     let mut memory = ctx.memory();
@@ -339,6 +345,16 @@ async fn cleanup(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kub
     memory.planned.remove(&key);
     tracing::info!(placement = %key, "WorkPlacement deleted; its Works go");
     Ok(Action::await_change())
+}
+
+/// Deletes Works, `(cluster, name)`, as many at once as the hub stamps (a placement that
+/// leaves thousands of clusters does not wait for each in turn).
+async fn delete_works(client: &kube::Client, works: impl Iterator<Item = (String, String)>) {
+    futures::stream::iter(works)
+        .for_each_concurrent(STAMP_CONCURRENCY, |(cluster, name)| async move {
+            delete_work(client, &cluster, &name).await
+        })
+        .await;
 }
 
 async fn delete_work(client: &kube::Client, cluster: &str, name: &str) {
@@ -1116,14 +1132,16 @@ async fn roll_out(
             }
         }
     }
+    let chosen: std::collections::HashSet<&String> = selected.iter().collect();
     if plan.invalid.is_none() {
-        for (cluster, (name, _)) in &stamped {
-            if !selected.contains(cluster) && !retained.contains(cluster) {
-                delete_work(client, cluster, name).await;
-            }
-        }
+        let unwanted = stamped
+            .iter()
+            .filter(|(cluster, _)| !chosen.contains(cluster) && !retained.contains(*cluster))
+            .map(|(cluster, (name, _))| (cluster.clone(), name.clone()));
+        delete_works(client, unwanted).await;
     }
-    timings.retain(|cluster, _| selected.contains(cluster));
+    timings.retain(|cluster, _| chosen.contains(cluster));
+    drop(chosen);
 
     let (decisions, scheduled) = decided.unzip();
     let mut status = status_of(
