@@ -39,7 +39,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use etcd_client::{
     Certificate, Client, CompactionOptions, Compare, CompareOp, ConnectOptions, DeleteOptions,
-    EventType, GetOptions, Identity, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
+    EventType, GetOptions, Identity, KvClient, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
     WatchStream,
 };
 use futures::StreamExt;
@@ -381,7 +381,7 @@ impl Failed {
 
 impl Etcd {
     /// Runs one call to etcd, bounded by the timeout.
-    async fn call<T>(
+    async fn call_once<T>(
         &self,
         call: impl std::future::Future<Output = Result<T, etcd_client::Error>>,
     ) -> Result<T, Failed> {
@@ -389,6 +389,31 @@ impl Etcd {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(error)) => Err(Failed::Etcd(error)),
             Err(_) => Err(Failed::Timeout),
+        }
+    }
+
+    /// Runs a call to etcd, again while it could not be sent (a member that just died is
+    /// still among the client's endpoints until a connection to it fails), all within the
+    /// timeout. A call that reached etcd is never repeated: a write runs at most once.
+    async fn call<T, F>(&self, mut attempt: impl FnMut(KvClient) -> F) -> Result<T, Failed>
+    where
+        F: std::future::Future<Output = Result<T, etcd_client::Error>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match tokio::time::timeout_at(deadline, attempt(self.client.kv_client())).await {
+                Ok(Ok(answer)) => return Ok(answer),
+                Ok(Err(error))
+                    if unsent(&error) && tokio::time::Instant::now() + pause < deadline =>
+                {
+                    tracing::debug!(%error, "an etcd call could not be sent; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                Ok(Err(error)) => return Err(Failed::Etcd(error)),
+                Err(_) => return Err(Failed::Timeout),
+            }
         }
     }
 
@@ -500,9 +525,12 @@ impl Etcd {
             if let Some(revision) = revision {
                 options = options.with_revision(revision);
             }
-            let mut kv = self.client.kv_client();
             let page = self
-                .call(kv.get(start.clone(), Some(options)))
+                .call(|mut kv: KvClient| {
+                    let key = start.clone();
+                    let options = Some(options.clone());
+                    async move { kv.get(key, options).await }
+                })
                 .await
                 .map_err(|e| e.into_error("a count of the keys", self.timeout))?;
             let at = revision.unwrap_or(header_revision(page.header(), "a count of the keys")?);
@@ -528,9 +556,13 @@ impl Etcd {
     async fn find_compacted(&self, lower: Revision) -> Result<Revision> {
         let lower = lower.max(1);
         let readable = |revision: Revision| async move {
-            let mut kv = self.client.kv_client();
             let options = GetOptions::new().with_revision(revision).with_count_only();
-            match self.call(kv.get(self.prefix.clone(), Some(options))).await {
+            let read = |mut kv: KvClient| {
+                let key = self.prefix.clone();
+                let options = Some(options.clone());
+                async move { kv.get(key, options).await }
+            };
+            match self.call(read).await {
                 Ok(_) => Ok(true),
                 Err(failed) if failed.is_compacted() => Ok(false),
                 Err(failed) if failed.is_future() => Ok(true),
@@ -540,12 +572,12 @@ impl Etcd {
         if readable(lower).await? {
             return Ok(if lower == 1 { 0 } else { lower });
         }
-        let mut kv = self.client.kv_client();
         let latest = self
-            .call(kv.get(
-                self.prefix.clone(),
-                Some(GetOptions::new().with_count_only()),
-            ))
+            .call(|mut kv: KvClient| {
+                let key = self.prefix.clone();
+                let options = Some(GetOptions::new().with_count_only());
+                async move { kv.get(key, options).await }
+            })
             .await
             .map_err(|e| e.into_error("a read of the current revision", self.timeout))?;
         // Not readable at `low`, readable at `high`.
@@ -574,11 +606,11 @@ impl Etcd {
             .with_prev_key();
         let mut watcher = self.client.watch_client();
         let mut stream = self
-            .call(watcher.watch(start, Some(options)))
+            .call_once(watcher.watch(start, Some(options)))
             .await
             .map_err(|e| WatchFailed::Broken(e.into_error("a watch", self.timeout)))?;
         let created = self
-            .call(stream.message())
+            .call_once(stream.message())
             .await
             .map_err(|e| WatchFailed::Broken(e.into_error("a watch", self.timeout)))?;
         match created {
@@ -608,6 +640,17 @@ enum WatchFailed {
     Canceled(Error),
     /// The connection failed; another try may work.
     Broken(Error),
+}
+
+/// Whether a call failed before it reached etcd (no connection to the member it was sent to).
+fn unsent(error: &etcd_client::Error) -> bool {
+    match error {
+        etcd_client::Error::GRpcStatus(status) => {
+            status.code() == tonic::Code::Unavailable && status.message().contains("connect error")
+        }
+        etcd_client::Error::TransportError(_) => true,
+        _ => false,
+    }
 }
 
 fn header_revision(
@@ -680,10 +723,12 @@ impl Backend for EtcdBackend {
                 0,
             )])
             .and_then([TxnOp::put(physical, value.to_vec(), None)]);
-        let mut kv = self.etcd.client.kv_client();
         let answer = self
             .etcd
-            .call(kv.txn(txn))
+            .call(|mut kv: KvClient| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
             .await
             .map_err(|e| e.into_error("a create", self.etcd.timeout))?;
         if !answer.succeeded() {
@@ -703,10 +748,12 @@ impl Backend for EtcdBackend {
             ])
             .and_then([TxnOp::put(physical.clone(), value.to_vec(), None)])
             .or_else([TxnOp::get(physical, None)]);
-        let mut kv = self.etcd.client.kv_client();
         let answer = self
             .etcd
-            .call(kv.txn(txn))
+            .call(|mut kv: KvClient| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
             .await
             .map_err(|e| e.into_error("an update", self.etcd.timeout))?;
         if !answer.succeeded() {
@@ -734,10 +781,12 @@ impl Backend for EtcdBackend {
                 Some(DeleteOptions::new().with_prev_key()),
             )])
             .or_else([TxnOp::get(physical, None)]);
-        let mut kv = self.etcd.client.kv_client();
         let answer = self
             .etcd
-            .call(kv.txn(txn))
+            .call(|mut kv: KvClient| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
             .await
             .map_err(|e| e.into_error("a delete", self.etcd.timeout))?;
         let responses = answer.op_responses();
@@ -763,10 +812,13 @@ impl Backend for EtcdBackend {
 
     async fn get(&self, key: &str) -> Result<Option<KeyValue>> {
         let physical = self.etcd.key(key)?;
-        let mut kv = self.etcd.client.kv_client();
         let answer = self
             .etcd
-            .call(kv.get(physical, None))
+            .call(|mut kv: KvClient| {
+                let key = physical.clone();
+                let options = None;
+                async move { kv.get(key, options).await }
+            })
             .await
             .map_err(|e| e.into_error("a get", self.etcd.timeout))?;
         answer
@@ -806,8 +858,15 @@ impl Backend for EtcdBackend {
         if let Some(limit) = options.limit.filter(|&limit| limit > 0) {
             get = get.with_limit(i64::try_from(limit).unwrap_or(i64::MAX));
         }
-        let mut kv = self.etcd.client.kv_client();
-        let answer = match self.etcd.call(kv.get(start, Some(get))).await {
+        let answer = match self
+            .etcd
+            .call(|mut kv: KvClient| {
+                let key = start.clone();
+                let options = Some(get.clone());
+                async move { kv.get(key, options).await }
+            })
+            .await
+        {
             Ok(answer) => answer,
             Err(failed) => {
                 return Err(match requested {
@@ -893,10 +952,13 @@ impl Backend for EtcdBackend {
                 current,
             });
         }
-        let mut kv = self.etcd.client.kv_client();
         match self
             .etcd
-            .call(kv.compact(revision, Some(CompactionOptions::new())))
+            .call(|mut kv: KvClient| {
+                let revision = revision;
+                let options = Some(CompactionOptions::new());
+                async move { kv.compact(revision, options).await }
+            })
             .await
         {
             Ok(_) => {
