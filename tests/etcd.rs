@@ -303,3 +303,39 @@ fn bad_etcd_flags_are_refused_naming_the_flag() {
         started.elapsed()
     );
 }
+
+/// `atoll up --storage etcd`: the embedded hub serves its API from etcd, and a restart on the
+/// same prefix finds what the first start wrote.
+#[tokio::test]
+async fn up_serves_the_hub_from_etcd() {
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let dir = tempfile::tempdir().unwrap();
+        let etcd = EtcdCluster::start(&dir.path().join("etcd"), 1).unwrap();
+        let endpoints = etcd.endpoints();
+        let data = dir.path().join("hub");
+        let grpc = free_addr().unwrap().to_string();
+        let flags = [
+            "--grpc-addr",
+            &grpc,
+            "--storage",
+            "etcd",
+            "--etcd-endpoints",
+            &endpoints,
+            "--etcd-prefix",
+            "/atoll/up",
+        ];
+        let mut hub = Process::hub_with(&data, free_addr().unwrap(), &flags).unwrap();
+        let kubeconfig = data.join("hub.kubeconfig");
+        kubectl_at(&kubeconfig, &["create", "namespace", "from-first-start"]).success();
+        hub.terminate().unwrap();
+        let _hub = Process::hub_with(&data, free_addr().unwrap(), &flags).unwrap();
+        kubectl_at(
+            &kubeconfig,
+            &["get", "namespace", "from-first-start", "-o", "name"],
+        )
+        .success()
+        .stdout_is("namespace/from-first-start\n");
+    })
+    .await
+    .unwrap();
+}
