@@ -339,3 +339,74 @@ async fn up_serves_the_hub_from_etcd() {
     .await
     .unwrap();
 }
+
+/// After etcd compacted history away (as any API server sharing it may do), a watch or a list
+/// from a revision before it gets 410 Expired, as on SQLite.
+#[tokio::test]
+async fn a_watch_or_list_before_etcds_compaction_gets_410() {
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let dir = tempfile::tempdir().unwrap();
+        let etcd = EtcdCluster::start(&dir.path().join("etcd"), 1).unwrap();
+        let data = dir.path().join("server");
+        let mut first = apiserver(&data, &etcd, "/atoll/compacted");
+        let kubeconfig = first.kubeconfig();
+        let cms: Api<ConfigMap> = Api::namespaced(client_from(&kubeconfig).await.unwrap(), "default");
+        let keep: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "keep"}})).unwrap();
+        let old = cms.create(&PostParams::default(), &keep).await.unwrap();
+        let old = old.resource_version().unwrap();
+        cms.patch(
+            "keep",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}})),
+        )
+        .await
+        .unwrap();
+        first.terminate().unwrap();
+
+        // Compact etcd itself at its current revision.
+        let endpoints = etcd.endpoints();
+        let mut client = etcd_client::Client::connect([endpoints.as_str()], None)
+            .await
+            .unwrap();
+        let current = client
+            .get("/", None)
+            .await
+            .unwrap()
+            .header()
+            .unwrap()
+            .revision();
+        client.compact(current, None).await.unwrap();
+
+        // A new start's watch cache begins after the compaction: an old watch reads storage.
+        let _second = apiserver(&data, &etcd, "/atoll/compacted");
+        let client = client_from(&kubeconfig).await.unwrap();
+        let watch = http::Request::get(format!(
+            "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={old}&timeoutSeconds=5"
+        ))
+        .body(Vec::new())
+        .unwrap();
+        let body = client.request_text(watch).await.unwrap();
+        let event: serde_json::Value = serde_json::from_str(body.lines().next().unwrap()).unwrap();
+        assert_eq!(event["type"], "ERROR", "{body}");
+        assert_eq!(event["object"]["code"], 410, "{body}");
+        assert_eq!(event["object"]["reason"], "Expired", "{body}");
+
+        let list = http::Request::get(format!(
+            "/api/v1/namespaces/default/configmaps?resourceVersion={old}&resourceVersionMatch=Exact"
+        ))
+        .body(Vec::new())
+        .unwrap();
+        match client.request_text(list).await {
+            Err(kube::Error::Api(status)) => {
+                assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+            }
+            other => panic!("expected 410 Expired, got {other:?}"),
+        }
+        // The current state is all there.
+        let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+        let kept = cms.get("keep").await.unwrap();
+        assert_eq!(kept.labels().get("a").map(String::as_str), Some("b"));
+    })
+    .await
+    .unwrap();
+}
