@@ -143,6 +143,8 @@ pub enum EtcdError {
     Key(String),
     #[error("etcd canceled a watch: {0}")]
     WatchCanceled(String),
+    #[error("a watch lost its connection to etcd {0} times in a row")]
+    WatchBroken(u32),
 }
 
 impl From<EtcdError> for Error {
@@ -954,10 +956,8 @@ impl Backend for EtcdBackend {
         }
         match self
             .etcd
-            .call(|mut kv: KvClient| {
-                let revision = revision;
-                let options = Some(CompactionOptions::new());
-                async move { kv.compact(revision, options).await }
+            .call(|mut kv: KvClient| async move {
+                kv.compact(revision, Some(CompactionOptions::new())).await
             })
             .await
         {
@@ -1219,13 +1219,7 @@ impl Watching {
         }
         loop {
             if self.reopens >= WATCH_REOPENS {
-                return Some(
-                    EtcdError::Answer {
-                        operation: "a watch",
-                        what: "a broken stream, again and again",
-                    }
-                    .into(),
-                );
+                return Some(EtcdError::WatchBroken(self.reopens).into());
             }
             let pause = FIRST_BACKOFF
                 .saturating_mul(1 << self.reopens.min(5))
