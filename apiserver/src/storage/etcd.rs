@@ -1449,6 +1449,58 @@ mod tests {
             .expect("timed out");
     }
 
+    /// An etcd that serves TLS and asks for client certificates: reachable with its CA and a
+    /// client certificate, refused (in bounded time) without the certificate or with another CA.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn connects_over_tls_with_a_client_certificate() {
+        let check = async {
+            let dir = tempfile::tempdir().unwrap();
+            let files = super::cluster::TlsFiles::generate(dir.path());
+            let cluster = EtcdCluster::start_tls(1, &files).await;
+            let mut options = EtcdOptions::new(cluster.endpoints(), "/tls");
+            assert!(options.endpoints[0].starts_with("https://"));
+            options.timeout = Duration::from_secs(3);
+            options.ca_file = Some(files.ca.clone());
+            options.cert_file = Some(files.client_cert.clone());
+            options.key_file = Some(files.client_key.clone());
+            let store = EtcdBackend::connect(&options)
+                .await
+                .expect("connect over TLS");
+            let created = store
+                .create("/registry/a", Bytes::from_static(b"v"))
+                .await
+                .unwrap();
+            assert_eq!(
+                store
+                    .get("/registry/a")
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .mod_revision,
+                created
+            );
+
+            let mut anonymous = options.clone();
+            anonymous.cert_file = None;
+            anonymous.key_file = None;
+            let error = EtcdBackend::connect(&anonymous)
+                .await
+                .err()
+                .expect("refused");
+            let source = std::error::Error::source(&error).expect("the etcd error");
+            assert!(source.to_string().contains("cannot reach etcd"), "{source}");
+
+            let other = tempfile::tempdir().unwrap();
+            let strangers = super::cluster::TlsFiles::generate(other.path());
+            let mut wrong_ca = options.clone();
+            wrong_ca.ca_file = Some(strangers.ca);
+            assert!(EtcdBackend::connect(&wrong_ca).await.is_err());
+        };
+        tokio::time::timeout(TIMEOUT, check)
+            .await
+            .expect("timed out");
+    }
+
     /// With one member of three killed, writes, reads, lists and a watch opened before go on.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn keeps_serving_when_one_member_is_killed() {

@@ -30,12 +30,22 @@ struct Member {
 impl EtcdCluster {
     /// Starts a cluster of `size` members and waits until each serves clients.
     pub(crate) async fn start(size: usize) -> EtcdCluster {
-        tokio::task::spawn_blocking(move || Self::start_blocking(size))
+        tokio::task::spawn_blocking(move || Self::start_blocking(size, None))
             .await
             .expect("start etcd")
     }
 
-    fn start_blocking(size: usize) -> EtcdCluster {
+    /// Starts a cluster whose members serve clients over TLS with `tls`'s certificate and
+    /// accept only clients with a certificate its CA signed.
+    pub(crate) async fn start_tls(size: usize, tls: &TlsFiles) -> EtcdCluster {
+        let tls = tls.clone();
+        tokio::task::spawn_blocking(move || Self::start_blocking(size, Some(tls)))
+            .await
+            .expect("start etcd")
+    }
+
+    fn start_blocking(size: usize, tls: Option<TlsFiles>) -> EtcdCluster {
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let binary = which("etcd")
             .expect("etcd is not installed: run scripts/install-clients (Debian's etcd-server)");
         let dir = tempfile::tempdir().expect("tempdir");
@@ -53,13 +63,23 @@ impl EtcdCluster {
         let initial = initial.join(",");
         let mut members = Vec::with_capacity(size);
         for i in 0..size {
-            let client_url = format!("http://{}", addrs[2 * i]);
+            let client_url = format!("{scheme}://{}", addrs[2 * i]);
             let log = dir.path().join(format!("m{i}.log"));
             let mut command = Command::new(&binary);
             for (key, _) in std::env::vars_os() {
                 if key.to_string_lossy().starts_with("ETCD_") {
                     command.env_remove(key);
                 }
+            }
+            if let Some(tls) = &tls {
+                command
+                    .arg("--cert-file")
+                    .arg(&tls.server_cert)
+                    .arg("--key-file")
+                    .arg(&tls.server_key)
+                    .arg("--trusted-ca-file")
+                    .arg(&tls.ca)
+                    .arg("--client-cert-auth");
             }
             let child = command
                 .args(["--name", &format!("m{i}")])
@@ -162,4 +182,56 @@ fn which(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
         .find(|candidate| candidate.is_file())
+}
+
+/// A CA, a serving certificate for 127.0.0.1 and a client certificate, as PEM files.
+#[derive(Clone)]
+pub(crate) struct TlsFiles {
+    pub(crate) ca: PathBuf,
+    pub(crate) server_cert: PathBuf,
+    pub(crate) server_key: PathBuf,
+    pub(crate) client_cert: PathBuf,
+    pub(crate) client_key: PathBuf,
+}
+
+impl TlsFiles {
+    /// Makes a fresh CA and certificates in `dir`.
+    pub(crate) fn generate(dir: &std::path::Path) -> TlsFiles {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+            KeyPair, SanType,
+        };
+        let ca_key = KeyPair::generate().expect("CA key");
+        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca.distinguished_name
+            .push(DnType::CommonName, "etcd test CA");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca.self_signed(&ca_key).expect("CA certificate");
+        let issuer = Issuer::new(ca, &ca_key);
+        let leaf = |name: &str, usage: ExtendedKeyUsagePurpose| {
+            let key = KeyPair::generate().expect("key");
+            let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+            params.distinguished_name.push(DnType::CommonName, name);
+            params
+                .subject_alt_names
+                .push(SanType::IpAddress([127, 0, 0, 1].into()));
+            params.extended_key_usages = vec![usage];
+            let cert = params.signed_by(&key, &issuer).expect("certificate");
+            (cert.pem(), key.serialize_pem())
+        };
+        let (server_cert, server_key) = leaf("127.0.0.1", ExtendedKeyUsagePurpose::ServerAuth);
+        let (client_cert, client_key) = leaf("atoll", ExtendedKeyUsagePurpose::ClientAuth);
+        let write = |name: &str, pem: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, pem).expect("write a PEM file");
+            path
+        };
+        TlsFiles {
+            ca: write("ca.crt", &ca_cert.pem()),
+            server_cert: write("server.crt", &server_cert),
+            server_key: write("server.key", &server_key),
+            client_cert: write("client.crt", &client_cert),
+            client_key: write("client.key", &client_key),
+        }
+    }
 }
