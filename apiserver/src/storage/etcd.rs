@@ -602,10 +602,14 @@ impl Etcd {
         (start, end): (Vec<u8>, Vec<u8>),
         from: Revision,
     ) -> Result<WatchStream, WatchFailed> {
+        // Progress notifications (sent only once the watch has caught up) let a watch that
+        // reopens start after the newest revision it knows complete, not after its last event:
+        // under a quiet prefix of a shared etcd that one may be compacted away meanwhile.
         let options = WatchOptions::new()
             .with_range(end)
             .with_start_revision(from)
-            .with_prev_key();
+            .with_prev_key()
+            .with_progress_notify();
         let mut watcher = self.client.watch_client();
         let mut stream = self
             .call_once(watcher.watch(start, Some(options)))
@@ -1121,7 +1125,8 @@ struct Watching {
     range: (Vec<u8>, Vec<u8>),
     /// `None` after the connection broke, until it is reopened.
     stream: Option<WatchStream>,
-    /// The revision of the last event delivered (or the revision the watch started after).
+    /// The revision up to which every event was delivered: the last event's, a progress
+    /// notification's, or the revision the watch started after.
     last: Revision,
     pending: std::collections::VecDeque<Arc<Event>>,
     closed: watch::Receiver<Option<Revision>>,
@@ -1191,6 +1196,13 @@ impl Watching {
                 }
                 Ok(Some(response)) => {
                     self.reopens = 0;
+                    if response.events().is_empty()
+                        && let Some(header) = response.header()
+                    {
+                        // A progress notification: every event up to here was sent.
+                        self.last = self.last.max(header.revision());
+                        continue;
+                    }
                     for event in response.events() {
                         match self.etcd.event(event) {
                             Ok(event) => {
