@@ -1513,6 +1513,55 @@ mod tests {
             .expect("timed out");
     }
 
+    /// A watch under a quiet prefix, whose connection breaks after other API servers on the same
+    /// etcd wrote and compacted, reopens after its last progress notification rather than its
+    /// last event (compacted away) and goes on.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_quiet_watch_reopens_past_a_compaction_by_others() {
+        let check = async {
+            let mut cluster = EtcdCluster::start(1).await;
+            let quiet = cluster.backend("/quiet").await;
+            let busy = cluster.backend("/busy").await;
+            let mut watch = quiet
+                .watch("/registry/", quiet.current_revision())
+                .await
+                .unwrap();
+            for i in 0..10 {
+                busy.create(&format!("/registry/{i}"), Bytes::from_static(b"v"))
+                    .await
+                    .unwrap();
+            }
+            // The test etcd sends progress notifications every 500 ms.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            busy.compact(busy.current_revision()).await.unwrap();
+            cluster.kill(0);
+            cluster.restart(0).await;
+            let mut tries = 0;
+            let created = loop {
+                match quiet
+                    .create("/registry/after", Bytes::from_static(b"v"))
+                    .await
+                {
+                    Ok(revision) => break revision,
+                    Err(error) if tries < 40 => {
+                        tries += 1;
+                        tracing::debug!(%error, "etcd is not back yet");
+                        tokio::time::sleep(Duration::from_millis(250)).await;
+                    }
+                    Err(error) => panic!("no write after etcd restarted: {error}"),
+                }
+            };
+            let event = next(&mut watch).await;
+            assert_eq!(
+                (event.kv.key.as_str(), event.revision()),
+                ("/registry/after", created)
+            );
+        };
+        tokio::time::timeout(TIMEOUT, check)
+            .await
+            .expect("timed out");
+    }
+
     /// With one member of three killed, writes, reads, lists and a watch opened before go on.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn keeps_serving_when_one_member_is_killed() {

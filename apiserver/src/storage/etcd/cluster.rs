@@ -19,6 +19,10 @@ pub(crate) struct EtcdCluster {
 }
 
 struct Member {
+    binary: PathBuf,
+    args: Vec<std::ffi::OsString>,
+    /// How many times it was started: its log says it serves once per start.
+    starts: usize,
     child: Option<Child>,
     /// `sh` waiting on a pipe from this process to SIGKILL the member: when the test process
     /// dies without dropping the cluster, the pipe closes and no member outlives it.
@@ -64,83 +68,79 @@ impl EtcdCluster {
         let mut members = Vec::with_capacity(size);
         for i in 0..size {
             let client_url = format!("{scheme}://{}", addrs[2 * i]);
-            let log = dir.path().join(format!("m{i}.log"));
-            let mut command = Command::new(&binary);
-            for (key, _) in std::env::vars_os() {
-                if key.to_string_lossy().starts_with("ETCD_") {
-                    command.env_remove(key);
-                }
-            }
+            let mut args: Vec<std::ffi::OsString> = Vec::new();
             if let Some(tls) = &tls {
-                command
-                    .arg("--cert-file")
-                    .arg(&tls.server_cert)
-                    .arg("--key-file")
-                    .arg(&tls.server_key)
-                    .arg("--trusted-ca-file")
-                    .arg(&tls.ca)
-                    .arg("--client-cert-auth");
+                args.extend([
+                    "--cert-file".into(),
+                    tls.server_cert.clone().into(),
+                    "--key-file".into(),
+                    tls.server_key.clone().into(),
+                    "--trusted-ca-file".into(),
+                    tls.ca.clone().into(),
+                    "--client-cert-auth".into(),
+                ]);
             }
-            let child = command
-                .args(["--name", &format!("m{i}")])
-                .arg("--data-dir")
-                .arg(dir.path().join(format!("m{i}")))
-                .args(["--listen-client-urls", &client_url])
-                .args(["--advertise-client-urls", &client_url])
-                .args(["--listen-peer-urls", &peer(i)])
-                .args(["--initial-advertise-peer-urls", &peer(i)])
-                .args(["--initial-cluster", &initial])
-                .args(["--initial-cluster-state", "new"])
-                .args(["--initial-cluster-token", "atoll-test"])
-                .args(["--heartbeat-interval", "100", "--election-timeout", "1000"])
-                .args(["--logger", "zap", "--log-outputs", "stderr"])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&log).expect("log file"))
-                .spawn()
-                .expect("start etcd");
-            let watchdog = Command::new("sh")
-                .args(["-c", &format!("read _ignored; kill -9 {}", child.id())])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("start the etcd watchdog");
-            members.push(Member {
-                child: Some(child),
-                watchdog: Some(watchdog),
+            let data = dir.path().join(format!("m{i}"));
+            args.extend(["--data-dir".into(), data.into_os_string()]);
+            for arg in [
+                "--name",
+                &format!("m{i}"),
+                "--listen-client-urls",
+                &client_url,
+                "--advertise-client-urls",
+                &client_url,
+                "--listen-peer-urls",
+                &peer(i),
+                "--initial-advertise-peer-urls",
+                &peer(i),
+                "--initial-cluster",
+                &initial,
+                "--initial-cluster-state",
+                "new",
+                "--initial-cluster-token",
+                "atoll-test",
+                "--heartbeat-interval",
+                "100",
+                "--election-timeout",
+                "1000",
+                // Often, so that tests see watches' progress notifications.
+                "--experimental-watch-progress-notify-interval",
+                "500ms",
+                "--logger",
+                "zap",
+                "--log-outputs",
+                "stderr",
+            ] {
+                args.push(arg.into());
+            }
+            let mut member = Member {
+                binary: binary.clone(),
+                args,
+                child: None,
+                watchdog: None,
                 client_url,
-                log,
-            });
+                log: dir.path().join(format!("m{i}.log")),
+                starts: 0,
+            };
+            member.spawn();
+            members.push(member);
         }
         let mut cluster = EtcdCluster { members, _dir: dir };
-        cluster.wait_serving();
+        wait_serving(&mut cluster.members);
         cluster
     }
 
-    fn wait_serving(&mut self) {
-        let give_up = Instant::now() + START;
-        for member in &mut self.members {
-            loop {
-                let log = std::fs::read_to_string(&member.log).unwrap_or_default();
-                if let Some(child) = member.child.as_mut()
-                    && let Ok(Some(status)) = child.try_wait()
-                {
-                    panic!("etcd exited with {status}:\n{log}");
-                }
-                // etcd 3.4 says this once its client listener is up.
-                if log.contains("serving client traffic")
-                    || log.contains("ready to serve client requests")
-                {
-                    break;
-                }
-                assert!(
-                    Instant::now() < give_up,
-                    "etcd did not serve within {START:?}:\n{log}"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
+    /// Starts member `index` again (after [`EtcdCluster::kill`]) on its data directory, and
+    /// waits until it serves.
+    pub(crate) async fn restart(&mut self, index: usize) {
+        self.members[index].spawn();
+        let mut members = std::mem::take(&mut self.members);
+        self.members = tokio::task::spawn_blocking(move || {
+            wait_serving(&mut members);
+            members
+        })
+        .await
+        .expect("restart etcd");
     }
 
     /// The client URLs of the members.
@@ -233,5 +233,63 @@ impl TlsFiles {
             client_cert: write("client.crt", &client_cert),
             client_key: write("client.key", &client_key),
         }
+    }
+}
+
+/// Waits until every member says it serves clients (once more than before its last start).
+fn wait_serving(members: &mut [Member]) {
+    let give_up = Instant::now() + START;
+    for member in members {
+        loop {
+            let log = std::fs::read_to_string(&member.log).unwrap_or_default();
+            if let Some(child) = member.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!("etcd exited with {status}:\n{log}");
+            }
+            // etcd 3.4 says this once its client listener is up.
+            if log.matches("serving client traffic").count() >= member.starts {
+                break;
+            }
+            assert!(
+                Instant::now() < give_up,
+                "etcd did not serve within {START:?}:\n{log}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Member {
+    /// Starts the member, with a watchdog that kills it if this process dies first.
+    fn spawn(&mut self) {
+        let mut command = Command::new(&self.binary);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("ETCD_") {
+                command.env_remove(key);
+            }
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("log file");
+        let child = command
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start etcd");
+        let watchdog = Command::new("sh")
+            .args(["-c", &format!("read _ignored; kill -9 {}", child.id())])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the etcd watchdog");
+        self.child = Some(child);
+        self.watchdog = Some(watchdog);
+        self.starts += 1;
     }
 }
