@@ -13,14 +13,18 @@
 
 ARG RUST_VERSION=1.95
 
-# Build: the release binaries, with the locked dependencies (no protoc needed: the gRPC code is
-# committed).
+# Build: the release binaries, with the locked dependencies. The hub-agent gRPC code is committed;
+# protoc is there for the etcd client's generated code (the API server's etcd storage, the `etcd`
+# feature, which the image has).
 FROM docker.io/library/rust:${RUST_VERSION}-slim-bookworm AS builder
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends protobuf-compiler \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked --bin hub-controller --bin work-agent --bin atoll \
+    cargo build --release --locked --features atoll/etcd --bin hub-controller --bin work-agent --bin atoll \
     && mkdir -p /out \
     && cp target/release/hub-controller target/release/work-agent target/release/atoll /out/
 

@@ -21,7 +21,9 @@
 //! - the resident memory of a freshly started `atoll apiserver` process (SQLite) once it is ready
 //!   and after it has been idle a few seconds;
 //! - atoll against etcd: each throughput and watch figure of both atoll backends beside etcd's,
-//!   with the ratio atoll/etcd.
+//!   with the ratio atoll/etcd; and the throughput of atoll over etcd (`atoll-etcd`: the API
+//!   server with `--storage etcd`, on an etcd of its own started the same way, one member) beside
+//!   atoll over SQLite.
 //!
 //! Each figure comes with its op count, elapsed time and the CPU the server (atoll's server
 //! threads, or the etcd process) and the client threads used meanwhile (out of 100% per core),
@@ -30,8 +32,8 @@
 //! Run with `cargo build --release -p atoll && cargo bench -p atoll-tests --bench apiserver`;
 //! `-- --quick` runs small op counts for a smoke run. Without `--bench` (as `cargo test --benches`
 //! runs it) the quick plan is used too. `--only creates,lists` and `--backend sqlite,etcd` narrow a
-//! run (to profile one phase, say). Without `etcd` on the PATH the etcd part is skipped with a
-//! line that says so, unless `--backend` names etcd. Every load loop is bounded by an op count and
+//! run (to profile one phase, say). Without `etcd` on the PATH the etcd parts (`etcd` and
+//! `atoll-etcd`) are skipped with a line that says so, unless `--backend` names one of them. Every load loop is bounded by an op count and
 //! a time cap, and all traffic goes to 127.0.0.1. The program fails (after printing every table)
 //! when a request fails or a watcher misses an event.
 
@@ -179,11 +181,12 @@ enum Backend {
     Etcd,
 }
 
-const BACKENDS: [(&str, Backend); 4] = [
+const BACKENDS: [(&str, Backend); 5] = [
     ("sqlite", Backend::Atoll(StorageKind::Sqlite)),
     ("memory", Backend::Atoll(StorageKind::Memory)),
     ("sqlite-rbac", Backend::AtollRbac),
     ("etcd", Backend::Etcd),
+    ("atoll-etcd", Backend::Atoll(StorageKind::Etcd)),
 ];
 
 impl Backend {
@@ -191,6 +194,7 @@ impl Backend {
         match self {
             Backend::Atoll(StorageKind::Sqlite) => "sqlite",
             Backend::Atoll(StorageKind::Memory) => "memory",
+            Backend::Atoll(StorageKind::Etcd) => "atoll-etcd",
             Backend::AtollRbac => "sqlite-rbac",
             Backend::Etcd => "etcd",
         }
@@ -198,7 +202,7 @@ impl Backend {
 }
 
 const USAGE: &str = "arguments: [--quick] [--only memory,creates,updates,gets,lists,watch,rbac] \
-                     [--backend sqlite,memory,sqlite-rbac,etcd] (cargo adds --bench)";
+                     [--backend sqlite,memory,sqlite-rbac,etcd,atoll-etcd] (cargo adds --bench)";
 
 impl Options {
     fn parse(mut args: impl Iterator<Item = String>) -> anyhow::Result<Self> {
@@ -241,7 +245,8 @@ impl Options {
                                 .with_context(|| format!("unknown backend {name:?}; {USAGE}"))
                         })
                         .collect::<anyhow::Result<_>>()?;
-                    etcd_required = backends.contains(&Backend::Etcd);
+                    etcd_required = backends.contains(&Backend::Etcd)
+                        || backends.contains(&Backend::Atoll(StorageKind::Etcd));
                 }
                 other => bail!("unknown argument {other:?}; {USAGE}"),
             }
@@ -297,7 +302,33 @@ fn main() -> anyhow::Result<()> {
                     _ => StorageKind::Sqlite,
                 };
                 let rbac = backend == Backend::AtollRbac;
-                let server = ServerRuntime::start(storage, &dir, rbac)?;
+                // atoll over etcd: an etcd of its own, which outlives the server.
+                let mut store = None;
+                if storage == StorageKind::Etcd {
+                    match EtcdProcess::start(&dir.join("etcd"))? {
+                        Some(process) => store = Some(process),
+                        None => {
+                            if options.etcd_required {
+                                report.fail(format!(
+                                    "etcd was asked for but is not installed: {ETCD_INSTALL}"
+                                ));
+                            } else {
+                                println!(
+                                    "atoll-etcd skipped: etcd is not installed. Install it with: \
+                                     {ETCD_INSTALL}\n"
+                                );
+                            }
+                            continue;
+                        }
+                    }
+                }
+                let etcd_options = store.as_ref().map(|process| {
+                    atoll_apiserver::storage::etcd::EtcdOptions::new(
+                        vec![process.client_url.clone()],
+                        "/atoll/bench",
+                    )
+                });
+                let server = ServerRuntime::start(storage, &dir, rbac, etcd_options)?;
                 let endpoint = if rbac {
                     client.block_on(server.rbac_user())?
                 } else {
@@ -306,6 +337,7 @@ fn main() -> anyhow::Result<()> {
                 let target = AtollTarget { backend, endpoint };
                 let outcome = client.block_on(drive(&options, &target, deadline, &mut results));
                 server.stop();
+                drop(store);
                 outcome
             }
             Backend::Etcd => match EtcdProcess::start(&dir) {
@@ -338,13 +370,17 @@ fn main() -> anyhow::Result<()> {
     }
     let mut rbac = Vec::new();
     if options.runs(Phase::Rbac) {
-        let outcome =
-            ServerRuntime::start(StorageKind::Sqlite, &data_root.path().join("rbac"), true)
-                .and_then(|server| {
-                    let rows = client.block_on(rbac_rounds(&plan, &server));
-                    server.stop();
-                    rows
-                });
+        let outcome = ServerRuntime::start(
+            StorageKind::Sqlite,
+            &data_root.path().join("rbac"),
+            true,
+            None,
+        )
+        .and_then(|server| {
+            let rows = client.block_on(rbac_rounds(&plan, &server));
+            server.stop();
+            rows
+        });
         match outcome {
             Ok(rows) => rbac = rows,
             Err(err) => report.fail(format!("rbac: {err:#}")),
@@ -393,7 +429,12 @@ struct ServerRuntime {
 impl ServerRuntime {
     /// With `rbac`, the server also knows the bearer token of [`RBAC_USER`] (in its token
     /// file), who [`ServerRuntime::rbac_user`] binds.
-    fn start(storage: StorageKind, dir: &Path, rbac: bool) -> anyhow::Result<Self> {
+    fn start(
+        storage: StorageKind,
+        dir: &Path,
+        rbac: bool,
+        etcd: Option<atoll_apiserver::storage::etcd::EtcdOptions>,
+    ) -> anyhow::Result<Self> {
         if rbac {
             std::fs::create_dir_all(dir)?;
             let lines = format!(
@@ -410,6 +451,7 @@ impl ServerRuntime {
             .build()?;
         let mut config = Config::new(dir, "127.0.0.1:0".parse()?);
         config.storage = storage;
+        config.etcd = etcd;
         let server = runtime.block_on(Server::start(config))?;
         Ok(ServerRuntime { runtime, server })
     }
@@ -2252,6 +2294,7 @@ fn print_comparison(options: &Options, results: &Results, etcd: &EtcdRun) {
     };
     let sqlite = Backend::Atoll(StorageKind::Sqlite);
     let memory = Backend::Atoll(StorageKind::Memory);
+    let on_etcd = Backend::Atoll(StorageKind::Etcd);
     let rate = |backend: Backend, operation: Operation, clients: usize| {
         results
             .loads
@@ -2271,32 +2314,37 @@ fn print_comparison(options: &Options, results: &Results, etcd: &EtcdRun) {
          metadata and the watch fan-out. Ratios are atoll/etcd: above 1 atoll is faster. Server \
          and client share the machine's cores, so a client that costs more CPU per request \
          (etcd's gRPC client against atoll's lean HTTP/1.1 one) lowers its server's figure too: \
-         the CPU table after this one tells each side's own cost.\n\n\
-         | op | clients | atoll sqlite /s | atoll memory /s | etcd /s | ratio sqlite/etcd | ratio memory/etcd |\n\
-         |---|---:|---:|---:|---:|---:|---:|",
+         the CPU table after this one tells each side's own cost. atoll etcd is atoll's API server \
+         over etcd (`--storage etcd`, an etcd of its own, one member): what the API costs on top of \
+         etcd.\n\n\
+         | op | clients | atoll sqlite /s | atoll memory /s | atoll etcd /s | etcd /s | ratio sqlite/etcd | ratio memory/etcd | ratio atoll-etcd/etcd |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|",
         config_map_body("cm-0").len(),
     );
     let mut rows = 0;
     for operation in OPERATIONS {
         for &clients in &LEVELS {
-            let (s, m, e) = (
+            let (s, m, a, e) = (
                 rate(sqlite, operation, clients),
                 rate(memory, operation, clients),
+                rate(on_etcd, operation, clients),
                 rate(Backend::Etcd, operation, clients),
             );
-            if s.is_none() && m.is_none() && e.is_none() {
+            if s.is_none() && m.is_none() && a.is_none() && e.is_none() {
                 continue;
             }
             rows += 1;
             let _ = writeln!(
                 table,
-                "| {} | {clients} | {} | {} | {} | {} | {} |",
+                "| {} | {clients} | {} | {} | {} | {} | {} | {} | {} |",
                 operation.name(),
                 figure(s, 0),
                 figure(m, 0),
+                figure(a, 0),
                 figure(e, 0),
                 ratio(s, e),
                 ratio(m, e),
+                ratio(a, e),
             );
         }
     }

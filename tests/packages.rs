@@ -217,6 +217,16 @@ fn the_dockerfile_builds_the_workspaces_binaries_and_runs_them_as_non_root_on_th
         build.1.contains("--release") && build.1.contains("--locked"),
         "{build:?}"
     );
+    // The image stores in etcd too (`--storage etcd`): the feature the `atoll` package declares.
+    assert!(build.1.contains("--features atoll/etcd"), "{build:?}");
+    let cli = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/Cargo.toml"),
+    )
+    .unwrap();
+    assert!(
+        cli.contains("etcd = [\"atoll-apiserver/etcd\"]"),
+        "the atoll package has no etcd feature"
+    );
     let built: BTreeSet<String> = build
         .1
         .split_whitespace()

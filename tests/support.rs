@@ -3,6 +3,7 @@
 //! HTTPS with the admin kubeconfig it wrote.
 
 pub mod bench;
+pub mod etcd_cluster;
 pub mod in_process;
 
 use std::net::{SocketAddr, TcpListener};

@@ -62,6 +62,8 @@ pub enum StorageKind {
     Sqlite,
     /// In memory: lost at exit; for tests and benchmarks.
     Memory,
+    /// An etcd cluster, under a key prefix ([`Config::etcd`]): several API servers share it.
+    Etcd,
 }
 
 /// What one API server may hold and serve at once, so that one tenant of a process cannot starve
@@ -135,6 +137,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     pub listen: SocketAddr,
     pub storage: StorageKind,
+    /// Where etcd is, for [`StorageKind::Etcd`].
+    pub etcd: Option<storage::etcd::EtcdOptions>,
     /// File name of the admin kubeconfig written into `data_dir`.
     pub kubeconfig_name: String,
     /// Cluster and context name in that kubeconfig.
@@ -164,6 +168,7 @@ impl Config {
             data_dir: data_dir.into(),
             listen,
             storage: StorageKind::Sqlite,
+            etcd: None,
             kubeconfig_name: "admin.kubeconfig".into(),
             cluster_name: "atoll".into(),
             extra_hosts: Vec::new(),
@@ -525,7 +530,8 @@ impl Server {
 }
 
 /// The storage backend of a server: none yet while it waits for a restore (an empty memory
-/// store), the snapshot a restore installed for the memory backend, or the SQLite database.
+/// store), the snapshot a restore installed for the memory backend, the SQLite database, or
+/// etcd.
 async fn open_backend(
     config: &Config,
     waiting: bool,
@@ -536,6 +542,12 @@ async fn open_backend(
         _ if waiting => Arc::new(storage::memory::MemoryBackend::new()),
         (StorageKind::Memory, Some(restored)) => Arc::new(restored),
         (StorageKind::Memory, None) => Arc::new(storage::memory::MemoryBackend::new()),
+        (StorageKind::Etcd, _) => {
+            let options = config.etcd.as_ref().ok_or_else(|| {
+                storage::Error::Backend("etcd storage needs etcd endpoints and a prefix".into())
+            })?;
+            Arc::new(storage::etcd::EtcdBackend::connect(options).await?)
+        }
         (StorageKind::Sqlite, _) => {
             let path = config.data_dir.join(DATABASE_FILE);
             // Made 0600 before SQLite opens it (SQLite gives its journal files the database's

@@ -6,7 +6,8 @@
 //! `mod_revision` on the way out, as kube-apiserver's etcd3 store does).
 //!
 //! Nothing here knows about HTTP or Kubernetes objects. Backends: [`memory`] for tests and
-//! benchmarks and [`sqlite`] (WAL, group commit) for durable use; both pass the conformance suite in
+//! benchmarks, [`sqlite`] (WAL, group commit) for durable use on one machine, and [`etcd`] for
+//! API servers that share an etcd cluster; all pass the conformance suite in
 //! `storage/conformance.rs`.
 
 use std::collections::VecDeque;
@@ -17,6 +18,12 @@ use bytes::Bytes;
 use futures::Stream;
 use tokio::sync::broadcast;
 
+#[cfg(feature = "etcd")]
+pub mod etcd;
+#[cfg(not(feature = "etcd"))]
+#[path = "storage/etcd_disabled.rs"]
+pub mod etcd;
+mod etcd_options;
 pub mod memory;
 pub mod sqlite;
 

@@ -207,9 +207,128 @@ struct ServerArgs {
     /// Address the API server listens on.
     #[arg(long, env = "ATOLL_API_ADDR", default_value = "127.0.0.1:6443")]
     api_addr: SocketAddr,
-    /// Storage backend: `sqlite` (durable, in the data directory) or `memory`.
+    /// Storage backend: `sqlite` (durable, in the data directory), `memory`, or `etcd` (an etcd
+    /// cluster that several API servers share, see --etcd-endpoints).
     #[arg(long, env = "ATOLL_STORAGE", value_enum, default_value_t = Storage::Sqlite)]
     storage: Storage,
+    /// etcd client URLs for `--storage etcd`, such as http://10.0.0.5:2379 (repeat, or separate
+    /// with commas).
+    #[arg(long, env = "ATOLL_ETCD_ENDPOINTS", value_name = "URL", value_delimiter = ',', value_parser = parse_etcd_endpoint)]
+    etcd_endpoints: Vec<String>,
+    /// Where this API server's keys live in etcd: one prefix per API server (the replicas of one
+    /// share it, other API servers on the same etcd take others).
+    #[arg(long, env = "ATOLL_ETCD_PREFIX", default_value = "/atoll", value_parser = parse_etcd_prefix)]
+    etcd_prefix: String,
+    /// The CA of etcd's serving certificates (PEM), for https:// --etcd-endpoints.
+    #[arg(long, env = "ATOLL_ETCD_CAFILE", value_name = "FILE")]
+    etcd_cafile: Option<PathBuf>,
+    /// A client certificate (PEM) for an etcd that authenticates its clients (with
+    /// --etcd-keyfile).
+    #[arg(long, env = "ATOLL_ETCD_CERTFILE", value_name = "FILE")]
+    etcd_certfile: Option<PathBuf>,
+    /// The key of --etcd-certfile (PEM).
+    #[arg(long, env = "ATOLL_ETCD_KEYFILE", value_name = "FILE")]
+    etcd_keyfile: Option<PathBuf>,
+    /// How long one call to etcd may take (and connecting to it), at most 5m.
+    #[arg(long, env = "ATOLL_ETCD_TIMEOUT", default_value = "10s", value_parser = parse_etcd_timeout)]
+    etcd_timeout: std::time::Duration,
+}
+
+impl ServerArgs {
+    /// The storage backend, and etcd's settings when it is etcd; refuses etcd flags that do not
+    /// fit together, naming them.
+    fn storage(
+        &self,
+    ) -> anyhow::Result<(
+        atoll_apiserver::StorageKind,
+        Option<atoll_apiserver::storage::etcd::EtcdOptions>,
+    )> {
+        let files = [
+            ("--etcd-cafile", &self.etcd_cafile),
+            ("--etcd-certfile", &self.etcd_certfile),
+            ("--etcd-keyfile", &self.etcd_keyfile),
+        ];
+        let Storage::Etcd = self.storage else {
+            let given = files
+                .iter()
+                .filter(|(_, file)| file.is_some())
+                .map(|(flag, _)| *flag)
+                .chain((!self.etcd_endpoints.is_empty()).then_some("--etcd-endpoints"))
+                .collect::<Vec<_>>();
+            if !given.is_empty() {
+                let verb = if given.len() == 1 { "applies" } else { "apply" };
+                anyhow::bail!("{} {verb} only with --storage etcd", given.join(", "));
+            }
+            return Ok((self.storage.into(), None));
+        };
+        if self.etcd_endpoints.is_empty() {
+            anyhow::bail!("--storage etcd needs --etcd-endpoints (etcd's client URLs)");
+        }
+        if self.etcd_endpoints.len() > atoll_apiserver::storage::etcd::MAX_ENDPOINTS {
+            anyhow::bail!(
+                "--etcd-endpoints takes at most {} URLs",
+                atoll_apiserver::storage::etcd::MAX_ENDPOINTS
+            );
+        }
+        let https = self
+            .etcd_endpoints
+            .iter()
+            .filter(|e| e.starts_with("https://"))
+            .count();
+        if https != 0 && https != self.etcd_endpoints.len() {
+            anyhow::bail!("--etcd-endpoints must be all https:// or all http://");
+        }
+        if https == 0 {
+            if let Some((flag, _)) = files.iter().find(|(_, file)| file.is_some()) {
+                anyhow::bail!("{flag} needs https:// --etcd-endpoints");
+            }
+        } else if self.etcd_cafile.is_none() {
+            anyhow::bail!(
+                "https:// --etcd-endpoints need --etcd-cafile (the CA of etcd's certificates)"
+            );
+        }
+        match (&self.etcd_certfile, &self.etcd_keyfile) {
+            (Some(_), None) => anyhow::bail!("--etcd-certfile needs --etcd-keyfile"),
+            (None, Some(_)) => anyhow::bail!("--etcd-keyfile needs --etcd-certfile"),
+            _ => {}
+        }
+        for (flag, file) in files {
+            if let Some(path) = file
+                && let Err(error) = std::fs::metadata(path)
+            {
+                anyhow::bail!("{flag} {}: {error}", path.display());
+            }
+        }
+        let mut etcd = atoll_apiserver::storage::etcd::EtcdOptions::new(
+            self.etcd_endpoints.clone(),
+            self.etcd_prefix.clone(),
+        );
+        etcd.ca_file = self.etcd_cafile.clone();
+        etcd.cert_file = self.etcd_certfile.clone();
+        etcd.key_file = self.etcd_keyfile.clone();
+        etcd.timeout = self.etcd_timeout;
+        Ok((atoll_apiserver::StorageKind::Etcd, Some(etcd)))
+    }
+}
+
+fn parse_etcd_endpoint(text: &str) -> Result<String, String> {
+    atoll_apiserver::storage::etcd::check_endpoint(text)
+        .map(|()| text.to_owned())
+        .map_err(|error| error.to_string())
+}
+
+fn parse_etcd_prefix(text: &str) -> Result<String, String> {
+    atoll_apiserver::storage::etcd::check_prefix(text)
+        .map(|()| text.to_owned())
+        .map_err(|error| error.to_string())
+}
+
+fn parse_etcd_timeout(text: &str) -> Result<std::time::Duration, String> {
+    let timeout = atoll_api::placement::parse_duration(text)?;
+    if timeout.is_zero() || timeout > std::time::Duration::from_secs(300) {
+        return Err("the etcd timeout is between 1s and 5m".into());
+    }
+    Ok(timeout)
 }
 
 #[derive(Args)]
@@ -278,6 +397,7 @@ struct ApiserverArgs {
 enum Storage {
     Sqlite,
     Memory,
+    Etcd,
 }
 
 impl From<Storage> for atoll_apiserver::StorageKind {
@@ -285,6 +405,7 @@ impl From<Storage> for atoll_apiserver::StorageKind {
         match storage {
             Storage::Sqlite => atoll_apiserver::StorageKind::Sqlite,
             Storage::Memory => atoll_apiserver::StorageKind::Memory,
+            Storage::Etcd => atoll_apiserver::StorageKind::Etcd,
         }
     }
 }
@@ -478,6 +599,7 @@ fn main() -> anyhow::Result<()> {
 
 /// `atoll up`: its defaults for hosted clusters, then the hub.
 async fn up(args: UpArgs) -> anyhow::Result<()> {
+    let (storage, etcd) = args.server.storage()?;
     let data_dir = args.server.data_dir.unwrap_or_else(|| ".atoll".into());
     let mut config = args.hub.config();
     up::hosted_defaults(
@@ -492,17 +614,12 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         metrics_addr: args.hub.metrics_addr,
         restore: args.restore,
     };
-    up::run(
-        mode,
-        data_dir,
-        args.server.api_addr,
-        args.server.storage.into(),
-    )
-    .await
+    up::run(mode, data_dir, args.server.api_addr, storage, etcd).await
 }
 
 /// `atoll apiserver`: a plain API server with its limits.
 async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
+    let (storage, etcd) = args.server.storage()?;
     let data_dir = args
         .server
         .data_dir
@@ -522,13 +639,7 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
         },
         exit_on_stdin_close: args.exit_on_stdin_close,
     });
-    up::run(
-        mode,
-        data_dir,
-        args.server.api_addr,
-        args.server.storage.into(),
-    )
-    .await
+    up::run(mode, data_dir, args.server.api_addr, storage, etcd).await
 }
 
 /// `atoll hosted ...`.

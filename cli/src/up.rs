@@ -93,10 +93,21 @@ pub async fn run(
     data_dir: PathBuf,
     api_addr: SocketAddr,
     storage: StorageKind,
+    etcd: Option<atoll_apiserver::storage::etcd::EtcdOptions>,
 ) -> anyhow::Result<()> {
     let mut config = Config::new(&data_dir, api_addr);
     config.storage = storage;
-    let mut first_start = storage == StorageKind::Memory || !data_dir.join("state.db").exists();
+    let mut first_start = match (storage, &etcd) {
+        (StorageKind::Memory, _) => true,
+        // Nothing under the prefix yet: no replica of the hub has started on it. (Only the hub
+        // asks; a plain API server reports an unreachable etcd as it opens storage.)
+        (StorageKind::Etcd, Some(etcd)) if matches!(mode, Mode::Hub { .. }) => {
+            etcd_is_empty(etcd).await?
+        }
+        (StorageKind::Etcd, _) => false,
+        _ => !data_dir.join("state.db").exists(),
+    };
+    config.etcd = etcd;
     if let Mode::Hub {
         restore: Some(backup),
         ..
@@ -475,4 +486,14 @@ async fn replace_local_token(client: kube::Client, path: &Path) -> anyhow::Resul
         }
     }
     Ok(())
+}
+
+/// Whether nothing is stored under the etcd prefix yet.
+async fn etcd_is_empty(etcd: &atoll_apiserver::storage::etcd::EtcdOptions) -> anyhow::Result<bool> {
+    use atoll_apiserver::storage::Backend;
+    let backend = atoll_apiserver::storage::etcd::EtcdBackend::connect(etcd)
+        .await
+        .map_err(anyhow::Error::new)
+        .context("cannot open etcd storage")?;
+    Ok(backend.usage().objects == 0)
 }

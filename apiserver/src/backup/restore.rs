@@ -106,6 +106,8 @@ pub(crate) enum InstallError {
     },
     #[error("cannot write a credential file")]
     Pki(#[from] crate::pki::Error),
+    #[error("a backup cannot be restored into etcd storage: restore it with etcd's own tools")]
+    Etcd,
 }
 
 /// Reads the staged backup once, checking it as it goes, into a new database (SQLite, beside
@@ -128,6 +130,7 @@ fn install(
                 None
             }
             StorageKind::Memory => Some(MemoryBackend::restored(revision, Records(&mut reader))?),
+            StorageKind::Etcd => return Err(InstallError::Etcd),
         };
         let mut files = Vec::with_capacity(CREDENTIAL_FILES.len());
         while let Some(file) = reader.next_file()? {

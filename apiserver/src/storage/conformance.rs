@@ -1,7 +1,9 @@
 //! The storage conformance suite: every check runs against every backend.
 //!
 //! Each check is an async fn taking a fresh store; the `suite!` macro turns it into one
-//! `#[tokio::test]` per backend, with a timeout.
+//! `#[tokio::test]` per backend, with a timeout. Checks count revisions from the store's current
+//! revision at start: 0 for an empty store, 1 for a fresh etcd (etcd's first revision). The
+//! etcd store of each check is on a 3-member etcd cluster of its own, started on loopback.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -42,6 +44,19 @@ macro_rules! suite {
                         super::$check,
                     )
                     .await;
+                }
+            )*
+        }
+
+        #[cfg(feature = "etcd")]
+        mod etcd {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $check() {
+                    let cluster = crate::storage::etcd::cluster::EtcdCluster::start(3).await;
+                    let store = cluster.backend("/conformance").await;
+                    super::run(std::sync::Arc::new(store), super::$check).await;
+                    drop(cluster);
                 }
             )*
         }
@@ -119,21 +134,23 @@ async fn next_events(stream: &mut EventStream, n: usize) -> Vec<(EventKind, Stri
 }
 
 async fn revisions_increase_by_one_per_write(store: Store) {
-    assert_eq!(store.current_revision(), 0);
+    // An empty store is at revision 0 (1 for etcd, which starts there).
+    let base = store.current_revision();
+    assert!(matches!(base, 0 | 1), "{base}");
     assert_eq!(store.compacted_revision(), 0);
     let a = store.create("/a", value("1")).await.unwrap();
-    assert_eq!(a, 1);
+    assert_eq!(a, base + 1);
     let b = store.create("/b", value("1")).await.unwrap();
-    assert_eq!(b, 2);
+    assert_eq!(b, base + 2);
     let a2 = store.update("/a", value("2"), a).await.unwrap();
-    assert_eq!(a2, 3);
+    assert_eq!(a2, base + 3);
     let (deleted, _) = store.delete("/b", None).await.unwrap();
-    assert_eq!(deleted, 4);
+    assert_eq!(deleted, base + 4);
     // Failed writes do not use a revision.
     assert!(store.create("/a", value("x")).await.is_err());
     assert!(store.update("/a", value("x"), a).await.is_err());
-    assert_eq!(store.current_revision(), 4);
-    assert_eq!(store.create("/c", value("1")).await.unwrap(), 5);
+    assert_eq!(store.current_revision(), base + 4);
+    assert_eq!(store.create("/c", value("1")).await.unwrap(), base + 5);
 }
 
 async fn create_of_a_live_key_fails(store: Store) {
@@ -461,6 +478,7 @@ async fn compact_ahead_of_the_current_revision_fails(store: Store) {
 }
 
 async fn watch_replays_history_then_follows_live_writes(store: Store) {
+    let base = store.current_revision();
     let a = store.create("/w/a", value("1")).await.unwrap();
     store.update("/w/a", value("2"), a).await.unwrap();
     store.create("/w/b", value("1")).await.unwrap();
@@ -470,23 +488,23 @@ async fn watch_replays_history_then_follows_live_writes(store: Store) {
     assert_eq!(
         next_events(&mut watch, 4).await,
         vec![
-            (EventKind::Create, "/w/a".to_owned(), 1),
-            (EventKind::Update, "/w/a".to_owned(), 2),
-            (EventKind::Create, "/w/b".to_owned(), 3),
-            (EventKind::Delete, "/w/a".to_owned(), 4),
+            (EventKind::Create, "/w/a".to_owned(), base + 1),
+            (EventKind::Update, "/w/a".to_owned(), base + 2),
+            (EventKind::Create, "/w/b".to_owned(), base + 3),
+            (EventKind::Delete, "/w/a".to_owned(), base + 4),
         ]
     );
 
     store.create("/w/c", value("1")).await.unwrap();
-    store.update("/w/b", value("2"), 3).await.unwrap();
+    store.update("/w/b", value("2"), base + 3).await.unwrap();
     let live = next_event(&mut watch).await;
     assert_eq!(live.kind, EventKind::Create);
     assert_eq!(live.kv.key, "/w/c");
     assert_eq!(live.kv.value, value("1"));
-    assert_eq!(live.revision(), 5);
+    assert_eq!(live.revision(), base + 5);
     let live = next_event(&mut watch).await;
     assert_eq!(live.kind, EventKind::Update);
-    assert_eq!(live.revision(), 6);
+    assert_eq!(live.revision(), base + 6);
     assert_eq!(
         live.prev.as_ref().map(|prev| prev.value.clone()),
         Some(value("1"))
@@ -494,17 +512,18 @@ async fn watch_replays_history_then_follows_live_writes(store: Store) {
 }
 
 async fn watch_from_a_past_revision_starts_after_it(store: Store) {
+    let base = store.current_revision();
     for i in 1..=5 {
         store.create(&format!("/w/{i}"), value("v")).await.unwrap();
     }
-    let mut watch = store.watch("/w/", 3).await.unwrap();
+    let mut watch = store.watch("/w/", base + 3).await.unwrap();
     store.create("/w/6", value("v")).await.unwrap();
     let revisions: Vec<Revision> = next_events(&mut watch, 3)
         .await
         .into_iter()
         .map(|(_, _, revision)| revision)
         .collect();
-    assert_eq!(revisions, [4, 5, 6]);
+    assert_eq!(revisions, [base + 4, base + 5, base + 6]);
 
     // From the current revision: only what comes next.
     let mut watch = store.watch("/w/", store.current_revision()).await.unwrap();
@@ -513,6 +532,7 @@ async fn watch_from_a_past_revision_starts_after_it(store: Store) {
 }
 
 async fn watch_filters_by_prefix(store: Store) {
+    let base = store.current_revision();
     store.create("/a/1", value("v")).await.unwrap();
     store.create("/ab/1", value("v")).await.unwrap();
     let mut watch = store.watch("/a/", 0).await.unwrap();
@@ -523,19 +543,20 @@ async fn watch_filters_by_prefix(store: Store) {
     assert_eq!(
         events,
         vec![
-            (EventKind::Create, "/a/1".to_owned(), 1),
-            (EventKind::Create, "/a/2".to_owned(), 5),
+            (EventKind::Create, "/a/1".to_owned(), base + 1),
+            (EventKind::Create, "/a/2".to_owned(), base + 5),
         ]
     );
 }
 
 async fn watch_from_a_compacted_revision_fails(store: Store) {
+    let base = store.current_revision();
     for i in 1..=4 {
         store.create(&format!("/w/{i}"), value("v")).await.unwrap();
     }
-    store.compact(2).await.unwrap();
+    store.compact(base + 2).await.unwrap();
     let err = store
-        .watch("/w/", 1)
+        .watch("/w/", base + 1)
         .await
         .err()
         .expect("watch below compaction");
@@ -543,14 +564,14 @@ async fn watch_from_a_compacted_revision_fails(store: Store) {
         matches!(
             err,
             Error::Compacted {
-                requested: 1,
-                compacted: 2
-            }
+                requested,
+                compacted,
+            } if requested == base + 1 && compacted == base + 2
         ),
         "{err:?}"
     );
     // Events after the compacted revision are still there.
-    let mut watch = store.watch("/w/", 2).await.unwrap();
+    let mut watch = store.watch("/w/", base + 2).await.unwrap();
     let keys: Vec<String> = next_events(&mut watch, 2)
         .await
         .into_iter()
@@ -560,6 +581,7 @@ async fn watch_from_a_compacted_revision_fails(store: Store) {
 }
 
 async fn watch_of_a_slow_reader_loses_nothing(store: Store) {
+    let base = store.current_revision();
     let mut watch = store.watch("/s/", 0).await.unwrap();
     let mut other = store.watch("/t/", 0).await.unwrap();
     // Far more writes than any live buffer holds, while nobody reads the watches.
@@ -588,7 +610,7 @@ async fn watch_of_a_slow_reader_loses_nothing(store: Store) {
     assert!(others.iter().all(|(_, key, _)| key.starts_with("/t/")));
 
     store.create("/s/last", value("v")).await.unwrap();
-    assert_eq!(next_event(&mut watch).await.revision(), 1001);
+    assert_eq!(next_event(&mut watch).await.revision(), base + 1001);
 }
 
 async fn watch_ends_when_the_store_is_dropped(store: Store) {
@@ -709,6 +731,7 @@ async fn create_revision_is_stable_across_updates(store: Store) {
 }
 
 async fn concurrent_writers_get_contiguous_revisions(store: Store) {
+    let base = store.current_revision();
     let mut watch = store.watch("/x/", 0).await.unwrap();
     let writers: Vec<_> = (0..50)
         .map(|task| {
@@ -731,12 +754,15 @@ async fn concurrent_writers_get_contiguous_revisions(store: Store) {
         revisions.extend(mine);
     }
     revisions.sort_unstable();
-    assert_eq!(revisions, (1..=1000).collect::<Vec<Revision>>());
-    assert_eq!(store.current_revision(), 1000);
+    assert_eq!(
+        revisions,
+        (base + 1..=base + 1000).collect::<Vec<Revision>>()
+    );
+    assert_eq!(store.current_revision(), base + 1000);
 
     let events = next_events(&mut watch, 1000).await;
     let seen: Vec<Revision> = events.iter().map(|(_, _, revision)| *revision).collect();
-    assert_eq!(seen, (1..=1000).collect::<Vec<Revision>>());
+    assert_eq!(seen, (base + 1..=base + 1000).collect::<Vec<Revision>>());
     let page = store.list(prefix("/x/")).await.unwrap();
     assert_eq!(page.items.len(), 1000);
 }

@@ -349,7 +349,7 @@ fn name(row: &Row<'_>, column: usize) -> rusqlite::Result<String> {
 }
 
 /// The smallest byte string greater than every string starting with `prefix`, if any.
-fn prefix_end(prefix: &str) -> Option<Vec<u8>> {
+pub(super) fn prefix_end(prefix: &str) -> Option<Vec<u8>> {
     let mut end = prefix.as_bytes().to_vec();
     while let Some(last) = end.pop() {
         if last < u8::MAX {
