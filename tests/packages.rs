@@ -219,10 +219,9 @@ fn the_dockerfile_builds_the_workspaces_binaries_and_runs_them_as_non_root_on_th
     );
     // The image stores in etcd too (`--storage etcd`): the feature the `atoll` package declares.
     assert!(build.1.contains("--features atoll/etcd"), "{build:?}");
-    let cli = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/Cargo.toml"),
-    )
-    .unwrap();
+    let cli =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/Cargo.toml"))
+            .unwrap();
     assert!(
         cli.contains("etcd = [\"atoll-apiserver/etcd\"]"),
         "the atoll package has no etcd feature"

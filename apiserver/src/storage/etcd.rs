@@ -115,7 +115,6 @@ impl From<EtcdError> for Error {
     }
 }
 
-
 /// A revisioned key-value store on etcd. Dropping it stops its feed and ends every watch
 /// stream (once each has delivered what was committed before).
 pub struct EtcdBackend {

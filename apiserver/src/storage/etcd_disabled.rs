@@ -2,7 +2,9 @@
 //! `protoc`). Its settings parse and are checked as in a build with it; opening it says how to
 //! get a build that has it.
 
-use super::{Backend, Error, EventStream, KeyValue, ListOptions, ListPage, Result, Revision, Usage};
+use super::{
+    Backend, Error, EventStream, KeyValue, ListOptions, ListPage, Result, Revision, Usage,
+};
 use bytes::Bytes;
 
 pub use super::etcd_options::*;
