@@ -77,7 +77,7 @@ async fn install_crds(client: &Client) {
         .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
         .collect();
     paths.sort();
-    assert_eq!(paths.len(), 7, "expected 7 CRD files in {CRD_DIR}");
+    assert_eq!(paths.len(), 8, "expected 8 CRD files in {CRD_DIR}");
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for path in &paths {
         let crd: CustomResourceDefinition =
@@ -246,6 +246,22 @@ async fn crds_serve_their_kinds() {
         Api::namespaced(client.clone(), NAMESPACE),
         placement,
         |o: &WorkPlacement| json!(o.spec),
+    )
+    .await;
+
+    let work_override: atoll_api::placement::WorkOverride = serde_json::from_value(json!({
+        "apiVersion": "atoll.dev/v1alpha1", "kind": "WorkOverride",
+        "metadata": {"name": "mirror"},
+        "spec": {
+            "placements": {"namespaces": [NAMESPACE]},
+            "overrides": [{"image": {"registry": "mirror.example.com"}}],
+        },
+    }))
+    .unwrap();
+    round_trip(
+        Api::all(client.clone()),
+        work_override,
+        |o: &atoll_api::placement::WorkOverride| json!(o.spec),
     )
     .await;
 

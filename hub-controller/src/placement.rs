@@ -1055,7 +1055,6 @@ async fn roll_out(
 ) -> kube::Result<Option<Duration>> {
     let client = &ctx.client;
     let key = key(placement);
-    let generation = placement.metadata.generation.unwrap_or(0);
     let (members, missing_set) = select(placement, &ctx.fleet);
     let previous = written
         .clone()
@@ -1095,43 +1094,15 @@ async fn roll_out(
         now,
     );
 
-    // Stamp concurrently: each is one write, and a large fleet has thousands.
-    let manifests = sources.manifests.clone();
-    let mut first_error = None;
-    for chunk in plan.to_stamp.chunks(STAMP_CONCURRENCY) {
-        let writes = chunk.iter().map(|cluster| {
-            let (manifests, rendered) = match renders.get(cluster) {
-                Some(Ok((r, digest))) => (Arc::new(r.manifests.clone()), Some(digest.clone())),
-                _ => (manifests.clone(), None),
-            };
-            stamp(
-                client.clone(),
-                key.clone(),
-                cluster.clone(),
-                generation,
-                manifests,
-                rendered,
-            )
-        });
-        for (cluster, result) in futures::future::join_all(writes).await {
-            match result {
-                Ok(()) => {
-                    timings.insert(
-                        cluster,
-                        Timing {
-                            generation,
-                            stamped: now,
-                            available_since: None,
-                        },
-                    );
-                }
-                Err(error) => {
-                    tracing::warn!(placement = %key, %cluster, %error, "cannot stamp the Work; retrying");
-                    first_error.get_or_insert(error);
-                }
-            }
-        }
-    }
+    let first_error = stamp_all(
+        client,
+        placement,
+        &plan.to_stamp,
+        (&sources.manifests, &renders),
+        timings,
+        now,
+    )
+    .await;
     let chosen: std::collections::HashSet<&String> = selected.iter().collect();
     if plan.invalid.is_none() {
         let unwanted = stamped
@@ -1166,20 +1137,85 @@ async fn roll_out(
         *written = Some(status);
         return done(first_error);
     }
+    write_status(client, placement, &status).await?;
+    *written = Some(status);
+    done(first_error)
+}
+
+/// Stamps the Works of `clusters` (each its rendering where the placement has one, else the
+/// placement's manifests), as many at once as [`STAMP_CONCURRENCY`]: each is one write, and a
+/// large fleet has thousands. Records when each was stamped; returns the first error (the
+/// others are logged), for a retry.
+async fn stamp_all(
+    client: &kube::Client,
+    placement: &WorkPlacement,
+    clusters: &[String],
+    (manifests, renders): (&Arc<Vec<Manifest>>, &Renders),
+    timings: &mut HashMap<String, Timing>,
+    now: Instant,
+) -> Option<kube::Error> {
+    let key = key(placement);
+    let generation = placement.metadata.generation.unwrap_or(0);
+    let mut first_error = None;
+    for chunk in clusters.chunks(STAMP_CONCURRENCY) {
+        let writes = chunk.iter().map(|cluster| {
+            let (manifests, rendered) = match renders.get(cluster) {
+                Some(Ok((r, digest))) => (Arc::new(r.manifests.clone()), Some(digest.clone())),
+                _ => (manifests.clone(), None),
+            };
+            stamp(
+                client.clone(),
+                key.clone(),
+                cluster.clone(),
+                generation,
+                manifests,
+                rendered,
+            )
+        });
+        for (cluster, result) in futures::future::join_all(writes).await {
+            match result {
+                Ok(()) => {
+                    timings.insert(
+                        cluster,
+                        Timing {
+                            generation,
+                            stamped: now,
+                            available_since: None,
+                        },
+                    );
+                }
+                Err(error) => {
+                    tracing::warn!(placement = %key, %cluster, %error, "cannot stamp the Work; retrying");
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+    }
+    first_error
+}
+
+/// Writes a placement's status by a merge patch, with every list present (an empty list
+/// clears the one written before).
+async fn write_status(
+    client: &kube::Client,
+    placement: &WorkPlacement,
+    status: &WorkPlacementStatus,
+) -> kube::Result<()> {
     let api: Api<WorkPlacement> = Api::namespaced(
         client.clone(),
         placement.metadata.namespace.as_deref().unwrap_or_default(),
     );
-    let mut body = serde_json::to_value(&status).unwrap_or_default();
+    let mut body = serde_json::to_value(status).unwrap_or_default();
     if let Some(obj) = body.as_object_mut() {
-        obj.entry("failedClusters").or_insert(serde_json::json!([]));
-        obj.entry("overriddenClusters")
-            .or_insert(serde_json::json!([]));
-        obj.entry("unusedOverrides")
-            .or_insert(serde_json::json!([]));
-        obj.entry("decisions").or_insert(serde_json::json!([]));
-        obj.entry("selectedResources")
-            .or_insert(serde_json::json!([]));
+        for list in [
+            "failedClusters",
+            "overriddenClusters",
+            "unusedOverrides",
+            "decisions",
+            "selectedResources",
+        ] {
+            obj.entry(list).or_insert(serde_json::json!([]));
+        }
     }
     api.patch_status(
         placement.metadata.name.as_deref().unwrap_or_default(),
@@ -1187,8 +1223,7 @@ async fn roll_out(
         &Patch::Merge(serde_json::json!({ "status": body })),
     )
     .await?;
-    *written = Some(status);
-    done(first_error)
+    Ok(())
 }
 
 fn cluster_progress(

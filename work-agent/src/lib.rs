@@ -162,11 +162,17 @@ pub async fn run(
                     tracing::warn!(%message, "the hub no longer accepts this cluster's credential; joining again");
                     // With the same join secret: the hub knows this agent and issues a new
                     // credential (an expired or lost one); a removed cluster joins as new.
+                    // A join secret the agent is given (a hosted cluster's, whose record the hub
+                    // made) stands over the stored one.
                     let again = credential::load(&member)
                         .await
                         .map_err(Error::member("Secret atoll-system/atoll-agent"))?
                         .filter(|s| s.hub == config.hub && s.cluster_name == config.cluster_name)
-                        .map(|s| Stored { credential: None, ..s })
+                        .map(|s| Stored {
+                            credential: None,
+                            join_secret: config.join_secret.clone().unwrap_or(s.join_secret),
+                            ..s
+                        })
                         .unwrap_or_else(|| config.fresh());
                     credential::save(&member, &again).await.map_err(Error::member("Secret atoll-system/atoll-agent"))?;
                 }
