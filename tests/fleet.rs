@@ -6,7 +6,8 @@
 //! ClusterProperty. A placement lands on every member and survives a killed hub; an agent killed
 //! mid-apply and restarted neither misses nor rewrites an object; a second SIGTERM stops a stuck
 //! agent at once. Two `hub-controller` replicas elect one leader, and the other takes over when it
-//! is killed mid-rollout, with nothing lost, applied twice or joined again.
+//! is killed mid-rollout, with nothing lost, applied twice or joined again; so do two `atoll up`
+//! replicas sharing one etcd.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -1211,22 +1212,54 @@ const LEADER_LEASE_SECONDS: u64 = 6;
 const LEADER_RENEW_SECONDS: u64 = 4;
 const LEADER_RETRY_SECONDS: u64 = 1;
 
-/// A `hub-controller` process, as one replica of `manifests/hub` runs, killed when dropped.
+/// One hub replica, killed when dropped: a `hub-controller` process, as one replica of
+/// `manifests/hub` runs, or an `atoll up` on an etcd prefix shared with the others.
 struct HubReplica {
     child: Child,
     name: String,
-    kubeconfig: PathBuf,
+    runs: Runs,
     grpc: String,
     metrics: std::net::SocketAddr,
     log: PathBuf,
 }
 
+/// What a [`HubReplica`] runs.
+enum Runs {
+    /// `hub-controller` on the hub cluster of this kubeconfig.
+    HubController { kubeconfig: PathBuf },
+    /// `atoll up` with its own data directory and API address, its API server on etcd.
+    Up {
+        data_dir: PathBuf,
+        api: std::net::SocketAddr,
+        etcd_endpoints: String,
+        etcd_prefix: String,
+    },
+}
+
 impl HubReplica {
     fn start(dir: &Path, name: &str, kubeconfig: &Path) -> HubReplica {
+        let runs = Runs::HubController {
+            kubeconfig: kubeconfig.to_owned(),
+        };
+        HubReplica::start_running(dir, name, runs)
+    }
+
+    /// An `atoll up` replica serving the hub's API from `etcd_prefix`.
+    fn up(dir: &Path, name: &str, etcd_endpoints: &str, etcd_prefix: &str) -> HubReplica {
+        let runs = Runs::Up {
+            data_dir: dir.join(name),
+            api: free_addr().unwrap(),
+            etcd_endpoints: etcd_endpoints.to_owned(),
+            etcd_prefix: etcd_prefix.to_owned(),
+        };
+        HubReplica::start_running(dir, name, runs)
+    }
+
+    fn start_running(dir: &Path, name: &str, runs: Runs) -> HubReplica {
         let mut replica = HubReplica {
             child: Command::new("true").spawn().unwrap(),
             name: name.to_owned(),
-            kubeconfig: kubeconfig.to_owned(),
+            runs,
             grpc: free_addr().unwrap().to_string(),
             metrics: free_addr().unwrap(),
             log: dir.join(format!("{name}.log")),
@@ -1234,6 +1267,14 @@ impl HubReplica {
         let _ = replica.child.wait();
         replica.spawn();
         replica
+    }
+
+    /// The admin kubeconfig of an `atoll up` replica.
+    fn hub_kubeconfig(&self) -> PathBuf {
+        match &self.runs {
+            Runs::Up { data_dir, .. } => data_dir.join("hub.kubeconfig"),
+            Runs::HubController { kubeconfig } => kubeconfig.clone(),
+        }
     }
 
     /// Starts the process (again) on the same addresses.
@@ -1248,9 +1289,31 @@ impl HubReplica {
             format!("{LEADER_RENEW_SECONDS}s"),
             format!("{LEADER_RETRY_SECONDS}s"),
         );
-        self.child = Command::new(atoll_tests::hub_controller_binary().unwrap())
-            .env_clear()
-            .env("KUBECONFIG", &self.kubeconfig)
+        let mut command = match &self.runs {
+            Runs::HubController { kubeconfig } => {
+                let mut command = Command::new(atoll_tests::hub_controller_binary().unwrap());
+                command.env_clear().env("KUBECONFIG", kubeconfig);
+                command
+            }
+            Runs::Up {
+                data_dir,
+                api,
+                etcd_endpoints,
+                etcd_prefix,
+            } => {
+                let mut command = Command::new(atoll_binary().unwrap());
+                command
+                    .env_clear()
+                    .arg("up")
+                    .arg("--data-dir")
+                    .arg(data_dir)
+                    .args(["--api-addr", &api.to_string(), "--hosted-clusters", "0"])
+                    .args(["--storage", "etcd", "--etcd-endpoints", etcd_endpoints])
+                    .args(["--etcd-prefix", etcd_prefix]);
+                command
+            }
+        };
+        self.child = command
             .env("HOSTNAME", &self.name)
             .env("ATOLL_LEADER_LEASE_DURATION", &lease)
             .args(["--grpc-addr", &self.grpc, "--auto-accept"])
@@ -1755,6 +1818,284 @@ async fn two_hub_controllers_elect_one_leader_and_the_other_takes_over_mid_rollo
     );
     let status = replicas[leader].sigterm();
     assert!(status.success(), "{}", replicas[leader].log());
+}
+
+/// The embedded hub outgrowing one machine: two `atoll up` replicas, each with its own data
+/// directory, share one 3-member etcd. Both serve the hub's API with one CA and one admin token;
+/// one leads (reconciles, serves agents), the other waits, not ready. One etcd member killed:
+/// both go on and a rollout finishes. Then the leading replica SIGKILLed: the other leads within
+/// the lease, the agents (given both addresses) reconnect with their credentials, a Work applied
+/// through the surviving replica's API during the failover lands everywhere, nothing is written
+/// twice and no agent joins again.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_atoll_up_replicas_on_one_etcd_lead_in_turn_through_an_etcd_member_and_a_leader_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut etcd = atoll_tests::etcd_cluster::EtcdCluster::start(&d.join("etcd"), 3).unwrap();
+    let endpoints = etcd.endpoints();
+    let mut replicas = [
+        HubReplica::up(d, "up-a", &endpoints, "/atoll/hub"),
+        HubReplica::up(d, "up-b", &endpoints, "/atoll/hub"),
+    ];
+    until(
+        d,
+        "one atoll up leads and the other waits",
+        Duration::from_secs(90),
+        || {
+            let states = [replicas[0].ready(), replicas[1].ready()];
+            states.contains(&Some(true)) && states.contains(&Some(false))
+        },
+    )
+    .await;
+    let leader = usize::from(replicas[1].ready() == Some(true));
+    let follower = 1 - leader;
+    println!(
+        "{} leads, {} waits",
+        replicas[leader].name, replicas[follower].name
+    );
+    let waiting = replicas[follower].readyz();
+    assert!(
+        waiting.contains("this replica is not leading (Lease atoll-system/atoll-hub)"),
+        "{waiting}"
+    );
+    assert_eq!(
+        replicas[follower].metric("atoll_hub_leader").as_deref(),
+        Some("0")
+    );
+
+    // One hub API through either replica: the same CA, admin token and hub CA for agents; a
+    // write through one is read through the other.
+    let kubeconfigs = [replicas[0].hub_kubeconfig(), replicas[1].hub_kubeconfig()];
+    let credentials = |kubeconfig: &Path| {
+        let text = std::fs::read_to_string(kubeconfig).unwrap();
+        let yaml: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+        (
+            yaml["clusters"][0]["cluster"]["certificate-authority-data"].clone(),
+            yaml["users"][0]["user"]["token"].clone(),
+        )
+    };
+    assert_eq!(credentials(&kubeconfigs[0]), credentials(&kubeconfigs[1]));
+    let hub_ca = |i: usize| std::fs::read_to_string(kubeconfigs[i].with_file_name("hub-ca.crt"));
+    assert_eq!(hub_ca(0).unwrap(), hub_ca(1).unwrap());
+    kubectl(
+        &kubeconfigs[leader],
+        &["create", "configmap", "through-leader", "-n", "default"],
+    )
+    .success();
+    kubectl(
+        &kubeconfigs[follower],
+        &[
+            "get",
+            "configmap",
+            "through-leader",
+            "-n",
+            "default",
+            "-o",
+            "name",
+        ],
+    )
+    .success()
+    .stdout_is("configmap/through-leader\n");
+
+    // The operator works through the replica that will survive; agents get both addresses.
+    let hub_dir = kubeconfigs[follower].parent().unwrap().to_owned();
+    let hubs = format!("https://{},https://{}", replicas[0].grpc, replicas[1].grpc);
+    let mut members = Vec::new();
+    let mut agents = Vec::new();
+    for name in ["east", "west", "north"] {
+        let member = Process::apiserver(&d.join(name), free_addr().unwrap()).unwrap();
+        let log = d.join(format!("{name}-agent.log"));
+        agents.push(Agent::start_at(
+            &hub_dir,
+            &hubs,
+            &member.kubeconfig(),
+            name,
+            log,
+        ));
+        members.push(member);
+    }
+    until(
+        d,
+        "three clusters are healthy",
+        Duration::from_secs(60),
+        || {
+            let rows = clusters(&hub_dir);
+            rows.len() == 3 && rows.iter().all(|r| r.1 == "True")
+        },
+    )
+    .await;
+    atoll(&hub_dir, &["clusterset", "create", "prod"]).success();
+    atoll(
+        &hub_dir,
+        &["clusterset", "add", "prod", "east", "west", "north"],
+    )
+    .success();
+    let app = d.join("app.yaml");
+    std::fs::write(&app, APP.replace("SIZE", "1")).unwrap();
+    let config = d.join("config.yaml");
+    std::fs::write(&config, CONFIGMAP).unwrap();
+    let (app_path, config_path) = (app.to_str().unwrap(), config.to_str().unwrap());
+    let place = || {
+        atoll(
+            &hub_dir,
+            &[
+                "work",
+                "apply",
+                "-f",
+                app_path,
+                "-f",
+                config_path,
+                "--clusterset",
+                "prod",
+                "--name",
+                "shop",
+            ],
+        )
+    };
+    place().success();
+    until(
+        d,
+        "every member has size 1",
+        Duration::from_secs(60),
+        || members.iter().all(|m| widget_size(m).stdout.trim() == "1"),
+    )
+    .await;
+    let settings_before = settings_versions(&members);
+
+    // One etcd member down: a change still rolls out everywhere.
+    etcd.kill(0);
+    std::fs::write(&app, APP.replace("SIZE", "2")).unwrap();
+    until(
+        d,
+        "a change is accepted with an etcd member down",
+        Duration::from_secs(30),
+        || place().status.is_some_and(|s| s.success()),
+    )
+    .await;
+    until(
+        d,
+        "every member has size 2 with an etcd member down",
+        Duration::from_secs(60),
+        || members.iter().all(|m| widget_size(m).stdout.trim() == "2"),
+    )
+    .await;
+
+    // The leading atoll up SIGKILLed; a Work applied through the other while nobody leads.
+    replicas[leader].child.kill().unwrap();
+    replicas[leader].child.wait().unwrap();
+    let killed = std::time::Instant::now();
+    let failover_works: String = ["east", "west", "north"]
+        .iter()
+        .map(|cluster| {
+            format!(
+                "---\napiVersion: multicluster.x-k8s.io/v1alpha1\nkind: Work\n\
+                 metadata: {{name: failover, namespace: {cluster}}}\n\
+                 spec:\n  workload:\n    manifests:\n    - apiVersion: v1\n      kind: ConfigMap\n      \
+                 metadata: {{name: failover, namespace: default}}\n      data: {{cluster: {cluster}}}\n"
+            )
+        })
+        .collect();
+    let works_file = d.join("failover-works.yaml");
+    std::fs::write(&works_file, failover_works).unwrap();
+    kubectl(
+        &kubeconfigs[follower],
+        &["apply", "-f", works_file.to_str().unwrap()],
+    )
+    .success();
+    assert_eq!(
+        replicas[follower].ready(),
+        Some(false),
+        "the Work was applied after the other replica already led: no failover window tested"
+    );
+    let lease = Duration::from_secs(LEADER_LEASE_SECONDS);
+    until(
+        d,
+        "the other atoll up leads",
+        lease + Duration::from_secs(3 * LEADER_RETRY_SECONDS + 10),
+        || replicas[follower].ready() == Some(true),
+    )
+    .await;
+    println!(
+        "failover: {} leads {:.1}s after the leader was killed (lease {}s, retry {}s)",
+        replicas[follower].name,
+        killed.elapsed().as_secs_f64(),
+        LEADER_LEASE_SECONDS,
+        LEADER_RETRY_SECONDS
+    );
+    let (holder, _) = leader_lease(&kubeconfigs[follower]);
+    assert!(
+        holder.starts_with(&format!("{}_", replicas[follower].name)),
+        "the Lease names {holder:?}"
+    );
+    until(
+        d,
+        "the failover Work is in every member",
+        Duration::from_secs(60),
+        || {
+            members
+                .iter()
+                .zip(["east", "west", "north"])
+                .all(|(m, cluster)| {
+                    kubectl(
+                        &m.kubeconfig(),
+                        &[
+                            "get",
+                            "configmap",
+                            "failover",
+                            "-n",
+                            "default",
+                            "-o",
+                            "jsonpath={.data.cluster}",
+                        ],
+                    )
+                    .stdout
+                    .trim()
+                        == cluster
+                })
+        },
+    )
+    .await;
+    until(
+        d,
+        "the placement reports every cluster available",
+        Duration::from_secs(60),
+        || {
+            atoll(&hub_dir, &["work", "status", "shop"])
+                .stdout
+                .contains("3 selected, 3 applied, 3 available")
+        },
+    )
+    .await;
+    assert_eq!(settings_versions(&members), settings_before);
+    for agent in &agents {
+        let log = agent.log();
+        assert_eq!(log.matches("joined the hub").count(), 1, "{log}");
+        assert!(!log.contains("joining again"), "{log}");
+    }
+
+    // The killed replica, restarted on its data directory, serves the API and waits to lead.
+    replicas[leader].spawn();
+    until(
+        d,
+        "the restarted atoll up waits, not ready",
+        Duration::from_secs(60),
+        || {
+            replicas[leader]
+                .readyz()
+                .contains("this replica is not leading")
+                && replicas[leader].metric("atoll_hub_leader").as_deref() == Some("0")
+        },
+    )
+    .await;
+    kubectl(
+        &kubeconfigs[leader],
+        &["get", "work", "failover", "-n", "east", "-o", "name"],
+    )
+    .success();
+    for i in [leader, follower] {
+        let status = replicas[i].sigterm();
+        assert!(status.success(), "{}", replicas[i].log());
+    }
 }
 
 #[test]

@@ -46,12 +46,7 @@ pub const MAGIC: &[u8; 8] = b"ATOLLBAK";
 /// The format this atoll writes and reads.
 pub const FORMAT: u32 = 1;
 /// The data-directory files a backup carries, in the order it carries them.
-pub const CREDENTIAL_FILES: &[&str] = &[
-    "ca.crt",
-    "ca.key",
-    crate::auth::TOKEN_FILE,
-    crate::auth::SIGNING_KEY_FILE,
-];
+pub const CREDENTIAL_FILES: &[&str] = crate::credentials::FILES;
 
 /// The largest header a reader accepts.
 const MAX_HEADER_BYTES: usize = 1024 * 1024;

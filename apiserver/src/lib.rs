@@ -29,6 +29,7 @@ pub mod apply;
 pub mod auth;
 pub mod authz;
 pub mod backup;
+pub mod credentials;
 pub mod data_format;
 pub mod discovery;
 pub mod error;
@@ -201,6 +202,8 @@ pub enum Error {
     Pki(#[from] pki::Error),
     #[error("cannot set up authentication")]
     Auth(#[from] auth::Error),
+    #[error("cannot share the credentials of the servers on this etcd prefix")]
+    Credentials(#[from] credentials::ShareError),
     #[error("cannot listen on {addr}")]
     Listen {
         addr: SocketAddr,
@@ -273,8 +276,8 @@ impl Server {
         let backend = open_backend(&config, prepared.waiting, prepared.memory).await?;
         let ca = Arc::new(pki::CertificateAuthority::load_or_create(
             &config.data_dir,
-            "ca",
-            "atoll-apiserver-ca",
+            credentials::CA_STEM,
+            credentials::CA_NAME,
         )?);
         let (authenticator, admin_token) = auth::Authenticator::load_or_create(&config.data_dir)?;
 
@@ -546,7 +549,9 @@ async fn open_backend(
             let options = config.etcd.as_ref().ok_or_else(|| {
                 storage::Error::Backend("etcd storage needs etcd endpoints and a prefix".into())
             })?;
-            Arc::new(storage::etcd::EtcdBackend::connect(options).await?)
+            let backend = storage::etcd::EtcdBackend::connect(options).await?;
+            credentials::share(&config.data_dir, &options.prefix, &backend).await?;
+            Arc::new(backend)
         }
         (StorageKind::Sqlite, _) => {
             let path = config.data_dir.join(DATABASE_FILE);

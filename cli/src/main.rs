@@ -337,6 +337,8 @@ struct UpArgs {
     server: ServerArgs,
     #[command(flatten)]
     hub: atoll_hub::flags::Flags,
+    #[command(flatten)]
+    election: atoll_hub::flags::Election,
     /// How many embedded hosted clusters to create, in ClusterSet `default`, at the first start
     /// (not again after), so that there is a fleet to send Work to.
     #[arg(long, env = "ATOLL_HOSTED_CLUSTERS", default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=100))]
@@ -608,11 +610,20 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         &data_dir,
         args.server.api_addr,
     );
+    // Replicas elect only where several can run: on one etcd. (One SQLite data directory is
+    // one process's.)
+    let election = match storage {
+        atoll_apiserver::StorageKind::Etcd if args.election.leader_elect => {
+            Some(args.election.timing()?)
+        }
+        _ => None,
+    };
     let mode = up::Mode::Hub {
-        config,
+        config: Box::new(config),
         hosted_clusters: args.hosted_clusters,
         metrics_addr: args.hub.metrics_addr,
         restore: args.restore,
+        election,
     };
     up::run(mode, data_dir, args.server.api_addr, storage, etcd).await
 }

@@ -31,12 +31,14 @@ pub enum Mode {
     /// The hub: kubeconfig `hub.kubeconfig`, the hub controllers and the gRPC server, and at
     /// the first start `hosted_clusters` embedded hosted clusters in ClusterSet `default`.
     Hub {
-        config: atoll_hub::Config,
+        config: Box<atoll_hub::Config>,
         hosted_clusters: u32,
         /// Where `/livez`, `/readyz` and `/metrics` are served.
         metrics_addr: SocketAddr,
         /// A backup to start from (a new data directory only).
         restore: Option<PathBuf>,
+        /// How replicas on one etcd elect the one that leads; `None`: this hub simply leads.
+        election: Option<atoll_hub::leader::Timing>,
     },
     /// A plain API server: kubeconfig `admin.kubeconfig`.
     Member(Member),
@@ -95,6 +97,7 @@ pub async fn run(
     storage: StorageKind,
     etcd: Option<atoll_apiserver::storage::etcd::EtcdOptions>,
 ) -> anyhow::Result<()> {
+    let signals = atoll_runtime::Stop::listen();
     let mut config = Config::new(&data_dir, api_addr);
     config.storage = storage;
     let mut first_start = match (storage, &etcd) {
@@ -143,8 +146,6 @@ pub async fn run(
         let mut registry = atoll_runtime::prometheus_client::registry::Registry::default();
         config.metrics = Some(atoll_apiserver::metrics::Metrics::register(&mut registry));
         hub.metrics = atoll_hub::metrics::Metrics::register(&mut registry);
-        // One embedded hub, which does not elect: it simply leads.
-        hub.metrics.leading(true);
         let readiness = atoll_runtime::endpoint::Readiness::default();
         let serving = readiness.pending("the API server is starting");
         hub.ready = Some(readiness.pending("the hub is loading and syncing its caches"));
@@ -164,7 +165,8 @@ pub async fn run(
                 atoll_apiserver::Error::DataDir { .. }
                 | atoll_apiserver::Error::DataDirInUse { .. }
                 | atoll_apiserver::Error::DataFormat(_)
-                | atoll_apiserver::Error::Storage(_) => EXIT_DATASTORE,
+                | atoll_apiserver::Error::Storage(_)
+                | atoll_apiserver::Error::Credentials(_) => EXIT_DATASTORE,
                 atoll_apiserver::Error::Listen { .. } => EXIT_LISTEN,
                 _ => 1,
             };
@@ -180,18 +182,36 @@ pub async fn run(
     if let Some((_, serving, _)) = &endpoint {
         serving.done();
     }
-    let (hub, stdin_close) = match mode {
+    let (mut hub, stdin_close) = match mode {
         Mode::Hub {
             config,
             hosted_clusters,
+            election,
             ..
         } => {
+            let readiness = endpoint.as_ref().map(|(readiness, _, _)| readiness);
             let client = hub_client(&server).await?;
-            let hub = start_hub(client.clone(), &data_dir, config).await?;
+            let Some(hub) = start_hub(
+                client.clone(),
+                &data_dir,
+                *config,
+                election,
+                readiness,
+                &signals,
+            )
+            .await?
+            else {
+                // Stopped before it led.
+                server.shutdown().await;
+                if let Some((_, _, stop)) = endpoint {
+                    let _ = stop.send(true);
+                }
+                tracing::info!("{what} stopped");
+                return Ok(());
+            };
             if first_start && hosted_clusters > 0 {
-                let first = endpoint.as_ref().map(|(readiness, _, _)| {
-                    readiness.pending("the first hosted clusters are starting")
-                });
+                let first = readiness
+                    .map(|readiness| readiness.pending("the first hosted clusters are starting"));
                 first_clusters(client, hosted_clusters).await?;
                 first.inspect(atoll_runtime::endpoint::Pending::done);
             }
@@ -206,16 +226,22 @@ pub async fn run(
         "{what} is ready"
     );
     let mut restart = server.restart_requested();
-    let restarting = tokio::select! {
-        _ = atoll_runtime::signal() => false,
-        _ = stdin_closed(), if stdin_close => {
-            tracing::info!("standard input closed");
-            false
+    let stop = async {
+        tokio::select! {
+            () = signals.asked() => false,
+            _ = stdin_closed(), if stdin_close => {
+                tracing::info!("standard input closed");
+                false
+            }
+            _ = restart.wait_for(|r| *r) => {
+                tracing::info!("a restored backup was staged; stopping to start again");
+                true
+            }
         }
-        _ = restart.wait_for(|r| *r) => {
-            tracing::info!("a restored backup was staged; stopping to start again");
-            true
-        }
+    };
+    let restarting = match &mut hub {
+        Some(HubRun::Leading(leading)) => leading.until(stop).await,
+        _ => stop.await,
     };
     tracing::info!("stopping; a second signal stops at once");
     atoll_runtime::exit_on_second_signal();
@@ -444,23 +470,77 @@ async fn client_of(text: &str) -> anyhow::Result<kube::Client> {
 /// How long the bootstrap token `atoll up` writes for local agents works.
 const LOCAL_TOKEN_TTL: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
+/// The hub `atoll up` runs: alone, or as the leading replica of several on one etcd.
+enum HubRun {
+    Single(atoll_hub::Hub),
+    Leading(atoll_hub::replica::Leading),
+}
+
+impl HubRun {
+    fn grpc_addr(&self) -> SocketAddr {
+        match self {
+            HubRun::Single(hub) => hub.grpc_addr(),
+            HubRun::Leading(leading) => leading.hub().grpc_addr(),
+        }
+    }
+
+    async fn shutdown(self) {
+        match self {
+            HubRun::Single(hub) => hub.shutdown().await,
+            HubRun::Leading(leading) => leading.shutdown().await,
+        }
+    }
+}
+
 /// Starts the hub controllers and gRPC server against the embedded API server, and writes what
-/// local agents need: `hub-ca.crt` and `bootstrap-token` in the data directory.
+/// local agents need: `hub-ca.crt` and `bootstrap-token` in the data directory. With an
+/// `election` (replicas sharing one etcd), the replica serves the API at once, holds the gRPC
+/// address answering agents UNAVAILABLE and is not ready until it takes the Lease; `None` when
+/// it was stopped before it led.
 async fn start_hub(
     client: kube::Client,
     data_dir: &Path,
     config: atoll_hub::Config,
-) -> anyhow::Result<atoll_hub::Hub> {
+    election: Option<atoll_hub::leader::Timing>,
+    readiness: Option<&atoll_runtime::endpoint::Readiness>,
+    signals: &atoll_runtime::Stop,
+) -> anyhow::Result<Option<HubRun>> {
     let grpc_addr = config.grpc_addr;
-    let hub = atoll_hub::Hub::start(client.clone(), config)
-        .await
-        .with_context(|| format!("cannot start the hub (gRPC on {grpc_addr})"))?;
-    let ca_path = data_dir.join("hub-ca.crt");
-    std::fs::write(&ca_path, hub.ca_pem())
-        .with_context(|| format!("cannot write {}", ca_path.display()))?;
+    let cannot_start = || format!("cannot start the hub (gRPC on {grpc_addr})");
+    let write_ca = |pem: &str| {
+        let path = data_dir.join("hub-ca.crt");
+        std::fs::write(&path, pem).with_context(|| format!("cannot write {}", path.display()))
+    };
     let token_path = data_dir.join("bootstrap-token");
-    replace_local_token(client, &token_path).await?;
-    Ok(hub)
+    let Some(timing) = election else {
+        config.metrics.leading(true);
+        let hub = atoll_hub::Hub::start(client.clone(), config)
+            .await
+            .with_context(cannot_start)?;
+        write_ca(hub.ca_pem())?;
+        replace_local_token(client, &token_path).await?;
+        return Ok(Some(HubRun::Single(hub)));
+    };
+    config.metrics.leading(false);
+    let not_leading = readiness.map(|r| {
+        r.pending(format!(
+            "this replica is not leading (Lease {SYSTEM_NAMESPACE}/{})",
+            atoll_hub::leader::LEASE_NAME
+        ))
+    });
+    let standby = atoll_hub::Hub::standby(&client, &config)
+        .await
+        .with_context(cannot_start)?;
+    write_ca(standby.ca_pem())?;
+    replace_local_token(client.clone(), &token_path).await?;
+    let elector =
+        atoll_hub::leader::Elector::new(client.clone(), atoll_hub::leader::identity(), timing);
+    tracing::info!(identity = %elector.identity(), grpc = %format!("https://{}", standby.grpc_addr()), lease_duration = ?timing.lease_duration, "the hub serves its API and waits to lead");
+    let leading = atoll_hub::replica::lead(standby, client, config, elector, signals.asked())
+        .await
+        .with_context(cannot_start)?;
+    not_leading.inspect(atoll_runtime::endpoint::Pending::done);
+    Ok(leading.map(HubRun::Leading))
 }
 
 /// Writes a new bootstrap token for local agents, valid for a day, and deletes the one written

@@ -61,13 +61,15 @@ pub struct Flags {
     pub metrics_addr: SocketAddr,
 }
 
-/// How hub replicas elect the one that leads (`hub-controller` only: `atoll up` is one embedded
-/// hub, which simply leads).
+/// How hub replicas elect the one that leads: `hub-controller`'s replicas, and `atoll up`'s
+/// replicas on one etcd (`--storage etcd`; on SQLite `atoll up` is one process, which simply
+/// leads).
 #[derive(clap::Args, Debug, Clone)]
 pub struct Election {
     /// Elect a leader among hub replicas with the Lease atoll-system/atoll-hub: only the
     /// leader reconciles and serves agents; the others wait, not ready, answering agents
-    /// UNAVAILABLE. Turn it off only when exactly one replica can ever run.
+    /// UNAVAILABLE (`atoll up`'s replicas serve the API all the same). Turn it off only when
+    /// exactly one replica can ever run. `atoll up` elects only with --storage etcd.
     #[arg(long, env = "ATOLL_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub leader_elect: bool,
     /// How long a leader's Lease lasts after its last renewal: how long the other replicas wait

@@ -327,6 +327,11 @@ impl Elector {
         }
     }
 
+    /// How this candidate takes and renews the Lease.
+    pub fn timing(&self) -> Timing {
+        self.timing
+    }
+
     /// This candidate's name, as the Lease holds it.
     pub fn identity(&self) -> &str {
         &self.identity

@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod placement;
 pub mod queue;
 pub mod record;
+pub mod replica;
 pub mod setup;
 pub mod sources;
 pub mod work;
@@ -233,6 +234,11 @@ impl Standby {
         let _ = self.stop.send(true);
         self.server.join(STANDBY_STOP_DEADLINE).await;
         Hub::serve(client, config, self.prepared).await
+    }
+
+    /// The CA agents pin (PEM), the same on every replica.
+    pub fn ca_pem(&self) -> &str {
+        self.prepared.ca.cert_pem()
     }
 
     /// Stops refusing, leading never.

@@ -3,15 +3,12 @@
 //!
 //! With leader election (the default), a replica that does not lead holds its gRPC address,
 //! answering agents UNAVAILABLE, and is not ready; once it takes the Lease it loads the fleet from
-//! the API server and serves. A leader that loses the Lease exits at once with code 1 (as
-//! client-go's default OnStoppedLeading): its view may be stale and another replica may already
-//! act, so it stops every controller and agent stream in one step rather than unwinding them, and
-//! its Deployment restarts it as a replica that waits to lead.
-
-use std::time::Instant;
+//! the API server and serves ([`atoll_hub::replica`]). A leader that loses the Lease exits at once
+//! with code 1, and its Deployment restarts it as a replica that waits to lead.
 
 use anyhow::Context as _;
-use atoll_hub::leader::{self, Elector, Lost};
+use atoll_hub::leader::{self, Elector};
+use atoll_hub::replica;
 use clap::Parser;
 
 /// Runs the atoll hub's controllers and its gRPC server for agents against a Kubernetes API.
@@ -27,9 +24,6 @@ struct Args {
     log_format: String,
 }
 
-/// The exit code of a leader that lost its Lease.
-const EXIT_LOST_LEADERSHIP: i32 = 1;
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -43,6 +37,7 @@ async fn main() -> anyhow::Result<()> {
     } else {
         logs.init();
     }
+    let signals = atoll_runtime::Stop::listen();
     let timing = args.election.timing()?;
     let client = kube::Client::try_default()
         .await
@@ -75,7 +70,7 @@ async fn main() -> anyhow::Result<()> {
             .await
             .with_context(cannot_start)?;
         tracing::info!(grpc = %format!("https://{}", hub.grpc_addr()), metrics = %format!("http://{metrics_addr}/metrics"), "hub-controller running, without leader election");
-        atoll_runtime::signal().await;
+        signals.asked().await;
         tracing::info!("stopping; a second signal stops at once");
         atoll_runtime::exit_on_second_signal();
         let _stopping = readiness.pending("the hub is stopping");
@@ -88,63 +83,21 @@ async fn main() -> anyhow::Result<()> {
     let standby = atoll_hub::Hub::standby(&client, &config)
         .await
         .with_context(cannot_start)?;
-    let mut elector = Elector::new(client.clone(), leader::identity(), timing);
-    let identity = elector.identity().to_owned();
-    tracing::info!(%identity, grpc = %format!("https://{}", standby.grpc_addr()), metrics = %format!("http://{metrics_addr}/metrics"), lease_duration = ?timing.lease_duration, "hub-controller running; waiting to lead");
-    let waiting = Instant::now();
-    tokio::select! {
-        () = elector.acquire() => {}
-        () = atoll_runtime::signal() => {
-            tracing::info!("stopping before leading");
-            standby.stop().await;
-            let _ = stop_endpoint.send(true);
-            return Ok(());
-        }
-    }
-    metrics.leading(true);
-    not_leading.done();
-    tracing::info!(%identity, waited_ms = waiting.elapsed().as_millis() as u64, "leading: this replica reconciles and serves agents");
-
-    // The Lease is renewed from now on, while the hub loads too; a release asked for ends it.
-    let (release, released) = tokio::sync::oneshot::channel::<()>();
-    let mut holding = tokio::spawn(async move {
-        tokio::select! {
-            lost = elector.hold() => Some(lost),
-            _ = released => {
-                match elector.release().await {
-                    Ok(()) => tracing::info!(identity = %elector.identity(), "released the leader Lease"),
-                    Err(error) => tracing::warn!(error = %atoll_apiserver::error::chain(&error), "cannot release the leader Lease; another replica takes over when it runs out"),
-                }
-                None
-            }
-        }
-    });
-    let hub = tokio::select! {
-        hub = standby.lead(client, config) => hub.with_context(cannot_start)?,
-        lost = &mut holding => stop_leading(&identity, lost.ok().flatten()),
+    let elector = Elector::new(client.clone(), leader::identity(), timing);
+    tracing::info!(identity = %elector.identity(), grpc = %format!("https://{}", standby.grpc_addr()), metrics = %format!("http://{metrics_addr}/metrics"), lease_duration = ?timing.lease_duration, "hub-controller running; waiting to lead");
+    let Some(mut leading) = replica::lead(standby, client, config, elector, signals.asked())
+        .await
+        .with_context(cannot_start)?
+    else {
+        let _ = stop_endpoint.send(true);
+        return Ok(());
     };
-    tracing::info!(grpc = %format!("https://{}", hub.grpc_addr()), "hub is serving as the leader");
-    tokio::select! {
-        lost = &mut holding => stop_leading(&identity, lost.ok().flatten()),
-        () = atoll_runtime::signal() => {}
-    }
+    not_leading.done();
+    leading.until(signals.asked()).await;
     tracing::info!("stopping; a second signal stops at once");
     atoll_runtime::exit_on_second_signal();
     let _stopping = readiness.pending("the hub is stopping");
-    hub.shutdown().await;
-    metrics.leading(false);
-    let _ = release.send(());
-    let _ = tokio::time::timeout(timing.renew_deadline, holding).await;
+    leading.shutdown().await;
     let _ = stop_endpoint.send(true);
     Ok(())
-}
-
-/// A leader that lost its Lease stops at once: see the header.
-fn stop_leading(identity: &str, lost: Option<Lost>) -> ! {
-    let reason = lost.map_or_else(
-        || "the task renewing the Lease ended".to_owned(),
-        |l| l.to_string(),
-    );
-    tracing::error!(%identity, %reason, code = EXIT_LOST_LEADERSHIP, "lost leadership: exiting at once so that no two replicas act; restarted, this process waits to lead again");
-    std::process::exit(EXIT_LOST_LEADERSHIP)
 }

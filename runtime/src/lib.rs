@@ -1,7 +1,8 @@
 //! How every atoll binary (`atoll up`, `atoll apiserver`, `hub-controller`, `work-agent`) stops,
 //! and how the hub stops its tasks:
 //!
-//! - the first SIGTERM or Ctrl-C starts a graceful stop ([`signal`]); from then on a second one
+//! - the first SIGTERM or Ctrl-C starts a graceful stop ([`signal`], or [`Stop`] when a signal
+//!   during a slow start must not be lost); from then on a second one
 //!   exits at once with code 130 ([`exit_on_second_signal`]), so a stuck stop never needs a
 //!   SIGKILL;
 //! - a [`Tasks`] set names its tasks and stops them all within one deadline, saying which did
@@ -37,6 +38,48 @@ pub async fn signal() {
         }
     }
     let _ = tokio::signal::ctrl_c().await;
+}
+
+/// A stop asked for with SIGTERM or Ctrl-C, listened for from the moment it is made: a signal
+/// that arrives while the binary is still starting (before it would wait on [`signal`]) is kept,
+/// not lost, and does not kill the process with the signal's default action.
+#[derive(Clone)]
+pub struct Stop(tokio::sync::watch::Receiver<bool>);
+
+impl Stop {
+    /// Starts listening (within a Tokio runtime).
+    pub fn listen() -> Self {
+        let (asked, stop) = tokio::sync::watch::channel(false);
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            // Registered here, not at a task's first poll, so that nothing slips in between.
+            if let (Ok(mut term), Ok(mut interrupt)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) {
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = interrupt.recv() => {}
+                    }
+                    let _ = asked.send(true);
+                });
+                return Stop(stop);
+            }
+        }
+        tokio::spawn(async move {
+            signal().await;
+            let _ = asked.send(true);
+        });
+        Stop(stop)
+    }
+
+    /// Resolves once a stop was asked for (at once if it was already).
+    pub async fn asked(&self) {
+        let mut stop = self.0.clone();
+        let _ = stop.wait_for(|asked| *asked).await;
+    }
 }
 
 /// From now on, a SIGTERM or Ctrl-C exits the process at once with [`EXIT_SECOND_SIGNAL`]. Call

@@ -80,7 +80,12 @@ async fn keep(store: &Store, rt: &ResourceType, object: Value) -> Result<()> {
         Err(Error::NotFound(_)) => {
             match store.create(rt, Some("default"), object, &options).await {
                 Ok(_) | Err(Error::AlreadyExists(_)) => Ok(()),
-                Err(error) => Err(error),
+                // Another server on the same storage (a replica on one etcd) made it meanwhile:
+                // the Service's cluster IP, allocated first, is refused before its name is.
+                Err(error) => match store.get(rt, Some("default"), "kubernetes").await {
+                    Ok(_) => Ok(()),
+                    Err(_) => Err(error),
+                },
             }
         }
         Ok(mut stored) => {

@@ -219,6 +219,52 @@ impl EtcdBackend {
         Ok(backend)
     }
 
+    /// Stores `value` under the key that is the prefix itself, unless one is stored there
+    /// already, and returns the value stored: the first server on a prefix decides what every
+    /// later one shares (its credentials). That key is outside every object's (`<prefix>/...`),
+    /// so lists, watches, the usage and the feed never see it.
+    pub async fn share(&self, value: Bytes) -> Result<Bytes> {
+        let physical = self.etcd.prefix.clone().into_bytes();
+        let txn = Txn::new()
+            .when([Compare::create_revision(
+                physical.clone(),
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then([TxnOp::put(physical.clone(), value.to_vec(), None)])
+            .or_else([TxnOp::get(physical, None)]);
+        let answer = self
+            .etcd
+            .call(|mut kv: KvClient| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await
+            .map_err(|e| e.into_error("a write of the shared credentials", self.etcd.timeout))?;
+        if answer.succeeded() {
+            return Ok(value);
+        }
+        answer
+            .op_responses()
+            .into_iter()
+            .find_map(|op| match op {
+                TxnOpResponse::Get(get) => get
+                    .kvs()
+                    .first()
+                    .map(|kv| Bytes::copy_from_slice(kv.value())),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                Error::Backend(
+                    format!(
+                        "etcd holds no shared credentials under {} and refused to store them",
+                        self.etcd.prefix
+                    )
+                    .into(),
+                )
+            })
+    }
+
     /// Returns once the feed has applied the write at `revision` (or, if it lags by more than
     /// the timeout, counts the revision as current anyway: the write stands).
     async fn settled(&self, revision: Revision) {
@@ -553,6 +599,32 @@ impl Etcd {
     }
 }
 
+impl Etcd {
+    /// [`Etcd::open_watch`], again while the connection fails (a member that died is still
+    /// among the client's endpoints until a connection to it fails), within the timeout.
+    /// Opening a watch writes nothing, so trying again is always safe.
+    async fn open_watch_retrying(
+        &self,
+        range: (Vec<u8>, Vec<u8>),
+        from: Revision,
+    ) -> Result<WatchStream, WatchFailed> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match self.open_watch(range.clone(), from).await {
+                Err(WatchFailed::Broken(error))
+                    if tokio::time::Instant::now() + pause < deadline =>
+                {
+                    tracing::debug!(error = %crate::error::chain(&error), "an etcd watch could not be opened; trying again");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                opened => return opened,
+            }
+        }
+    }
+}
+
 /// Why a watch could not be opened.
 enum WatchFailed {
     /// etcd compacted past its start: the compacted revision.
@@ -837,7 +909,11 @@ impl Backend for EtcdBackend {
                 .filter_map(|()| async { None }),
             ));
         };
-        let stream = match self.etcd.open_watch(range.clone(), after + 1).await {
+        let stream = match self
+            .etcd
+            .open_watch_retrying(range.clone(), after + 1)
+            .await
+        {
             Ok(stream) => stream,
             Err(WatchFailed::Compacted(compacted)) => {
                 self.shared.compacted.fetch_max(compacted, Ordering::AcqRel);
