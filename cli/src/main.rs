@@ -607,7 +607,8 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         &args.hub,
         &data_dir,
         args.server.api_addr,
-    );
+        etcd.as_ref(),
+    )?;
     let mode = up::Mode::Hub {
         config,
         hosted_clusters: args.hosted_clusters,
