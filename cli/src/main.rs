@@ -610,7 +610,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         etcd.as_ref(),
     )?;
     let mode = up::Mode::Hub {
-        config,
+        config: Box::new(config),
         hosted_clusters: args.hosted_clusters,
         metrics_addr: args.hub.metrics_addr,
         restore: args.restore,

@@ -31,7 +31,8 @@ pub enum Mode {
     /// The hub: kubeconfig `hub.kubeconfig`, the hub controllers and the gRPC server, and at
     /// the first start `hosted_clusters` embedded hosted clusters in ClusterSet `default`.
     Hub {
-        config: atoll_hub::Config,
+        /// Boxed: the hub's configuration is much larger than a member's.
+        config: Box<atoll_hub::Config>,
         hosted_clusters: u32,
         /// Where `/livez`, `/readyz` and `/metrics` are served.
         metrics_addr: SocketAddr,
@@ -74,6 +75,7 @@ pub fn hosted_defaults(
     if let Some(hub) = etcd {
         let hosted_etcd = hosted.etcd.get_or_insert_with(|| {
             let prefix = flags
+                .hosted_etcd
                 .hosted_etcd_prefix
                 .clone()
                 .unwrap_or_else(|| format!("{}-hosted", hub.prefix));
@@ -83,7 +85,7 @@ pub fn hosted_defaults(
             same.cert_file = hub.cert_file.clone();
             same.key_file = hub.key_file.clone();
             same.timeout = hub.timeout;
-            same
+            Box::new(same)
         });
         if atoll_hub::hosted::datastore::nest(&hosted_etcd.prefix, &hub.prefix) {
             anyhow::bail!(
@@ -213,7 +215,7 @@ pub async fn run(
             ..
         } => {
             let client = hub_client(&server).await?;
-            let hub = start_hub(client.clone(), &data_dir, config).await?;
+            let hub = start_hub(client.clone(), &data_dir, *config).await?;
             if first_start && hosted_clusters > 0 {
                 let first = endpoint.as_ref().map(|(readiness, _, _)| {
                     readiness.pending("the first hosted clusters are starting")

@@ -56,6 +56,19 @@ pub struct Flags {
     /// atoll up runs itself; hub-controller runs `atoll` beside its own binary].
     #[arg(long, env = "ATOLL_APISERVER_BINARY", value_name = "FILE")]
     pub apiserver_binary: Option<PathBuf>,
+    /// The etcd of hosted clusters with `storage.backend: etcd` (boxed: the flags of `atoll up`
+    /// stay small).
+    #[command(flatten)]
+    pub hosted_etcd: Box<HostedEtcdFlags>,
+    /// Address of the health and metrics endpoint (`/livez`, `/readyz`, `/metrics`; plain
+    /// HTTP, off the API and gRPC ports).
+    #[arg(long, env = "ATOLL_METRICS_ADDR", value_name = "HOST:PORT", default_value = "127.0.0.1:8081", value_parser = metrics_addr)]
+    pub metrics_addr: SocketAddr,
+}
+
+/// Where hosted clusters with `storage.backend: etcd` keep their data.
+#[derive(clap::Args, Debug, Clone)]
+pub struct HostedEtcdFlags {
     /// etcd client URLs where hosted clusters with `storage.backend: etcd` keep their data, each
     /// under a prefix of its own (repeat, or separate with commas) [default: the hub's own
     /// --etcd-endpoints for atoll up --storage etcd; none for hub-controller, which then runs no
@@ -89,10 +102,6 @@ pub struct Flags {
         requires = "hosted_etcd_certfile"
     )]
     pub hosted_etcd_keyfile: Option<PathBuf>,
-    /// Address of the health and metrics endpoint (`/livez`, `/readyz`, `/metrics`; plain
-    /// HTTP, off the API and gRPC ports).
-    #[arg(long, env = "ATOLL_METRICS_ADDR", value_name = "HOST:PORT", default_value = "127.0.0.1:8081", value_parser = metrics_addr)]
-    pub metrics_addr: SocketAddr,
 }
 
 /// How hub replicas elect the one that leads (`hub-controller` only: `atoll up` is one embedded
@@ -175,12 +184,19 @@ impl Flags {
             hosted.host = host.clone();
         }
         hosted.binary = self.apiserver_binary.clone().or_else(beside_this_binary);
-        hosted.etcd = self.hosted_etcd();
+        hosted.etcd = self.hosted_etcd().map(Box::new);
         config
     }
 
     /// The etcd of etcd-backed hosted clusters the flags give, if any.
     pub fn hosted_etcd(&self) -> Option<HostedEtcd> {
+        self.hosted_etcd.settings()
+    }
+}
+
+impl HostedEtcdFlags {
+    /// The etcd of etcd-backed hosted clusters these flags give, if any.
+    pub fn settings(&self) -> Option<HostedEtcd> {
         if self.hosted_etcd_endpoints.is_empty() {
             return None;
         }

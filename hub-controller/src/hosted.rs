@@ -74,8 +74,8 @@ pub struct Settings {
     /// How often hosted clusters' agents apply every Work again.
     pub resync: Duration,
     /// The etcd that clusters with `storage.backend: etcd` keep their data in; `None`: this hub
-    /// has none (such clusters say so in their conditions).
-    pub etcd: Option<datastore::HostedEtcd>,
+    /// has none (such clusters say so in their conditions). Boxed: settings travel by value.
+    pub etcd: Option<Box<datastore::HostedEtcd>>,
 }
 
 impl Default for Settings {
@@ -182,7 +182,7 @@ pub async fn run(
                 listen_ip: settings.listen_ip,
                 host: settings.host.clone(),
                 binary: settings.binary.clone(),
-                etcd: settings.etcd.clone(),
+                etcd: settings.etcd.as_deref().cloned(),
                 agents: AgentHub {
                     url: hub_url,
                     ca_pem: hub_ca_pem,
@@ -196,7 +196,7 @@ pub async fn run(
     };
     if let Some(planes) = &planes {
         let Some(()) = retry(&shutdown, "clean up after deleted hosted clusters", || {
-            sweep(&client, &planes.shared().layout, settings.etcd.as_ref())
+            sweep(&client, &planes.shared().layout, settings.etcd.as_deref())
         })
         .await
         else {
@@ -216,7 +216,7 @@ pub async fn run(
             },
         },
         planes,
-        etcd: settings.etcd.clone(),
+        etcd: settings.etcd.as_deref().cloned(),
         memory: Mutex::default(),
     });
     let reconcile = ctx.fleet.metrics.timed("HostedCluster", reconcile);
