@@ -1230,6 +1230,36 @@ async fn hosted_clusters_on_etcd_keep_their_data_there_and_leave_none_behind() {
     hub.atoll(&["hosted", "resume", "e1", "--wait"]).success();
     assert_eq!(color(&prefixes[0].2), "teal", "e1 after a resume");
 
+    // The data directory of a cluster on etcd lost (as on another hub replica): its record kept
+    // on the hub brings it back on the same port and prefix, with its data and agent.
+    let e1_dir = hub.hosted_dir("clusters", "e1");
+    let record = std::fs::read_to_string(e1_dir.join("hosted.json")).unwrap();
+    let url = hub.hosted("e1").unwrap()["status"]["url"].clone();
+    assert!(hub.process.terminate().unwrap().success());
+    std::fs::remove_dir_all(&e1_dir).unwrap();
+    hub.start_again();
+    hub.until_available("e1").await;
+    assert_eq!(hub.hosted("e1").unwrap()["status"]["url"], url);
+    let recovered = std::fs::read_to_string(e1_dir.join("hosted.json")).unwrap();
+    let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+    assert_eq!(parse(&recovered), parse(&record));
+    assert_eq!(
+        color(&hub.member_kubeconfig("e1")),
+        "teal",
+        "e1 after losing its directory"
+    );
+    let kept = [
+        "get",
+        "secrets",
+        "-n",
+        "atoll-system",
+        "-l",
+        "atoll.dev/hosted-datadir",
+        "-o",
+        "name",
+    ];
+    assert_eq!(hub.kubectl(&kept).success().stdout.lines().count(), 2);
+
     // Deleted: every key of each cluster goes, and the hub's own stay.
     for (name, prefix, _) in &prefixes {
         hub.atoll(&["hosted", "delete", name, "--wait"]).success();
@@ -1244,6 +1274,11 @@ async fn hosted_clusters_on_etcd_keep_their_data_there_and_leave_none_behind() {
         Vec::<String>::new()
     );
     assert!(!etcd_keys(&endpoints, "/fleet/").await.is_empty());
+    assert_eq!(
+        hub.kubectl(&kept).success().stdout,
+        "",
+        "the kept records go too"
+    );
 
     // A hub with no etcd for hosted clusters says so, naming the field and the flag.
     let plain = Hub::start(0);

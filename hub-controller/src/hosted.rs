@@ -135,6 +135,8 @@ struct Memory {
     labelled: HashMap<Key, String>,
     /// Failures in a row (for the error policy's backoff).
     failures: HashMap<Key, u32>,
+    /// The data directory record last kept in a Secret (clusters on etcd).
+    kept: HashMap<Key, datadir::Saved>,
 }
 
 impl Context {
@@ -148,6 +150,7 @@ impl Context {
         memory.published.remove(key);
         memory.labelled.remove(key);
         memory.failures.remove(key);
+        memory.kept.remove(key);
     }
 }
 
@@ -309,6 +312,10 @@ async fn agents_token(client: &kube::Client) -> kube::Result<String> {
     Ok(token.to_string())
 }
 
+fn secrets_in_system(client: &kube::Client) -> Api<Secret> {
+    Api::namespaced(client.clone(), SYSTEM_NAMESPACE)
+}
+
 /// Deletes a cluster's keys in etcd (every key under its prefix, and the prefix's own key). A
 /// hub without etcd (no longer configured, or built without it) cannot: it says so and leaves
 /// them.
@@ -388,6 +395,24 @@ async fn sweep(
                     keep.insert(saved.uid.clone());
                 }
             }
+        }
+    }
+    let kept = secrets_in_system(client)
+        .list(&ListParams::default().labels(&format!("{}=true", claim::LABEL_KEPT_DATADIR)))
+        .await?;
+    for secret in kept {
+        if let Some(saved) = claim::kept_in(&secret)
+            && !keep.contains(&saved.uid)
+        {
+            if let Some(etcd) = etcd
+                && let Some(prefix) = &saved.etcd_prefix
+                && let Err(error) = datastore::erase(&etcd.options(prefix)).await
+                && !matches!(error, datastore::EraseError::NotBuilt)
+            {
+                tracing::warn!(datastore = %etcd.describe(prefix), error = %atoll_apiserver::error::chain(&error), "cannot delete the data of a deleted hosted cluster in etcd");
+                continue;
+            }
+            claim::forget_datadir(client, &saved.uid).await?;
         }
     }
     for dir in layout.sweep(&keep) {
@@ -472,10 +497,15 @@ async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
         .planes
         .as_ref()
         .map(|p| p.shared().layout.dir(&key.namespace, &key.name));
-    let saved = dir
+    let mut saved = dir
         .as_deref()
         .and_then(|d| datadir::load(d).ok().flatten())
         .filter(|s| Some(s.uid.as_str()) == hc.metadata.uid.as_deref());
+    if saved.is_none()
+        && let Some(dir) = &dir
+    {
+        saved = recover_datadir(hc, ctx, &key, dir).await?;
+    }
     let etcd_prefix = etcd_prefix(hc, ctx, saved.as_ref());
     let mut problems = spec_problems(hc, ctx, saved.as_ref(), etcd_prefix.as_ref());
     let etcd_prefix = etcd_prefix.and_then(Result::ok);
@@ -531,6 +561,9 @@ async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
     if status != previous {
         write_status(ctx, &key, &status).await?;
     }
+    if let Some(dir) = &dir {
+        keep_datadir(hc, ctx, &key, dir).await?;
+    }
     tracing::debug!(cluster = %key, ms = began.elapsed().as_millis(), since_seen_ms = seen.elapsed().as_millis(), "reconciled");
     Ok(Action::await_change())
 }
@@ -566,6 +599,60 @@ fn etcd_prefix(
         &key.name,
         uid,
     ))
+}
+
+/// The data directory of a cluster on etcd, made again from the record kept in a Secret when it
+/// has none (another hub replica served the cluster, or the directory was lost): the same join
+/// secret, port and prefix. `None` when there is no record to recover.
+async fn recover_datadir(
+    hc: &HostedCluster,
+    ctx: &Context,
+    key: &Key,
+    dir: &std::path::Path,
+) -> Result<Option<datadir::Saved>, Error> {
+    if plan::storage(&hc.spec) != atoll_api::hosted::StorageBackend::Etcd {
+        return Ok(None);
+    }
+    let uid = hc.metadata.uid.as_deref().unwrap_or_default();
+    let Some(kept) = claim::kept_datadir(&ctx.client, uid).await? else {
+        return Ok(None);
+    };
+    match datadir::prepare(dir, kept) {
+        Ok(saved) => {
+            tracing::info!(cluster = %key, dir = %dir.display(), "recovered the data directory's record of a hosted cluster on etcd");
+            ctx.memory().kept.insert(key.clone(), saved.clone());
+            Ok(Some(saved))
+        }
+        Err(error) => {
+            // The supervisor reports the directory's failure.
+            tracing::debug!(cluster = %key, %error, "cannot recover the data directory yet");
+            Ok(None)
+        }
+    }
+}
+
+/// Keeps the data directory's record of a cluster on etcd in a Secret on the hub, when it
+/// changed (its port is chosen at the first start): what another replica needs to serve it.
+async fn keep_datadir(
+    hc: &HostedCluster,
+    ctx: &Context,
+    key: &Key,
+    dir: &std::path::Path,
+) -> Result<(), Error> {
+    let Some(saved) = datadir::load(dir)
+        .ok()
+        .flatten()
+        .filter(|s| Some(s.uid.as_str()) == hc.metadata.uid.as_deref())
+        .filter(|s| s.storage == atoll_api::hosted::StorageBackend::Etcd)
+    else {
+        return Ok(());
+    };
+    if ctx.memory().kept.get(key) == Some(&saved) {
+        return Ok(());
+    }
+    claim::keep_datadir(&ctx.client, hc, &saved).await?;
+    ctx.memory().kept.insert(key.clone(), saved);
+    Ok(())
 }
 
 /// What in the spec this hub cannot do (or not yet: a ClusterSet that does not exist).
@@ -871,6 +958,7 @@ async fn cleanup(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
                 report_erase_failure(hc, ctx, &key, &error).await;
                 return Err(error);
             }
+            claim::forget_datadir(&ctx.client, &uid).await?;
             datadir::remove(&dir).map_err(|source| Error::DataDir {
                 path: dir.display().to_string(),
                 source,
