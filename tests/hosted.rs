@@ -18,37 +18,49 @@ struct Hub {
     grpc: String,
     api: std::net::SocketAddr,
     hosted_clusters: u32,
+    /// More flags it starts with each time.
+    extra: Vec<String>,
 }
 
 impl Hub {
     fn start(hosted_clusters: u32) -> Hub {
-        let dir = tempfile::tempdir().unwrap();
+        Self::start_with(hosted_clusters, tempfile::tempdir().unwrap(), &[])
+    }
+
+    /// A hub in `dir` started with more flags.
+    fn start_with(hosted_clusters: u32, dir: tempfile::TempDir, extra: &[&str]) -> Hub {
         let grpc = free_addr().unwrap().to_string();
         let api = free_addr().unwrap();
-        let process = Self::launch(dir.path(), api, &grpc, hosted_clusters);
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let process = Self::launch(dir.path(), api, &grpc, hosted_clusters, &extra);
         Hub {
             process,
             dir,
             grpc,
             api,
             hosted_clusters,
+            extra,
         }
     }
 
-    fn launch(dir: &Path, api: std::net::SocketAddr, grpc: &str, hosted: u32) -> Process {
-        Process::hub_with(
-            &dir.join("hub"),
-            api,
-            &[
-                "--grpc-addr",
-                grpc,
-                "--hosted-clusters",
-                &hosted.to_string(),
-                "--lease-seconds",
-                "2",
-            ],
-        )
-        .unwrap()
+    fn launch(
+        dir: &Path,
+        api: std::net::SocketAddr,
+        grpc: &str,
+        hosted: u32,
+        extra: &[String],
+    ) -> Process {
+        let hosted = hosted.to_string();
+        let mut flags = vec![
+            "--grpc-addr",
+            grpc,
+            "--hosted-clusters",
+            &hosted,
+            "--lease-seconds",
+            "2",
+        ];
+        flags.extend(extra.iter().map(String::as_str));
+        Process::hub_with(&dir.join("hub"), api, &flags).unwrap()
     }
 
     /// Stops the hub with SIGTERM and starts it again on the same data.
@@ -60,7 +72,13 @@ impl Hub {
     /// Starts the hub again on the same data (after it stopped or was killed), with the flags it
     /// first started with.
     fn start_again(&mut self) {
-        self.process = Self::launch(self.dir.path(), self.api, &self.grpc, self.hosted_clusters);
+        self.process = Self::launch(
+            self.dir.path(),
+            self.api,
+            &self.grpc,
+            self.hosted_clusters,
+            &self.extra,
+        );
     }
 
     fn hub_dir(&self) -> PathBuf {
@@ -1053,4 +1071,232 @@ async fn hub_controller_runs_hosted_clusters_given_a_data_directory() {
         "hub-controller stops cleanly with its hosted clusters"
     );
     assert!(apiserver_pids(&data.join("clusters").join("proc")).is_empty());
+}
+
+/// The keys under `prefix` in the etcd at `endpoints`.
+async fn etcd_keys(endpoints: &str, prefix: &str) -> Vec<String> {
+    let mut client = etcd_client::Client::connect(endpoints.split(',').collect::<Vec<_>>(), None)
+        .await
+        .unwrap();
+    let options = etcd_client::GetOptions::new()
+        .with_prefix()
+        .with_keys_only();
+    client
+        .get(prefix, Some(options))
+        .await
+        .unwrap()
+        .kvs()
+        .iter()
+        .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hosted_clusters_on_etcd_keep_their_data_there_and_leave_none_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let etcd = atoll_tests::etcd_cluster::EtcdCluster::start(&dir.path().join("etcd"), 1).unwrap();
+    let endpoints = etcd.endpoints();
+    let on_etcd = [
+        "--storage",
+        "etcd",
+        "--etcd-endpoints",
+        endpoints.as_str(),
+        "--etcd-prefix",
+        "/fleet",
+    ];
+
+    // A hosted prefix that nests with the hub's own is refused at start, naming both flags.
+    let mut nested = vec!["up", "--data-dir"];
+    let nested_dir = dir.path().join("nested");
+    nested.push(nested_dir.to_str().unwrap());
+    nested.extend(on_etcd);
+    nested.extend(["--hosted-etcd-prefix", "/fleet/hosted"]);
+    Tool::new(atoll_binary().unwrap())
+        .env("RUST_BACKTRACE", "0")
+        .run(&nested)
+        .failure()
+        .stderr_has("--hosted-etcd-prefix")
+        .stderr_has("nests with the hub's own \"/fleet\" (--etcd-prefix)");
+    Tool::new(atoll_binary().unwrap())
+        .run(&["up", "--hosted-etcd-prefix", "fleet"])
+        .failure()
+        .stderr_has("invalid value 'fleet' for '--hosted-etcd-prefix <PREFIX>'");
+
+    // A hub on etcd keeps its hosted clusters on etcd under its prefix followed by `-hosted`.
+    let mut hub = Hub::start_with(0, dir, &on_etcd);
+    hub.atoll(&["hosted", "create", "e1", "--storage", "etcd", "--wait"])
+        .success();
+    let create_p1 = [
+        "hosted",
+        "create",
+        "p1",
+        "--mode",
+        "process",
+        "--storage",
+        "etcd",
+        "--wait",
+    ];
+    hub.atoll(&create_p1).success();
+    let mut prefixes = Vec::new();
+    for name in ["e1", "p1"] {
+        let uid = hub.hosted(name).unwrap()["metadata"]["uid"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let prefix = format!("/fleet-hosted/clusters/{name}/{uid}");
+        let message = hub
+            .until_condition("clusters", name, "DatastoreAvailable", "True", None)
+            .await;
+        assert_eq!(
+            message,
+            format!("the data is kept in etcd at {endpoints} under {prefix}")
+        );
+        let saved =
+            std::fs::read_to_string(hub.hosted_dir("clusters", name).join("hosted.json")).unwrap();
+        assert!(
+            saved.contains(&format!("\"etcdPrefix\": \"{prefix}\"")),
+            "{saved}"
+        );
+        let kubeconfig = hub.member_kubeconfig(name);
+        kubectl(&kubeconfig, &["create", "namespace", "team"]).success();
+        kubectl(
+            &kubeconfig,
+            &[
+                "create",
+                "configmap",
+                "settings",
+                "-n",
+                "team",
+                "--from-literal=color=teal",
+            ],
+        )
+        .success();
+        let keys = etcd_keys(&endpoints, &format!("{prefix}/")).await;
+        assert!(
+            keys.contains(&format!("{prefix}/registry/core/configmaps/team/settings")),
+            "{name}'s objects are in etcd under its prefix: {keys:?}"
+        );
+        prefixes.push((name, prefix, kubeconfig));
+    }
+    assert!(
+        apiserver_pids(&hub.hosted_dir("clusters", "p1"))
+            .first()
+            .is_some_and(|pid| {
+                let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+                String::from_utf8_lossy(&cmdline).contains(&prefixes[1].1)
+            }),
+        "p1's child serves from its etcd prefix"
+    );
+
+    // The backend cannot change, from etcd as to it.
+    hub.kubectl(&[
+        "patch",
+        "hostedcluster",
+        "e1",
+        "-n",
+        "clusters",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"storage":{"backend":"sqlite"}}}"#,
+    ])
+    .failure()
+    .stderr_has("the storage backend cannot change");
+
+    // A hub restart, and a suspend and resume: the data stays.
+    hub.restart();
+    for (name, _, kubeconfig) in &prefixes {
+        hub.until_available(name).await;
+        assert_eq!(color(kubeconfig), "teal", "{name} after a hub restart");
+    }
+    hub.atoll(&["hosted", "suspend", "e1"]).success();
+    let kept = hub
+        .until_condition(
+            "clusters",
+            "e1",
+            "DatastoreAvailable",
+            "False",
+            Some("Suspended"),
+        )
+        .await;
+    assert!(
+        kept.contains(&format!(
+            "kept in etcd at {endpoints} under {}",
+            prefixes[0].1
+        )),
+        "{kept}"
+    );
+    kubectl(&prefixes[0].2, &["get", "namespaces"]).failure();
+    hub.atoll(&["hosted", "resume", "e1", "--wait"]).success();
+    assert_eq!(color(&prefixes[0].2), "teal", "e1 after a resume");
+
+    // The data directory of a cluster on etcd lost (as on another hub replica): its record kept
+    // on the hub brings it back on the same port and prefix, with its data and agent.
+    let e1_dir = hub.hosted_dir("clusters", "e1");
+    let record = std::fs::read_to_string(e1_dir.join("hosted.json")).unwrap();
+    let url = hub.hosted("e1").unwrap()["status"]["url"].clone();
+    assert!(hub.process.terminate().unwrap().success());
+    std::fs::remove_dir_all(&e1_dir).unwrap();
+    hub.start_again();
+    hub.until_available("e1").await;
+    assert_eq!(hub.hosted("e1").unwrap()["status"]["url"], url);
+    let recovered = std::fs::read_to_string(e1_dir.join("hosted.json")).unwrap();
+    let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+    assert_eq!(parse(&recovered), parse(&record));
+    assert_eq!(
+        color(&hub.member_kubeconfig("e1")),
+        "teal",
+        "e1 after losing its directory"
+    );
+    let kept = [
+        "get",
+        "secrets",
+        "-n",
+        "atoll-system",
+        "-l",
+        "atoll.dev/hosted-datadir",
+        "-o",
+        "name",
+    ];
+    assert_eq!(hub.kubectl(&kept).success().stdout.lines().count(), 2);
+
+    // Deleted: every key of each cluster goes, and the hub's own stay.
+    for (name, prefix, _) in &prefixes {
+        hub.atoll(&["hosted", "delete", name, "--wait"]).success();
+        assert_eq!(
+            etcd_keys(&endpoints, prefix).await,
+            Vec::<String>::new(),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        etcd_keys(&endpoints, "/fleet-hosted").await,
+        Vec::<String>::new()
+    );
+    assert!(!etcd_keys(&endpoints, "/fleet/").await.is_empty());
+    assert_eq!(
+        hub.kubectl(&kept).success().stdout,
+        "",
+        "the kept records go too"
+    );
+
+    // A hub with no etcd for hosted clusters says so, naming the field and the flag.
+    let plain = Hub::start(0);
+    plain
+        .atoll(&["hosted", "create", "e2", "--storage", "etcd"])
+        .success();
+    let message = plain
+        .until_condition(
+            "clusters",
+            "e2",
+            "Degraded",
+            "True",
+            Some("StorageUnavailable"),
+        )
+        .await;
+    assert!(
+        message.contains("spec.storage.backend") && message.contains("--hosted-etcd-endpoints"),
+        "{message}"
+    );
+    drop(etcd);
 }

@@ -131,8 +131,9 @@ impl std::fmt::Display for HostedMode {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HostedStorage {
-    /// The datastore: `sqlite` (durable, the default) or `memory` (lost when the control plane
-    /// stops). Cannot change.
+    /// The datastore: `sqlite` (durable, the default), `memory` (lost when the control plane
+    /// stops) or `etcd` (the etcd the hub was given for hosted clusters, under a key prefix of
+    /// this cluster's own, as Kamaji's shared DataStores). Cannot change.
     #[serde(default)]
     #[schemars(extend("x-kubernetes-validations" = [{"rule": "self == oldSelf", "message": "the storage backend cannot change; back the cluster up and restore it into a new one"}]))]
     pub backend: StorageBackend,
@@ -153,6 +154,10 @@ pub enum StorageBackend {
     Sqlite,
     /// In memory: fast, and lost when the control plane stops or is suspended.
     Memory,
+    /// The etcd the hub was given for hosted clusters (`--hosted-etcd-endpoints`), under a key
+    /// prefix of the cluster's own (`<hosted prefix>/<namespace>/<name>/<uid>`): it survives the
+    /// loss of the hub's disk, and several hub replicas reach it.
+    Etcd,
 }
 
 impl StorageBackend {
@@ -161,6 +166,7 @@ impl StorageBackend {
         match self {
             StorageBackend::Sqlite => "sqlite",
             StorageBackend::Memory => "memory",
+            StorageBackend::Etcd => "etcd",
         }
     }
 }
@@ -361,6 +367,12 @@ mod tests {
         .unwrap();
         assert_eq!(spec.mode, HostedMode::Process);
         assert_eq!(spec.storage.unwrap().backend, StorageBackend::Memory);
+        let etcd: HostedStorage = serde_json::from_value(json!({"backend": "etcd"})).unwrap();
+        assert_eq!(etcd.backend, StorageBackend::Etcd);
+        assert_eq!(
+            serde_json::to_value(etcd).unwrap(),
+            json!({"backend": "etcd"})
+        );
         assert_eq!(spec.api_server.unwrap().extra_sans, ["c1.example.com"]);
         assert!(spec.suspended);
         let defaults: HostedClusterSpec = serde_json::from_value(json!({})).unwrap();

@@ -46,8 +46,12 @@ pub enum Mode {
 /// The datastore.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Storage {
+    /// An SQLite file in the control plane's data directory.
     Sqlite,
+    /// In memory, lost when the control plane stops.
     Memory,
+    /// The etcd the hub was given for hosted clusters, under a prefix of the cluster's own.
+    Etcd,
 }
 
 /// Flags of `atoll hosted create`.
@@ -143,6 +147,7 @@ pub async fn create(client: kube::Client, args: CreateArgs) -> anyhow::Result<()
                 backend: match args.storage {
                     Storage::Sqlite => StorageBackend::Sqlite,
                     Storage::Memory => StorageBackend::Memory,
+                    Storage::Etcd => StorageBackend::Etcd,
                 },
                 ..HostedStorage::default()
             }),

@@ -609,7 +609,8 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         &args.hub,
         &data_dir,
         args.server.api_addr,
-    );
+        etcd.as_ref(),
+    )?;
     // Replicas elect only where several can run: on one etcd. (One SQLite data directory is
     // one process's.)
     let election = match storage {

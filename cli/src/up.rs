@@ -31,6 +31,7 @@ pub enum Mode {
     /// The hub: kubeconfig `hub.kubeconfig`, the hub controllers and the gRPC server, and at
     /// the first start `hosted_clusters` embedded hosted clusters in ClusterSet `default`.
     Hub {
+        /// Boxed: the hub's configuration is much larger than a member's.
         config: Box<atoll_hub::Config>,
         hosted_clusters: u32,
         /// Where `/livez`, `/readyz` and `/metrics` are served.
@@ -63,13 +64,39 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 }
 
 /// `atoll up`'s defaults for hosted control planes: data under the hub's, served on the API
-/// address's host, by this very binary.
+/// address's host, by this very binary; and, for a hub on etcd (`etcd`: its own settings),
+/// clusters with `storage.backend: etcd` in the same etcd under `<--etcd-prefix>-hosted`. Refuses
+/// a hosted prefix that nests with the hub's own.
 pub fn hosted_defaults(
     hosted: &mut atoll_hub::hosted::Settings,
     flags: &atoll_hub::flags::Flags,
     data_dir: &Path,
     api_addr: SocketAddr,
-) {
+    etcd: Option<&atoll_apiserver::storage::etcd::EtcdOptions>,
+) -> anyhow::Result<()> {
+    if let Some(hub) = etcd {
+        let hosted_etcd = hosted.etcd.get_or_insert_with(|| {
+            let prefix = flags
+                .hosted_etcd
+                .hosted_etcd_prefix
+                .clone()
+                .unwrap_or_else(|| format!("{}-hosted", hub.prefix));
+            let mut same =
+                atoll_hub::hosted::datastore::HostedEtcd::new(hub.endpoints.clone(), prefix);
+            same.ca_file = hub.ca_file.clone();
+            same.cert_file = hub.cert_file.clone();
+            same.key_file = hub.key_file.clone();
+            same.timeout = hub.timeout;
+            Box::new(same)
+        });
+        if atoll_hub::hosted::datastore::nest(&hosted_etcd.prefix, &hub.prefix) {
+            anyhow::bail!(
+                "the hosted clusters' etcd prefix {:?} (--hosted-etcd-prefix) nests with the hub's own {:?} (--etcd-prefix): the hub's API server would see their keys; choose prefixes neither of which is the other or under it",
+                hosted_etcd.prefix,
+                hub.prefix
+            );
+        }
+    }
     if hosted.data_dir.is_none() {
         hosted.data_dir = Some(data_dir.join("hosted"));
     }
@@ -88,6 +115,7 @@ pub fn hosted_defaults(
     {
         hosted.binary = Some(this);
     }
+    Ok(())
 }
 
 pub async fn run(

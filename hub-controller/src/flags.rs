@@ -4,6 +4,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::hosted::datastore::{DEFAULT_PREFIX, HostedEtcd};
 use crate::{Config, Leases};
 
 /// How the hub serves agents.
@@ -55,10 +56,52 @@ pub struct Flags {
     /// atoll up runs itself; hub-controller runs `atoll` beside its own binary].
     #[arg(long, env = "ATOLL_APISERVER_BINARY", value_name = "FILE")]
     pub apiserver_binary: Option<PathBuf>,
+    /// The etcd of hosted clusters with `storage.backend: etcd` (boxed: the flags of `atoll up`
+    /// stay small).
+    #[command(flatten)]
+    pub hosted_etcd: Box<HostedEtcdFlags>,
     /// Address of the health and metrics endpoint (`/livez`, `/readyz`, `/metrics`; plain
     /// HTTP, off the API and gRPC ports).
     #[arg(long, env = "ATOLL_METRICS_ADDR", value_name = "HOST:PORT", default_value = "127.0.0.1:8081", value_parser = metrics_addr)]
     pub metrics_addr: SocketAddr,
+}
+
+/// Where hosted clusters with `storage.backend: etcd` keep their data.
+#[derive(clap::Args, Debug, Clone)]
+pub struct HostedEtcdFlags {
+    /// etcd client URLs where hosted clusters with `storage.backend: etcd` keep their data, each
+    /// under a prefix of its own (repeat, or separate with commas) [default: the hub's own
+    /// --etcd-endpoints for atoll up --storage etcd; none for hub-controller, which then runs no
+    /// etcd-backed hosted clusters].
+    #[arg(long, env = "ATOLL_HOSTED_ETCD_ENDPOINTS", value_name = "URL", value_delimiter = ',', value_parser = etcd_endpoint)]
+    pub hosted_etcd_endpoints: Vec<String>,
+    /// The etcd key prefix hosted clusters' prefixes go under, as
+    /// `PREFIX/<namespace>/<name>/<uid>`; it must not nest with another API server's prefix on
+    /// the same etcd [default: /atoll-hosted; for atoll up --storage etcd, its --etcd-prefix
+    /// followed by `-hosted`].
+    #[arg(long, env = "ATOLL_HOSTED_ETCD_PREFIX", value_name = "PREFIX", value_parser = hosted_etcd_prefix)]
+    pub hosted_etcd_prefix: Option<String>,
+    /// The CA of the hosted etcd's serving certificates (PEM), for https://
+    /// --hosted-etcd-endpoints.
+    #[arg(long, env = "ATOLL_HOSTED_ETCD_CAFILE", value_name = "FILE")]
+    pub hosted_etcd_cafile: Option<PathBuf>,
+    /// A client certificate (PEM) for a hosted etcd that authenticates its clients (with
+    /// --hosted-etcd-keyfile).
+    #[arg(
+        long,
+        env = "ATOLL_HOSTED_ETCD_CERTFILE",
+        value_name = "FILE",
+        requires = "hosted_etcd_keyfile"
+    )]
+    pub hosted_etcd_certfile: Option<PathBuf>,
+    /// The key of --hosted-etcd-certfile (PEM).
+    #[arg(
+        long,
+        env = "ATOLL_HOSTED_ETCD_KEYFILE",
+        value_name = "FILE",
+        requires = "hosted_etcd_certfile"
+    )]
+    pub hosted_etcd_keyfile: Option<PathBuf>,
 }
 
 /// How hub replicas elect the one that leads: `hub-controller`'s replicas, and `atoll up`'s
@@ -103,6 +146,18 @@ pub fn duration(text: &str) -> Result<Duration, String> {
     atoll_api::placement::parse_duration(text)
 }
 
+/// Parses one of `--hosted-etcd-endpoints`.
+pub fn etcd_endpoint(text: &str) -> Result<String, String> {
+    atoll_apiserver::storage::etcd::check_endpoint(text)
+        .map(|()| text.to_owned())
+        .map_err(|e| e.to_string())
+}
+
+/// Parses `--hosted-etcd-prefix`.
+pub fn hosted_etcd_prefix(text: &str) -> Result<String, String> {
+    crate::hosted::datastore::check_hosted_prefix(text).map(|()| text.to_owned())
+}
+
 /// Parses `--metrics-addr`.
 pub fn metrics_addr(text: &str) -> Result<SocketAddr, String> {
     atoll_runtime::endpoint::parse_addr(text).map_err(|e| e.to_string())
@@ -131,7 +186,31 @@ impl Flags {
             hosted.host = host.clone();
         }
         hosted.binary = self.apiserver_binary.clone().or_else(beside_this_binary);
+        hosted.etcd = self.hosted_etcd().map(Box::new);
         config
+    }
+
+    /// The etcd of etcd-backed hosted clusters the flags give, if any.
+    pub fn hosted_etcd(&self) -> Option<HostedEtcd> {
+        self.hosted_etcd.settings()
+    }
+}
+
+impl HostedEtcdFlags {
+    /// The etcd of etcd-backed hosted clusters these flags give, if any.
+    pub fn settings(&self) -> Option<HostedEtcd> {
+        if self.hosted_etcd_endpoints.is_empty() {
+            return None;
+        }
+        let prefix = self
+            .hosted_etcd_prefix
+            .clone()
+            .unwrap_or_else(|| DEFAULT_PREFIX.to_owned());
+        let mut etcd = HostedEtcd::new(self.hosted_etcd_endpoints.clone(), prefix);
+        etcd.ca_file = self.hosted_etcd_cafile.clone();
+        etcd.cert_file = self.hosted_etcd_certfile.clone();
+        etcd.key_file = self.hosted_etcd_keyfile.clone();
+        Some(etcd)
     }
 }
 
@@ -151,6 +230,81 @@ mod tests {
     struct Args {
         #[command(flatten)]
         election: Election,
+    }
+
+    #[derive(clap::Parser, Debug)]
+    struct HubArgs {
+        #[command(flatten)]
+        hub: Flags,
+    }
+
+    #[test]
+    fn the_hosted_etcd_comes_from_its_flags() {
+        let none = HubArgs::try_parse_from(["hub"]).unwrap();
+        assert_eq!(none.hub.config().hosted.etcd, None);
+        let args = HubArgs::try_parse_from([
+            "hub",
+            "--hosted-etcd-endpoints=https://e1:2379,https://e2:2379",
+            "--hosted-etcd-cafile=ca.pem",
+            "--hosted-etcd-certfile=hub.pem",
+            "--hosted-etcd-keyfile=hub-key.pem",
+        ])
+        .unwrap();
+        let etcd = args.hub.config().hosted.etcd.unwrap();
+        assert_eq!(etcd.endpoints, ["https://e1:2379", "https://e2:2379"]);
+        assert_eq!(etcd.prefix, DEFAULT_PREFIX);
+        assert_eq!(etcd.ca_file, Some(PathBuf::from("ca.pem")));
+        assert_eq!(etcd.key_file, Some(PathBuf::from("hub-key.pem")));
+        let prefixed = HubArgs::try_parse_from([
+            "hub",
+            "--hosted-etcd-endpoints=http://e1:2379",
+            "--hosted-etcd-prefix=/fleet/hosted",
+        ])
+        .unwrap();
+        assert_eq!(
+            prefixed.hub.config().hosted.etcd.unwrap().prefix,
+            "/fleet/hosted"
+        );
+    }
+
+    #[test]
+    fn bad_hosted_etcd_flags_are_refused_naming_the_flag() {
+        for (flag, value, why) in [
+            (
+                "--hosted-etcd-prefix",
+                "atoll-hosted",
+                "must start with '/'",
+            ),
+            ("--hosted-etcd-prefix", "/atoll-hosted/", "not end with '/'"),
+            ("--hosted-etcd-prefix", "/registry", "kube-apiserver"),
+            ("--hosted-etcd-prefix", "/registry/hosted", "kube-apiserver"),
+            (
+                "--hosted-etcd-endpoints",
+                "e1:2379",
+                "not an http:// or https:// URL",
+            ),
+        ] {
+            let error = HubArgs::try_parse_from(["hub", &format!("{flag}={value}")])
+                .expect_err(&format!("{flag}={value} refused"))
+                .to_string();
+            assert!(
+                error.contains(&format!("invalid value '{value}' for '{flag} ")),
+                "{error}"
+            );
+            assert!(error.contains(why), "{error}");
+        }
+        let long = format!("/{}", "p".repeat(200));
+        let error = HubArgs::try_parse_from(["hub", "--hosted-etcd-prefix", &long])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("--hosted-etcd-prefix") && error.contains("at most"),
+            "{error}"
+        );
+        let error = HubArgs::try_parse_from(["hub", "--hosted-etcd-certfile=c.pem"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("--hosted-etcd-keyfile"), "{error}");
     }
 
     #[test]

@@ -10,10 +10,12 @@
 //! off per object, on kube-runtime's per-object queue. The control planes themselves are run by
 //! [`runtime`] (one supervisor task each), whose phase changes queue their HostedCluster again.
 //! Modules: `plan` (decisions), `claim` (the cluster's records on the hub), `datadir` (data
-//! directories), `runtime` (supervisors), `embedded` and `process` (the two ways to serve).
+//! directories), `datastore` (the etcd that `storage.backend: etcd` clusters share), `runtime`
+//! (supervisors), `embedded` and `process` (the two ways to serve).
 
 pub mod claim;
 pub mod datadir;
+pub mod datastore;
 mod embedded;
 pub mod plan;
 pub mod process;
@@ -44,7 +46,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::fleet::{Changes, Fleet};
 use crate::record::{self, Record};
-use plan::{Capabilities, Phase, Problem};
+use plan::{Capabilities, EtcdSupport, Phase, Problem};
 use runtime::{AgentHub, ControlPlanes, Desired, Key, Shared};
 
 /// Label on the bootstrap token the hub makes, at each start, for its hosted clusters' agents.
@@ -71,6 +73,9 @@ pub struct Settings {
     pub binary: Option<PathBuf>,
     /// How often hosted clusters' agents apply every Work again.
     pub resync: Duration,
+    /// The etcd that clusters with `storage.backend: etcd` keep their data in; `None`: this hub
+    /// has none (such clusters say so in their conditions). Boxed: settings travel by value.
+    pub etcd: Option<Box<datastore::HostedEtcd>>,
 }
 
 impl Default for Settings {
@@ -81,6 +86,7 @@ impl Default for Settings {
             host: "127.0.0.1".to_owned(),
             binary: None,
             resync: Duration::from_secs(60),
+            etcd: None,
         }
     }
 }
@@ -96,6 +102,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot delete the data of hosted cluster {cluster} in etcd")]
+    Erase {
+        cluster: String,
+        #[source]
+        source: datastore::EraseError,
+    },
     #[error("finalizer")]
     Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
 }
@@ -107,6 +119,8 @@ pub struct Context {
     can: Capabilities,
     /// The control planes, when this hub runs any.
     planes: Option<ControlPlanes>,
+    /// The etcd of clusters on etcd, if this hub has one.
+    etcd: Option<datastore::HostedEtcd>,
     memory: Mutex<Memory>,
 }
 
@@ -121,6 +135,8 @@ struct Memory {
     labelled: HashMap<Key, String>,
     /// Failures in a row (for the error policy's backoff).
     failures: HashMap<Key, u32>,
+    /// The data directory record last kept in a Secret (clusters on etcd).
+    kept: HashMap<Key, datadir::Saved>,
 }
 
 impl Context {
@@ -134,6 +150,7 @@ impl Context {
         memory.published.remove(key);
         memory.labelled.remove(key);
         memory.failures.remove(key);
+        memory.kept.remove(key);
     }
 }
 
@@ -168,6 +185,7 @@ pub async fn run(
                 listen_ip: settings.listen_ip,
                 host: settings.host.clone(),
                 binary: settings.binary.clone(),
+                etcd: settings.etcd.as_deref().cloned(),
                 agents: AgentHub {
                     url: hub_url,
                     ca_pem: hub_ca_pem,
@@ -181,7 +199,7 @@ pub async fn run(
     };
     if let Some(planes) = &planes {
         let Some(()) = retry(&shutdown, "clean up after deleted hosted clusters", || {
-            sweep(&client, &planes.shared().layout)
+            sweep(&client, &planes.shared().layout, settings.etcd.as_deref())
         })
         .await
         else {
@@ -194,8 +212,14 @@ pub async fn run(
         can: Capabilities {
             data_dir: settings.data_dir.is_some(),
             processes: settings.binary.is_some(),
+            etcd: match &settings.etcd {
+                _ if !datastore::BUILT_WITH_ETCD => EtcdSupport::NotBuilt,
+                Some(_) => EtcdSupport::Configured,
+                None => EtcdSupport::NotConfigured,
+            },
         },
         planes,
+        etcd: settings.etcd.as_deref().cloned(),
         memory: Mutex::default(),
     });
     let reconcile = ctx.fleet.metrics.timed("HostedCluster", reconcile);
@@ -288,20 +312,110 @@ async fn agents_token(client: &kube::Client) -> kube::Result<String> {
     Ok(token.to_string())
 }
 
+fn secrets_in_system(client: &kube::Client) -> Api<Secret> {
+    Api::namespaced(client.clone(), SYSTEM_NAMESPACE)
+}
+
+/// Deletes a cluster's keys in etcd (every key under its prefix, and the prefix's own key). A
+/// hub without etcd (no longer configured, or built without it) cannot: it says so and leaves
+/// them.
+async fn erase(ctx: &Context, key: &Key, prefix: &str) -> Result<(), Error> {
+    let Some(etcd) = &ctx.etcd else {
+        tracing::warn!(cluster = %key, prefix, "this hub has no etcd for hosted clusters any more (--hosted-etcd-endpoints): the cluster's keys stay in etcd");
+        return Ok(());
+    };
+    match datastore::erase(&etcd.options(prefix)).await {
+        Ok(keys) => {
+            tracing::info!(cluster = %key, datastore = %etcd.describe(prefix), keys, "deleted the hosted cluster's data in etcd");
+            Ok(())
+        }
+        Err(datastore::EraseError::NotBuilt) => {
+            tracing::warn!(cluster = %key, datastore = %etcd.describe(prefix), "this hub was built without etcd storage: the cluster's keys stay in etcd");
+            Ok(())
+        }
+        Err(source) => Err(Error::Erase {
+            cluster: key.to_string(),
+            source,
+        }),
+    }
+}
+
+/// Says on a HostedCluster being deleted why its data in etcd is not deleted yet (it is
+/// retried with backoff; the HostedCluster stays until it is).
+async fn report_erase_failure(hc: &HostedCluster, ctx: &Context, key: &Key, error: &Error) {
+    let previous = hc.status.clone().unwrap_or_default();
+    let status = plan::deleting(
+        &previous,
+        hc.metadata.generation,
+        &atoll_apiserver::error::chain(error),
+        jiff::Timestamp::now(),
+    );
+    if status != previous
+        && let Err(error) = write_status(ctx, key, &status).await
+    {
+        tracing::debug!(cluster = %key, %error, "cannot say why the data is not deleted yet");
+    }
+}
+
 /// Removes what deleted HostedClusters left behind while the hub was down: data directories,
 /// and the members (record, profile, namespace with its Works) whose HostedCluster is gone.
-async fn sweep(client: &kube::Client, layout: &datadir::Layout) -> kube::Result<()> {
+async fn sweep(
+    client: &kube::Client,
+    layout: &datadir::Layout,
+    etcd: Option<&datastore::HostedEtcd>,
+) -> kube::Result<()> {
     let hosted: Api<HostedCluster> = Api::all(client.clone());
     let listed = hosted.list(&ListParams::default()).await?;
     let live: HashSet<String> = listed
         .iter()
         .filter_map(|hc| hc.metadata.uid.clone())
         .collect();
+    let mut keep = live.clone();
     let names: HashSet<(String, String)> = listed
         .iter()
         .map(|hc| (hc.namespace().unwrap_or_default(), hc.name_any()))
         .collect();
-    for dir in layout.sweep(&live) {
+    // Keys in etcd first: a directory that goes is the last record of where they are.
+    if let Some(etcd) = etcd {
+        for (dir, saved) in layout.all() {
+            let Some(saved) = saved.filter(|s| !live.contains(&s.uid)) else {
+                continue;
+            };
+            let Some(prefix) = &saved.etcd_prefix else {
+                continue;
+            };
+            match datastore::erase(&etcd.options(prefix)).await {
+                Ok(keys) => {
+                    tracing::info!(datastore = %etcd.describe(prefix), keys, "deleted the data of a deleted hosted cluster in etcd");
+                }
+                Err(datastore::EraseError::NotBuilt) => {}
+                Err(error) => {
+                    // Its directory stays, and the next start tries again.
+                    tracing::warn!(dir = %dir.display(), datastore = %etcd.describe(prefix), error = %atoll_apiserver::error::chain(&error), "cannot delete the data of a deleted hosted cluster in etcd");
+                    keep.insert(saved.uid.clone());
+                }
+            }
+        }
+    }
+    let kept = secrets_in_system(client)
+        .list(&ListParams::default().labels(&format!("{}=true", claim::LABEL_KEPT_DATADIR)))
+        .await?;
+    for secret in kept {
+        if let Some(saved) = claim::kept_in(&secret)
+            && !keep.contains(&saved.uid)
+        {
+            if let Some(etcd) = etcd
+                && let Some(prefix) = &saved.etcd_prefix
+                && let Err(error) = datastore::erase(&etcd.options(prefix)).await
+                && !matches!(error, datastore::EraseError::NotBuilt)
+            {
+                tracing::warn!(datastore = %etcd.describe(prefix), error = %atoll_apiserver::error::chain(&error), "cannot delete the data of a deleted hosted cluster in etcd");
+                continue;
+            }
+            claim::forget_datadir(client, &saved.uid).await?;
+        }
+    }
+    for dir in layout.sweep(&keep) {
         tracing::info!(dir = %dir.display(), "removed the data of a deleted hosted cluster");
     }
     let mut orphans = std::collections::BTreeSet::new();
@@ -383,13 +497,24 @@ async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
         .planes
         .as_ref()
         .map(|p| p.shared().layout.dir(&key.namespace, &key.name));
-    let saved = dir
+    let mut saved = dir
         .as_deref()
         .and_then(|d| datadir::load(d).ok().flatten())
         .filter(|s| Some(s.uid.as_str()) == hc.metadata.uid.as_deref());
-    let mut problems = spec_problems(hc, ctx, saved.as_ref());
-    let claimed = take_place(hc, ctx, &key, saved.as_ref(), dir.as_deref(), &mut problems).await?;
-    let snapshot = run_control_plane(hc, ctx, &key, saved.as_ref(), &problems).await;
+    if saved.is_none()
+        && let Some(dir) = &dir
+    {
+        saved = recover_datadir(hc, ctx, &key, dir).await?;
+    }
+    let etcd_prefix = etcd_prefix(hc, ctx, saved.as_ref());
+    let mut problems = spec_problems(hc, ctx, saved.as_ref(), etcd_prefix.as_ref());
+    let etcd_prefix = etcd_prefix.and_then(Result::ok);
+    let place = Place {
+        dir: dir.as_deref(),
+        etcd_prefix: etcd_prefix.as_deref(),
+    };
+    let claimed = take_place(hc, ctx, &key, saved.as_ref(), place, &mut problems).await?;
+    let snapshot = run_control_plane(hc, ctx, &key, saved.as_ref(), place, &problems).await;
     let phase = snapshot.as_ref().map_or(Phase::Absent, |s| s.phase.clone());
     let endpoint = snapshot.as_ref().and_then(|s| s.port).map(|port| Endpoint {
         host: ctx
@@ -424,7 +549,11 @@ async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
         endpoint,
         kubeconfig: published,
         joined,
-        data_dir: dir.map(|d| d.display().to_string()),
+        data_dir: dir.as_ref().map(|d| d.display().to_string()),
+        etcd: etcd_prefix
+            .as_deref()
+            .zip(ctx.etcd.as_ref())
+            .map(|(prefix, etcd)| etcd.describe(prefix)),
         ready_after,
     };
     let previous = hc.status.clone().unwrap_or_default();
@@ -432,8 +561,98 @@ async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
     if status != previous {
         write_status(ctx, &key, &status).await?;
     }
+    if let Some(dir) = &dir {
+        keep_datadir(hc, ctx, &key, dir).await?;
+    }
     tracing::debug!(cluster = %key, ms = began.elapsed().as_millis(), since_seen_ms = seen.elapsed().as_millis(), "reconciled");
     Ok(Action::await_change())
+}
+
+/// Where a cluster's data goes: its data directory, and its etcd prefix when it is on etcd.
+#[derive(Debug, Clone, Copy)]
+struct Place<'a> {
+    dir: Option<&'a std::path::Path>,
+    etcd_prefix: Option<&'a str>,
+}
+
+/// The etcd prefix of a cluster on etcd (`None` for other backends, or when this hub has no
+/// etcd): the one its data directory records, else the one it gets under the hub's hosted
+/// prefix; `Err` says why there can be none.
+fn etcd_prefix(
+    hc: &HostedCluster,
+    ctx: &Context,
+    saved: Option<&datadir::Saved>,
+) -> Option<Result<String, String>> {
+    let storage = saved.map_or(plan::storage(&hc.spec), |s| s.storage);
+    if storage != atoll_api::hosted::StorageBackend::Etcd {
+        return None;
+    }
+    if let Some(prefix) = saved.and_then(|s| s.etcd_prefix.clone()) {
+        return Some(Ok(prefix));
+    }
+    let etcd = ctx.etcd.as_ref()?;
+    let key = key_of(hc);
+    let uid = hc.metadata.uid.as_deref().unwrap_or_default();
+    Some(datastore::cluster_prefix(
+        &etcd.prefix,
+        &key.namespace,
+        &key.name,
+        uid,
+    ))
+}
+
+/// The data directory of a cluster on etcd, made again from the record kept in a Secret when it
+/// has none (another hub replica served the cluster, or the directory was lost): the same join
+/// secret, port and prefix. `None` when there is no record to recover.
+async fn recover_datadir(
+    hc: &HostedCluster,
+    ctx: &Context,
+    key: &Key,
+    dir: &std::path::Path,
+) -> Result<Option<datadir::Saved>, Error> {
+    if plan::storage(&hc.spec) != atoll_api::hosted::StorageBackend::Etcd {
+        return Ok(None);
+    }
+    let uid = hc.metadata.uid.as_deref().unwrap_or_default();
+    let Some(kept) = claim::kept_datadir(&ctx.client, uid).await? else {
+        return Ok(None);
+    };
+    match datadir::prepare(dir, kept) {
+        Ok(saved) => {
+            tracing::info!(cluster = %key, dir = %dir.display(), "recovered the data directory's record of a hosted cluster on etcd");
+            ctx.memory().kept.insert(key.clone(), saved.clone());
+            Ok(Some(saved))
+        }
+        Err(error) => {
+            // The supervisor reports the directory's failure.
+            tracing::debug!(cluster = %key, %error, "cannot recover the data directory yet");
+            Ok(None)
+        }
+    }
+}
+
+/// Keeps the data directory's record of a cluster on etcd in a Secret on the hub, when it
+/// changed (its port is chosen at the first start): what another replica needs to serve it.
+async fn keep_datadir(
+    hc: &HostedCluster,
+    ctx: &Context,
+    key: &Key,
+    dir: &std::path::Path,
+) -> Result<(), Error> {
+    let Some(saved) = datadir::load(dir)
+        .ok()
+        .flatten()
+        .filter(|s| Some(s.uid.as_str()) == hc.metadata.uid.as_deref())
+        .filter(|s| s.storage == atoll_api::hosted::StorageBackend::Etcd)
+    else {
+        return Ok(());
+    };
+    if ctx.memory().kept.get(key) == Some(&saved) {
+        return Ok(());
+    }
+    claim::keep_datadir(&ctx.client, hc, &saved).await?;
+    ctx.memory().kept.insert(key.clone(), saved);
+    Ok(())
 }
 
 /// What in the spec this hub cannot do (or not yet: a ClusterSet that does not exist).
@@ -441,6 +660,7 @@ fn spec_problems(
     hc: &HostedCluster,
     ctx: &Context,
     saved: Option<&datadir::Saved>,
+    etcd_prefix: Option<&Result<String, String>>,
 ) -> Vec<Problem> {
     let mut problems = plan::problems(
         &hc.name_any(),
@@ -448,6 +668,17 @@ fn spec_problems(
         ctx.can,
         saved.map(datadir::Saved::provisioned),
     );
+    if let Some(Err(why)) = etcd_prefix {
+        problems.push(Problem {
+            reason: "StorageUnavailable",
+            message: format!("spec.storage.backend is etcd, but {why}"),
+            blocks: true,
+        });
+    }
+    let restore = hc.annotations().contains_key(ANNOTATION_RESTORE);
+    if let Some(problem) = plan::restore_problem(&hc.spec, restore, saved.is_some()) {
+        problems.push(problem);
+    }
     if let Some(set) = &hc.spec.cluster_set
         && !ctx.fleet.cluster_sets().contains(set)
     {
@@ -470,7 +701,7 @@ async fn take_place(
     ctx: &Context,
     key: &Key,
     saved: Option<&datadir::Saved>,
-    dir: Option<&std::path::Path>,
+    place: Place<'_>,
     problems: &mut Vec<Problem>,
 ) -> Result<bool, Error> {
     if problems.iter().any(|p| p.blocks) {
@@ -479,7 +710,7 @@ async fn take_place(
     let uid = hc.metadata.uid.as_deref().unwrap_or_default();
     let join_secret = saved
         .map(|s| s.join_secret.clone())
-        .unwrap_or_else(|| fresh_join_secret(key, uid, hc, dir));
+        .unwrap_or_else(|| fresh_join_secret(key, uid, hc, place));
     let new_profile = match claim::claim(&ctx.client, hc, &join_secret).await? {
         claim::Claim::Ours(record, version, made) => {
             ctx.fleet.upsert_record(&record, version);
@@ -507,6 +738,7 @@ async fn run_control_plane(
     ctx: &Context,
     key: &Key,
     saved: Option<&datadir::Saved>,
+    place: Place<'_>,
     problems: &[Problem],
 ) -> Option<runtime::Snapshot> {
     let planes = ctx.planes.as_ref()?;
@@ -522,7 +754,11 @@ async fn run_control_plane(
             credentials: None,
         });
     }
-    Some(planes.ensure(key, desired(hc, saved)).await)
+    Some(
+        planes
+            .ensure(key, desired(hc, saved, place.etcd_prefix))
+            .await,
+    )
 }
 
 /// Publishes how to reach a serving control plane: the kubeconfig Secret (written when it
@@ -586,14 +822,10 @@ fn inventory_view(ctx: &Context, key: &Key, phase: &Phase) -> Option<bool> {
 
 /// The join secret of a cluster not started yet: recorded in its data directory at once, so
 /// that the record the hub makes and the agent agree.
-fn fresh_join_secret(
-    key: &Key,
-    uid: &str,
-    hc: &HostedCluster,
-    dir: Option<&std::path::Path>,
-) -> String {
-    let fresh = datadir::Saved::new(uid, hc.spec.mode, plan::storage(&hc.spec), None);
-    match dir.map(|d| datadir::prepare(d, fresh.clone())) {
+fn fresh_join_secret(key: &Key, uid: &str, hc: &HostedCluster, place: Place<'_>) -> String {
+    let fresh = datadir::Saved::new(uid, hc.spec.mode, plan::storage(&hc.spec), None)
+        .with_etcd_prefix(place.etcd_prefix.map(str::to_owned));
+    match place.dir.map(|d| datadir::prepare(d, fresh.clone())) {
         Some(Ok(saved)) => saved.join_secret,
         Some(Err(error)) => {
             // The supervisor reports the directory's failure; the agent cannot join anyway.
@@ -637,13 +869,18 @@ async fn label_profile(
 
 /// What the runtime should run for a HostedCluster: what cannot change comes from its data
 /// directory once it was started.
-fn desired(hc: &HostedCluster, saved: Option<&datadir::Saved>) -> Desired {
+fn desired(
+    hc: &HostedCluster,
+    saved: Option<&datadir::Saved>,
+    etcd_prefix: Option<&str>,
+) -> Desired {
     let limits = hc.spec.limits.clone().unwrap_or_default();
     let api_server = hc.spec.api_server.clone().unwrap_or_default();
     Desired {
         uid: hc.metadata.uid.clone().unwrap_or_default(),
         mode: saved.map_or(hc.spec.mode, |s| s.mode),
         storage: saved.map_or(plan::storage(&hc.spec), |s| s.storage),
+        etcd_prefix: etcd_prefix.map(str::to_owned),
         port: api_server.port.and_then(|p| u16::try_from(p).ok()),
         extra_sans: api_server.extra_sans,
         limits: runtime::Limits {
@@ -711,11 +948,17 @@ async fn cleanup(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
     claim::delete_kubeconfig(&ctx.client, &key.namespace, &key.name).await?;
     if let Some(planes) = &ctx.planes {
         let dir = planes.shared().layout.dir(&key.namespace, &key.name);
-        let ours = datadir::load(&dir)
-            .ok()
-            .flatten()
-            .is_none_or(|s| s.uid == uid);
+        let saved = datadir::load(&dir).ok().flatten();
+        let ours = saved.as_ref().is_none_or(|s| s.uid == uid);
         if ours {
+            let prefix = etcd_prefix(hc, ctx, saved.as_ref()).and_then(Result::ok);
+            if let Some(prefix) = prefix
+                && let Err(error) = erase(ctx, &key, &prefix).await
+            {
+                report_erase_failure(hc, ctx, &key, &error).await;
+                return Err(error);
+            }
+            claim::forget_datadir(&ctx.client, &uid).await?;
             datadir::remove(&dir).map_err(|source| Error::DataDir {
                 path: dir.display().to_string(),
                 source,

@@ -1,6 +1,7 @@
 //! A hosted cluster's place on the hub: its member record (made accepted, and labelled with the
 //! HostedCluster's UID so that a HostedCluster never takes over or removes a cluster it did not
-//! make), its namespace and ClusterProfile, and the Secret with its admin kubeconfig.
+//! make), its namespace and ClusterProfile, the Secret with its admin kubeconfig, and for a
+//! cluster on etcd the Secret keeping its data directory's record.
 
 use std::collections::BTreeMap;
 
@@ -266,6 +267,83 @@ pub async fn delete_kubeconfig(
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     match api
         .delete(&kubeconfig_secret_name(name), &DeleteParams::default())
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Label on the Secrets in the hub's system namespace that keep what the data directory of a
+/// cluster on etcd records (`hosted.json`), so that another hub replica, or this one after its
+/// disk was lost, serves the cluster again with the same join secret, port and prefix.
+pub const LABEL_KEPT_DATADIR: &str = "atoll.dev/hosted-datadir";
+/// The key of `hosted.json` in such a Secret.
+const KEPT_KEY: &str = "hosted.json";
+
+/// The name of the Secret keeping the data directory record of the HostedCluster with `uid`.
+pub fn kept_secret_name(uid: &str) -> String {
+    format!("hosted-{uid}")
+}
+
+/// Writes (server-side apply) the Secret keeping `saved`, the record of HostedCluster `hc`'s
+/// data directory.
+pub async fn keep_datadir(
+    client: &kube::Client,
+    hc: &HostedCluster,
+    saved: &super::datadir::Saved,
+) -> kube::Result<()> {
+    let bytes = serde_json::to_vec(saved).map_err(kube::Error::SerdeError)?;
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(kept_secret_name(&saved.uid)),
+            namespace: Some(SYSTEM_NAMESPACE.to_owned()),
+            labels: Some(BTreeMap::from([(
+                LABEL_KEPT_DATADIR.to_owned(),
+                "true".to_owned(),
+            )])),
+            annotations: Some(annotations(hc)),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([(KEPT_KEY.to_owned(), ByteString(bytes))])),
+        type_: Some("Opaque".to_owned()),
+        ..Secret::default()
+    };
+    let api: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    api.patch(
+        &kept_secret_name(&saved.uid),
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&secret),
+    )
+    .await?;
+    Ok(())
+}
+
+/// The data directory record kept for the HostedCluster with `uid`, if there is one (one that
+/// does not parse, or is another cluster's, is none).
+pub async fn kept_datadir(
+    client: &kube::Client,
+    uid: &str,
+) -> kube::Result<Option<super::datadir::Saved>> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    let Some(secret) = api.get_opt(&kept_secret_name(uid)).await? else {
+        return Ok(None);
+    };
+    Ok(kept_in(&secret).filter(|s| s.uid == uid))
+}
+
+/// The record a keeping Secret holds.
+pub fn kept_in(secret: &Secret) -> Option<super::datadir::Saved> {
+    let bytes = secret.data.as_ref()?.get(KEPT_KEY)?;
+    serde_json::from_slice(&bytes.0).ok()
+}
+
+/// Deletes the Secret keeping the data directory record of the HostedCluster with `uid`.
+pub async fn forget_datadir(client: &kube::Client, uid: &str) -> kube::Result<()> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    match api
+        .delete(&kept_secret_name(uid), &DeleteParams::default())
         .await
     {
         Ok(_) => Ok(()),

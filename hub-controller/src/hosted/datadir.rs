@@ -1,7 +1,8 @@
 //! The data directories of hosted control planes: `<root>/<namespace>/<name>/`, each the data
 //! directory of one atoll API server (database, CA, tokens, admin kubeconfig) plus the hub's own
 //! `hosted.json`: the UID of the HostedCluster it belongs to, what cannot change (mode and
-//! storage), the port once chosen, and the join secret of its agent.
+//! storage, and for a cluster on etcd its key prefix), the port once chosen, and the join secret
+//! of its agent.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,10 @@ pub struct Saved {
     /// The port the API server serves on, once chosen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
+    /// For a cluster on etcd: the key prefix its data is under (chosen at its first start, and
+    /// kept even if the hub's hosted prefix changes later).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd_prefix: Option<String>,
     /// The secret the cluster's agent presents when it joins (the hub holds only its hash).
     pub join_secret: String,
 }
@@ -40,10 +45,17 @@ impl Saved {
             mode,
             storage,
             port,
+            etcd_prefix: None,
             join_secret: (0..32)
                 .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
                 .collect(),
         }
+    }
+
+    /// The same record, keeping its data on etcd under `prefix` (`None`: not on etcd).
+    pub fn with_etcd_prefix(mut self, prefix: Option<String>) -> Self {
+        self.etcd_prefix = prefix;
+        self
     }
 
     /// What cannot change.
@@ -215,6 +227,22 @@ mod tests {
         assert_eq!(other.uid, "uid-2");
         assert!(!dir.join("state.db").exists());
         assert_ne!(other.join_secret, first.join_secret);
+    }
+
+    #[test]
+    fn the_etcd_prefix_is_recorded_and_older_records_read_without_one() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("c1");
+        let fresh = Saved::new("uid-1", HostedMode::Embedded, StorageBackend::Etcd, None)
+            .with_etcd_prefix(Some("/atoll-hosted/clusters/c1/uid-1".into()));
+        prepare(&dir, fresh.clone()).unwrap();
+        assert_eq!(load(&dir).unwrap(), Some(fresh));
+        std::fs::write(
+            dir.join(FILE),
+            r#"{"uid":"u","mode":"Embedded","storage":"sqlite","joinSecret":"s"}"#,
+        )
+        .unwrap();
+        assert_eq!(load(&dir).unwrap().unwrap().etcd_prefix, None);
     }
 
     #[test]

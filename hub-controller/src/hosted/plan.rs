@@ -46,12 +46,27 @@ pub struct Capabilities {
     pub data_dir: bool,
     /// Whether the hub can start `atoll apiserver` processes.
     pub processes: bool,
+    /// Whether the hub can keep clusters on etcd.
+    pub etcd: EtcdSupport,
+}
+
+/// Whether a hub can keep hosted clusters on etcd (`storage.backend: etcd`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EtcdSupport {
+    /// It was given an etcd for them.
+    Configured,
+    /// It was given none.
+    NotConfigured,
+    /// It was built without etcd storage.
+    NotBuilt,
 }
 
 /// How a cluster was first provisioned (kept in its data directory): what cannot change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Provisioned {
+    /// Where its control plane runs.
     pub mode: HostedMode,
+    /// Where its data is.
     pub storage: StorageBackend,
 }
 
@@ -91,6 +106,21 @@ pub fn problems(
         }
     }
     let mode = provisioned.map_or(spec.mode, |p| p.mode);
+    if provisioned.map_or(storage, |p| p.storage) == StorageBackend::Etcd
+        && mode != HostedMode::Kubernetes
+    {
+        match can.etcd {
+            EtcdSupport::Configured => {}
+            EtcdSupport::NotConfigured => out.push(Problem::blocking(
+                "StorageUnavailable",
+                "spec.storage.backend is etcd, but this hub has no etcd for hosted clusters; start it with --hosted-etcd-endpoints (atoll up --storage etcd gives its own etcd), or choose sqlite or memory".to_owned(),
+            )),
+            EtcdSupport::NotBuilt => out.push(Problem::blocking(
+                "StorageUnavailable",
+                "spec.storage.backend is etcd, but this hub was built without etcd storage; run a hub built with the etcd feature, or choose sqlite or memory".to_owned(),
+            )),
+        }
+    }
     match mode {
         HostedMode::Kubernetes => out.push(Problem::blocking(
             "ModeUnavailable",
@@ -146,6 +176,22 @@ pub fn problems(
         ));
     }
     out
+}
+
+/// A restore asked for (`atoll hosted create --restore`) into a cluster on etcd, which the API
+/// server cannot take (a backup goes into etcd with etcd's own tools); only before the cluster
+/// was first started, when a restore can still happen.
+pub fn restore_problem(
+    spec: &HostedClusterSpec,
+    restore: bool,
+    provisioned: bool,
+) -> Option<Problem> {
+    (restore && !provisioned && storage(spec) == StorageBackend::Etcd).then(|| {
+        Problem::blocking(
+            "RestoreUnsupported",
+            "a backup cannot be restored into spec.storage.backend etcd; restore it into a cluster on sqlite or memory".to_owned(),
+        )
+    })
 }
 
 /// Whether a requested version is the one atoll serves: `1.35`, `v1.35`, `1.35.0` or `v1.35.0`
@@ -204,6 +250,8 @@ pub struct Observed<'a> {
     pub joined: Option<bool>,
     /// The data directory, for messages.
     pub data_dir: Option<String>,
+    /// For a cluster on etcd, where (`etcd at <endpoints> under <prefix>`), for messages.
+    pub etcd: Option<String>,
     /// How long after the hub first saw the cluster it became Available, once it has.
     pub ready_after: Option<Duration>,
 }
@@ -242,6 +290,10 @@ impl Observed<'_> {
             (StorageBackend::Memory, _) => "in memory".to_owned(),
             (StorageBackend::Sqlite, Some(dir)) => format!("SQLite in {dir}"),
             (StorageBackend::Sqlite, None) => "SQLite".to_owned(),
+            (StorageBackend::Etcd, _) => match &self.etcd {
+                Some(place) => format!("in {place}"),
+                None => "in etcd".to_owned(),
+            },
         }
     }
 }
@@ -498,6 +550,35 @@ pub fn status(
     }
 }
 
+/// The status of a HostedCluster being deleted whose data cannot be deleted yet: `Degraded`
+/// says why (the rest stays as it was).
+pub fn deleting(
+    previous: &HostedClusterStatus,
+    generation: Option<i64>,
+    why: &str,
+    now: jiff::Timestamp,
+) -> HostedClusterStatus {
+    let verdict = Verdict::new(
+        CONDITION_DEGRADED,
+        "True",
+        "DataDeletionFailed",
+        format!(
+            "the cluster is being deleted, but its data cannot be deleted yet (retrying): {why}"
+        ),
+    );
+    let mut conditions: Vec<_> = previous
+        .conditions
+        .iter()
+        .filter(|c| c.type_ != CONDITION_DEGRADED)
+        .cloned()
+        .collect();
+    conditions.extend(merge(&previous.conditions, vec![verdict], generation, now));
+    HostedClusterStatus {
+        conditions,
+        ..previous.clone()
+    }
+}
+
 /// A duration as Go prints one: `87ms`, `1.204s`, `2m3.5s`.
 pub fn format_duration(d: Duration) -> String {
     let millis = d.as_millis();
@@ -530,6 +611,7 @@ mod tests {
     const CAN: Capabilities = Capabilities {
         data_dir: true,
         processes: true,
+        etcd: EtcdSupport::Configured,
     };
 
     fn condition<'a>(status: &'a HostedClusterStatus, type_: &str) -> (&'a str, &'a str) {
@@ -559,6 +641,7 @@ mod tests {
             kubeconfig: true,
             joined: Some(true),
             data_dir: Some("/data/clusters/c1".into()),
+            etcd: None,
             ready_after: Some(Duration::from_millis(42)),
         }
     }
@@ -677,7 +760,7 @@ mod tests {
         );
         let no_dir = Capabilities {
             data_dir: false,
-            processes: true,
+            ..CAN
         };
         let found = problems("c1", &spec, no_dir, None);
         assert!(found[0].message.contains("--hosted-data-dir"), "{found:?}");
@@ -686,8 +769,8 @@ mod tests {
             ..Default::default()
         };
         let no_binary = Capabilities {
-            data_dir: true,
             processes: false,
+            ..CAN
         };
         assert!(
             problems("c1", &process, no_binary, None)[0]
@@ -719,6 +802,153 @@ mod tests {
         );
         assert!(found[0].message.contains("spec.mode") && found[0].message.contains("Embedded"));
         assert!(found[1].message.contains("spec.storage.backend"));
+    }
+
+    fn on_etcd() -> HostedClusterSpec {
+        HostedClusterSpec {
+            storage: Some(HostedStorage {
+                backend: StorageBackend::Etcd,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn etcd_on_a_hub_without_one_blocks_and_names_the_field_and_the_flag() {
+        let spec = on_etcd();
+        assert_eq!(problems("c1", &spec, CAN, None), []);
+        let none = Capabilities {
+            etcd: EtcdSupport::NotConfigured,
+            ..CAN
+        };
+        let found = problems("c1", &spec, none, None);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].reason, "StorageUnavailable");
+        assert!(found[0].blocks);
+        assert!(
+            found[0].message.contains("spec.storage.backend")
+                && found[0].message.contains("--hosted-etcd-endpoints"),
+            "{}",
+            found[0].message
+        );
+        let o = observed(&spec, &found, Phase::Absent);
+        let s = status(&o, &HostedClusterStatus::default(), jiff::Timestamp::now());
+        assert_eq!(condition(&s, "Degraded"), ("True", "StorageUnavailable"));
+        assert_eq!(condition(&s, "Available"), ("False", "StorageUnavailable"));
+        let not_built = Capabilities {
+            etcd: EtcdSupport::NotBuilt,
+            ..CAN
+        };
+        let found = problems("c1", &spec, not_built, None);
+        assert!(found[0].message.contains("built without etcd"), "{found:?}");
+        // Clusters on other backends do not need one.
+        assert_eq!(
+            problems("c1", &HostedClusterSpec::default(), none, None),
+            []
+        );
+    }
+
+    #[test]
+    fn changing_the_backend_from_or_to_etcd_is_refused_as_the_others_are() {
+        let was_etcd = Provisioned {
+            mode: HostedMode::Embedded,
+            storage: StorageBackend::Etcd,
+        };
+        let found = problems("c1", &HostedClusterSpec::default(), CAN, Some(was_etcd));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].reason, "ImmutableFieldChanged");
+        assert!(!found[0].blocks);
+        assert!(
+            found[0].message.contains("spec.storage.backend")
+                && found[0].message.contains("in etcd (asked: sqlite)"),
+            "{}",
+            found[0].message
+        );
+        let was_sqlite = Provisioned {
+            storage: StorageBackend::Sqlite,
+            ..was_etcd
+        };
+        let found = problems("c1", &on_etcd(), CAN, Some(was_sqlite));
+        assert!(
+            found[0].message.contains("in sqlite (asked: etcd)"),
+            "{}",
+            found[0].message
+        );
+        // What runs stays on etcd: the hub without etcd says so too.
+        let none = Capabilities {
+            etcd: EtcdSupport::NotConfigured,
+            ..CAN
+        };
+        let reasons: Vec<_> = problems("c1", &HostedClusterSpec::default(), none, Some(was_etcd))
+            .iter()
+            .map(|p| p.reason)
+            .collect();
+        assert_eq!(reasons, ["ImmutableFieldChanged", "StorageUnavailable"]);
+    }
+
+    #[test]
+    fn a_restore_into_etcd_is_refused_before_the_first_start() {
+        let problem = restore_problem(&on_etcd(), true, false).unwrap();
+        assert!(problem.blocks && problem.message.contains("spec.storage.backend etcd"));
+        assert_eq!(restore_problem(&on_etcd(), true, true), None);
+        assert_eq!(restore_problem(&on_etcd(), false, false), None);
+        assert_eq!(
+            restore_problem(&HostedClusterSpec::default(), true, false),
+            None
+        );
+    }
+
+    #[test]
+    fn the_datastore_of_a_cluster_on_etcd_is_named_in_its_conditions() {
+        let spec = on_etcd();
+        let mut o = observed(&spec, &[], Phase::Running);
+        o.etcd = Some("etcd at http://127.0.0.1:2379 under /atoll-hosted/clusters/c1/u1".into());
+        let s = status(&o, &HostedClusterStatus::default(), jiff::Timestamp::now());
+        let message = |s: &HostedClusterStatus, t: &str| {
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == t)
+                .unwrap()
+                .message
+                .clone()
+        };
+        assert_eq!(
+            message(&s, "DatastoreAvailable"),
+            "the data is kept in etcd at http://127.0.0.1:2379 under /atoll-hosted/clusters/c1/u1"
+        );
+        let suspended = HostedClusterSpec {
+            suspended: true,
+            ..on_etcd()
+        };
+        let mut o = observed(&suspended, &[], Phase::Suspended);
+        o.etcd = Some("etcd at http://e:2379 under /h/clusters/c1/u1".into());
+        let s = status(&o, &HostedClusterStatus::default(), jiff::Timestamp::now());
+        assert_eq!(
+            message(&s, "DatastoreAvailable"),
+            "its data is kept in etcd at http://e:2379 under /h/clusters/c1/u1"
+        );
+    }
+
+    #[test]
+    fn data_that_cannot_be_deleted_is_said_on_the_cluster_being_deleted() {
+        let spec = on_etcd();
+        let o = observed(&spec, &[], Phase::Running);
+        let running = status(&o, &HostedClusterStatus::default(), jiff::Timestamp::now());
+        let s = deleting(
+            &running,
+            Some(1),
+            "cannot reach etcd at http://e:2379 under /h/clusters/c1/u1 within 10s",
+            jiff::Timestamp::now(),
+        );
+        assert_eq!(condition(&s, "Degraded"), ("True", "DataDeletionFailed"));
+        assert_eq!(condition(&s, "Available"), ("True", "AsExpected"));
+        let degraded = s.conditions.iter().find(|c| c.type_ == "Degraded").unwrap();
+        assert!(
+            degraded.message.contains("under /h/clusters/c1/u1"),
+            "{}",
+            degraded.message
+        );
     }
 
     #[test]

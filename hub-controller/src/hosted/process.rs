@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncBufReadExt as _;
 use tokio::process::{Child, Command};
 
+use atoll_apiserver::storage::etcd::EtcdOptions;
+
+use super::datastore::describe;
 use super::plan::Component;
 use super::runtime::{Failure, KUBECONFIG_FILE, Outcome, Run, credentials, member_client};
 
@@ -37,12 +40,35 @@ pub async fn serve(run: &mut Run<'_>) -> Outcome {
             "this hub cannot find the atoll binary to run Process-mode control planes",
         ));
     };
+    let etcd = match run.etcd() {
+        Ok(etcd) => etcd,
+        Err(failure) => return Outcome::Failed(failure),
+    };
+    let place = etcd.as_ref().map(|e| describe(&e.endpoints, &e.prefix));
+    let outcome = serve_child(run, &binary, etcd.as_ref()).await;
+    match (outcome, place) {
+        (Outcome::Failed(mut failure), Some(place))
+            if failure.component == Component::Datastore =>
+        {
+            failure.message = format!("the datastore, {place}: {}", failure.message);
+            Outcome::Failed(failure)
+        }
+        (outcome, _) => outcome,
+    }
+}
+
+/// Runs the child until it is stopped, dies, or must restart.
+async fn serve_child(
+    run: &mut Run<'_>,
+    binary: &std::path::Path,
+    etcd: Option<&EtcdOptions>,
+) -> Outcome {
     let chosen = run.port().map_or_else(|| free_port(run), Ok);
     let port = match chosen.and_then(|port| run.remember_port(port).map(|()| port)) {
         Ok(port) => port,
         Err(failure) => return Outcome::Failed(failure),
     };
-    let mut child = match command(run, &binary, port).spawn() {
+    let mut child = match command(run, binary, port, etcd).spawn() {
         Ok(child) => child,
         Err(e) => {
             return Outcome::Failed(Failure::new(
@@ -88,9 +114,15 @@ pub async fn serve(run: &mut Run<'_>) -> Outcome {
     }
 }
 
-/// `atoll apiserver` for the control plane of `run`, on `port`, with its limits; standard input
-/// piped (its end stops the child), standard error kept for the conditions.
-fn command(run: &Run<'_>, binary: &std::path::Path, port: u16) -> Command {
+/// `atoll apiserver` for the control plane of `run`, on `port`, with its limits and, for a
+/// cluster on etcd, its etcd; standard input piped (its end stops the child), standard error
+/// kept for the conditions.
+fn command(
+    run: &Run<'_>,
+    binary: &std::path::Path,
+    port: u16,
+    etcd: Option<&EtcdOptions>,
+) -> Command {
     let mut command = Command::new(binary);
     command
         .arg("apiserver")
@@ -103,6 +135,24 @@ fn command(run: &Run<'_>, binary: &std::path::Path, port: u16) -> Command {
         .arg("--exit-on-stdin-close")
         .arg("--log-format")
         .arg("plain");
+    if let Some(etcd) = etcd {
+        command
+            .arg("--etcd-endpoints")
+            .arg(etcd.endpoints.join(","))
+            .arg("--etcd-prefix")
+            .arg(&etcd.prefix)
+            .arg("--etcd-timeout")
+            .arg(format!("{}s", etcd.timeout.as_secs().max(1)));
+        for (flag, file) in [
+            ("--etcd-cafile", &etcd.ca_file),
+            ("--etcd-certfile", &etcd.cert_file),
+            ("--etcd-keyfile", &etcd.key_file),
+        ] {
+            if let Some(file) = file {
+                command.arg(flag).arg(file);
+            }
+        }
+    }
     for host in run.hosts() {
         command.arg("--tls-san").arg(host);
     }
@@ -133,6 +183,12 @@ fn command(run: &Run<'_>, binary: &std::path::Path, port: u16) -> Command {
         "ATOLL_MAX_STORAGE_BYTES",
         "ATOLL_MAX_REQUESTS_INFLIGHT",
         "ATOLL_KUBECONFIG",
+        "ATOLL_ETCD_ENDPOINTS",
+        "ATOLL_ETCD_PREFIX",
+        "ATOLL_ETCD_CAFILE",
+        "ATOLL_ETCD_CERTFILE",
+        "ATOLL_ETCD_KEYFILE",
+        "ATOLL_ETCD_TIMEOUT",
     ] {
         command.env_remove(variable);
     }

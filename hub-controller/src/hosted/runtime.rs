@@ -16,7 +16,10 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::Instrument as _;
 
+use atoll_apiserver::storage::etcd::EtcdOptions;
+
 use super::datadir::{self, Layout, Saved};
+use super::datastore::HostedEtcd;
 use super::plan::{Component, Phase};
 use super::{embedded, process};
 
@@ -66,6 +69,8 @@ pub struct Shared {
     /// The `atoll` binary that Process-mode control planes run.
     pub binary: Option<PathBuf>,
     pub agents: AgentHub,
+    /// The etcd of clusters on etcd, if this hub has one.
+    pub etcd: Option<HostedEtcd>,
 }
 
 /// Limits a control plane's API server enforces.
@@ -83,6 +88,9 @@ pub struct Desired {
     pub uid: String,
     pub mode: HostedMode,
     pub storage: StorageBackend,
+    /// For a cluster on etcd, its key prefix (the one its data directory records, else the one
+    /// chosen for it now).
+    pub etcd_prefix: Option<String>,
     /// The port the spec asks for.
     pub port: Option<u16>,
     pub extra_sans: Vec<String>,
@@ -365,7 +373,8 @@ impl Supervisor {
             self.desired.mode,
             self.desired.storage,
             self.desired.port,
-        );
+        )
+        .with_etcd_prefix(self.desired.etcd_prefix.clone());
         let saved = datadir::prepare(&dir, fresh).map_err(|e| {
             Failure::new(
                 Component::Datastore,
@@ -375,7 +384,8 @@ impl Supervisor {
         })?;
         // A server writes its CA at its first start: before that, a restore may still come.
         let never_started = !dir.join("ca.crt").exists();
-        if never_started && self.desired.restore {
+        // (A backup cannot go into etcd: the controller refuses that restore.)
+        if never_started && self.desired.restore && self.desired.storage != StorageBackend::Etcd {
             atoll_apiserver::backup::mark_restore_pending(&dir).map_err(|e| {
                 Failure::new(
                     Component::Datastore,
@@ -435,6 +445,33 @@ impl Run<'_> {
             })?;
         }
         Ok(())
+    }
+
+    /// For a cluster on etcd, how its API server reaches its data: the hub's etcd, under the
+    /// prefix its data directory records. `None` for other backends.
+    pub fn etcd(&self) -> Result<Option<EtcdOptions>, Failure> {
+        if self.desired.storage != StorageBackend::Etcd {
+            return Ok(None);
+        }
+        let unavailable =
+            |message: String| Failure::new(Component::Datastore, "StorageUnavailable", message);
+        let Some(etcd) = &self.shared.etcd else {
+            return Err(unavailable(
+                "the cluster keeps its data in etcd, but this hub has no etcd for hosted clusters (--hosted-etcd-endpoints)".to_owned(),
+            ));
+        };
+        let Some(prefix) = self
+            .saved
+            .etcd_prefix
+            .as_ref()
+            .or(self.desired.etcd_prefix.as_ref())
+        else {
+            return Err(unavailable(format!(
+                "{} records no etcd prefix for the cluster",
+                self.dir.join(datadir::FILE).display()
+            )));
+        };
+        Ok(Some(etcd.options(prefix)))
     }
 
     /// The names and addresses the serving certificate holds besides `localhost`, `127.0.0.1`
