@@ -1826,7 +1826,8 @@ async fn two_hub_controllers_elect_one_leader_and_the_other_takes_over_mid_rollo
 /// both go on and a rollout finishes. Then the leading replica SIGKILLed: the other leads within
 /// the lease, the agents (given both addresses) reconnect with their credentials, a Work applied
 /// through the surviving replica's API during the failover lands everywhere, nothing is written
-/// twice and no agent joins again.
+/// twice and no agent joins again; a hosted cluster on the same etcd is served again by the new
+/// leader, with its data, through the kubeconfig taken before.
 #[tokio::test(flavor = "multi_thread")]
 async fn two_atoll_up_replicas_on_one_etcd_lead_in_turn_through_an_etcd_member_and_a_leader_loss() {
     let dir = tempfile::tempdir().unwrap();
@@ -1962,6 +1963,20 @@ async fn two_atoll_up_replicas_on_one_etcd_lead_in_turn_through_an_etcd_member_a
     .await;
     let settings_before = settings_versions(&members);
 
+    // A hosted cluster on the same etcd, run by the leader; an object in it.
+    atoll(
+        &hub_dir,
+        &["hosted", "create", "web", "--storage", "etcd", "--wait"],
+    )
+    .success();
+    let web = d.join("web.kubeconfig");
+    atoll(
+        &hub_dir,
+        &["kubeconfig", "web", "-o", web.to_str().unwrap()],
+    )
+    .success();
+    kubectl(&web, &["create", "configmap", "kept", "--from-literal=k=v"]).success();
+
     // One etcd member down: a change still rolls out everywhere.
     etcd.kill(0);
     std::fs::write(&app, APP.replace("SIZE", "2")).unwrap();
@@ -2072,6 +2087,29 @@ async fn two_atoll_up_replicas_on_one_etcd_lead_in_turn_through_an_etcd_member_a
         assert_eq!(log.matches("joined the hub").count(), 1, "{log}");
         assert!(!log.contains("joining again"), "{log}");
     }
+    // The new leader serves the hosted cluster from etcd: its data, and the kubeconfig taken
+    // before the failover (same address, CA and token), and its agent joined again as itself.
+    until(
+        d,
+        "the hosted cluster serves its data through its old kubeconfig",
+        Duration::from_secs(60),
+        || {
+            kubectl(
+                &web,
+                &["get", "configmap", "kept", "-o", "jsonpath={.data.k}"],
+            )
+            .stdout
+            .trim()
+                == "v"
+        },
+    )
+    .await;
+    until(d, "web is healthy again", Duration::from_secs(60), || {
+        clusters(&hub_dir)
+            .iter()
+            .any(|r| r.0 == "web" && r.1 == "True")
+    })
+    .await;
 
     // The killed replica, restarted on its data directory, serves the API and waits to lead.
     replicas[leader].spawn();
