@@ -251,3 +251,66 @@ async fn an_older_data_directory_is_migrated_and_a_newer_one_refused() {
     .await
     .unwrap();
 }
+
+/// A hub's data directory written by the production issue's first commit (5c6a8e9, before
+/// formats were recorded; `tests/testdata/data-dirs/README.md` says how it was made), opened by
+/// this build: migrated at start, its objects served, and the admin kubeconfig written then
+/// still accepted.
+#[tokio::test]
+async fn a_hub_data_directory_written_by_an_older_atoll_is_migrated_and_served() {
+    tokio::time::timeout(Duration::from_secs(90), async {
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata/data-dirs/hub-5c6a8e9.tar.gz");
+        let untar = std::process::Command::new("tar")
+            .arg("-xzf")
+            .arg(&fixture)
+            .arg("-C")
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(untar.success(), "cannot unpack {}", fixture.display());
+        let data = dir.path().join("hub");
+        assert!(!data.join("format").exists());
+        let old_kubeconfig = std::fs::read_to_string(data.join("hub.kubeconfig")).unwrap();
+
+        let hub = Process::hub_with(&data, free_addr().unwrap(), &[]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(data.join("format")).unwrap(),
+            "atoll-data-format 1\n"
+        );
+        let log = std::fs::read_to_string(data.with_extension("log")).unwrap();
+        assert!(
+            log.contains("migrating the data directory to the current format"),
+            "{log}"
+        );
+
+        // The kubeconfig the old hub wrote, pointed at the new address: same CA, same token.
+        let mut kubeconfig: serde_json::Value = serde_yaml_ng::from_str(&old_kubeconfig).unwrap();
+        kubeconfig["clusters"][0]["cluster"]["server"] = json!(format!("https://{}", hub.addr));
+        let old = dir.path().join("old.kubeconfig");
+        std::fs::write(&old, serde_json::to_string(&kubeconfig).unwrap()).unwrap();
+        let client = client_from(&old).await.unwrap();
+
+        let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+        assert_eq!(
+            configmaps.get("kept").await.unwrap().data.unwrap()["written-by"],
+            "5c6a8e9"
+        );
+        let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+            Api::namespaced(client.clone(), "old-team");
+        let secret = secrets.get("old-secret").await.unwrap();
+        assert_eq!(secret.data.unwrap()["password"].0, b"s3cret");
+        let sets: Api<atoll_api::clusterset::ClusterSet> = Api::all(client.clone());
+        assert!(sets.get("old-set").await.is_ok());
+        // And it takes writes.
+        let added: ConfigMap =
+            serde_json::from_value(json!({"metadata": {"name": "after-upgrade"}})).unwrap();
+        configmaps
+            .create(&PostParams::default(), &added)
+            .await
+            .unwrap();
+    })
+    .await
+    .unwrap();
+}
