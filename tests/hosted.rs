@@ -1300,3 +1300,66 @@ async fn hosted_clusters_on_etcd_keep_their_data_there_and_leave_none_behind() {
     );
     drop(etcd);
 }
+
+/// A served cluster on SQLite whose data directory is gone (on another hub replica's machine, or
+/// lost) is not made again empty: a blocking condition says where its data was and what to do,
+/// and nothing is created in its place; with the directory back, it serves its data again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_served_cluster_whose_data_directory_is_gone_is_not_made_again_empty() {
+    let mut hub = Hub::start(0);
+    hub.atoll(&["hosted", "create", "web", "--wait"]).success();
+    let web = hub.member_kubeconfig("web");
+    kubectl(&web, &["create", "configmap", "kept", "--from-literal=k=v"]).success();
+    assert!(hub.process.terminate().unwrap().success());
+    let dir = hub.hosted_dir("clusters", "web");
+    let aside = hub.hub_dir().with_file_name("web-aside");
+    std::fs::rename(&dir, &aside).unwrap();
+
+    hub.start_again();
+    let message = hub
+        .until_condition(
+            "clusters",
+            "web",
+            "Degraded",
+            "True",
+            Some("DataDirectoryMissing"),
+        )
+        .await;
+    assert!(
+        message.contains(&dir.display().to_string())
+            && message.contains("does not make it again empty"),
+        "{message}"
+    );
+    let hc = hub.hosted("web").unwrap();
+    assert_eq!(
+        condition(&hc, "Available").unwrap()["status"],
+        "False",
+        "{hc:#}"
+    );
+    assert!(
+        !dir.exists(),
+        "an empty data directory was made in its place"
+    );
+
+    // The directory back: the cluster serves its data again.
+    assert!(hub.process.terminate().unwrap().success());
+    std::fs::rename(&aside, &dir).unwrap();
+    hub.start_again();
+    hub.until_condition("clusters", "web", "Available", "True", None)
+        .await;
+    assert!(
+        eventually(Duration::from_secs(30), || {
+            std::future::ready(
+                kubectl(
+                    &web,
+                    &["get", "configmap", "kept", "-o", "jsonpath={.data.k}"],
+                )
+                .stdout
+                .trim()
+                    == "v",
+            )
+        })
+        .await,
+        "the cluster did not serve its data again"
+    );
+}

@@ -679,6 +679,20 @@ fn spec_problems(
     if let Some(problem) = plan::restore_problem(&hc.spec, restore, saved.is_some()) {
         problems.push(problem);
     }
+    if let Some(dir) = ctx
+        .planes
+        .as_ref()
+        .map(|p| p.shared().layout.dir(&key_of(hc).namespace, &hc.name_any()))
+    {
+        let served_before = hc.status.as_ref().is_some_and(|s| s.kubeconfig.is_some());
+        let missing = plan::missing_data_problem(
+            &hc.spec,
+            served_before,
+            saved.is_some(),
+            &dir.display().to_string(),
+        );
+        problems.extend(missing);
+    }
     if let Some(set) = &hc.spec.cluster_set
         && !ctx.fleet.cluster_sets().contains(set)
     {

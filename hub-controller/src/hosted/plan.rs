@@ -194,6 +194,25 @@ pub fn restore_problem(
     })
 }
 
+/// A cluster whose data lives in its data directory (SQLite), served before (its kubeconfig was
+/// published) but whose directory is not on this hub: on another hub replica's machine, or lost.
+/// The hub never makes such a cluster again empty, which would pass for it with none of its data.
+pub fn missing_data_problem(
+    spec: &HostedClusterSpec,
+    served_before: bool,
+    has_data_dir: bool,
+    dir: &str,
+) -> Option<Problem> {
+    (served_before && !has_data_dir && storage(spec) == StorageBackend::Sqlite).then(|| {
+        Problem::blocking(
+            "DataDirectoryMissing",
+            format!(
+                "the cluster was served before, but its data directory {dir} is not on this hub: its data (spec.storage.backend sqlite) stays on the machine that served it, or was lost; the hub does not make it again empty. Bring the directory back (start the hub where it is), or restore a backup into a new cluster (atoll hosted create NAME --restore FILE), or delete this HostedCluster. A cluster that must move between hub replicas keeps its data in etcd (spec.storage.backend: etcd)"
+            ),
+        )
+    })
+}
+
 /// Whether a requested version is the one atoll serves: `1.35`, `v1.35`, `1.35.0` or `v1.35.0`
 /// (with or without a `+build` suffix).
 pub fn serves(asked: &str) -> bool {
@@ -606,6 +625,37 @@ pub fn storage(spec: &HostedClusterSpec) -> StorageBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_served_sqlite_cluster_without_its_data_directory_is_not_made_again() {
+        let sqlite = HostedClusterSpec::default();
+        let problem = missing_data_problem(&sqlite, true, false, "hosted/clusters/web").unwrap();
+        assert_eq!(problem.reason, "DataDirectoryMissing");
+        assert!(problem.blocks);
+        assert!(
+            problem.message.contains("hosted/clusters/web"),
+            "{}",
+            problem.message
+        );
+        assert!(
+            problem.message.contains("spec.storage.backend"),
+            "{}",
+            problem.message
+        );
+        // A new cluster, one with its directory, or one whose data is elsewhere: no problem.
+        assert!(missing_data_problem(&sqlite, false, false, "d").is_none());
+        assert!(missing_data_problem(&sqlite, true, true, "d").is_none());
+        for backend in [StorageBackend::Memory, StorageBackend::Etcd] {
+            let spec = HostedClusterSpec {
+                storage: Some(atoll_api::hosted::HostedStorage {
+                    backend,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            assert!(missing_data_problem(&spec, true, false, "d").is_none());
+        }
+    }
     use atoll_api::hosted::{HostedLimits, HostedStorage};
 
     const CAN: Capabilities = Capabilities {
