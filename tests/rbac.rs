@@ -295,3 +295,232 @@ fn bad_user_requests_are_refused_naming_what_is_wrong() {
         .failure()
         .stderr_has("a group must not be empty");
 }
+
+/// The audit policy of the audit log test: nothing of health and discovery, configmaps with
+/// their bodies, the rest as metadata; no event as requests arrive.
+const AUDIT_POLICY: &str = r#"
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  nonResourceURLs: ["/healthz*", "/livez*", "/readyz*", "/version", "/openapi*", "/api", "/api/*", "/apis", "/apis/*"]
+- level: RequestResponse
+  resources: [{group: "", resources: [configmaps]}]
+- level: Metadata
+"#;
+
+/// A policy whose one validation fails for a ConfigMap labelled `audited: "yes"`, bound with
+/// the Audit action only: the write goes through, the failure goes to the audit log.
+const AUDIT_ONLY_POLICY: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: "no-audited-label.example.com"}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["configmaps"]
+  validations:
+  - expression: "!has(object.metadata.labels) || !('audited' in object.metadata.labels)"
+    message: "audited ConfigMaps are noted"
+  auditAnnotations:
+  - key: "name"
+    valueExpression: "object.metadata.name"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: "no-audited-label-binding.example.com"}
+spec:
+  policyName: "no-audited-label.example.com"
+  validationActions: [Audit]
+"#;
+
+/// `atoll apiserver --audit-log-path --audit-policy-file`: kube-apiserver's audit events, as its
+/// policy says, with who asked (and whom they impersonated), the answer's code, the
+/// authorization decision, the bodies at `RequestResponse`, and what an admission policy's Audit
+/// action and audit annotations add; bad audit flags and policies are refused naming them.
+#[test]
+fn the_audit_log_records_who_did_what_as_its_policy_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("audit-policy.yaml");
+    std::fs::write(&policy, AUDIT_POLICY).unwrap();
+    let log = dir.path().join("audit").join("audit.log");
+    let server = atoll_tests::Process::start_with(
+        &atoll_binary().unwrap(),
+        "apiserver",
+        &dir.path().join("server"),
+        atoll_tests::free_addr().unwrap(),
+        &[
+            "--audit-log-path",
+            log.to_str().unwrap(),
+            "--audit-policy-file",
+            policy.to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    let admin = server.kubeconfig();
+    let kubectl = |args: &[&str]| atoll_tests::kubectl_at(&admin, args);
+    kubectl(&["create", "configmap", "plain", "--from-literal=k=v"]).success();
+    kubectl(&["get", "namespaces"]).success();
+    kubectl(&["get", "secrets", "--as", "bob"])
+        .failure()
+        .stderr_has("forbidden");
+    let policies = dir.path().join("policy.yaml");
+    std::fs::write(&policies, AUDIT_ONLY_POLICY).unwrap();
+    kubectl(&["apply", "-f", policies.to_str().unwrap()]).success();
+    let labelled = dir.path().join("labelled.yaml");
+    std::fs::write(
+        &labelled,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: labelled, namespace: default, labels: {audited: \"yes\"}}\n",
+    )
+    .unwrap();
+    // The policy takes a moment to be in force; until it is, the create leaves no failure.
+    let mut events: Vec<serde_json::Value>;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut attempt = 0;
+    loop {
+        let name = format!("labelled-{attempt}");
+        let text = std::fs::read_to_string(&labelled)
+            .unwrap()
+            .replace("name: labelled,", &format!("name: {name},"));
+        std::fs::write(dir.path().join("this.yaml"), text).unwrap();
+        kubectl(&[
+            "create",
+            "-f",
+            dir.path().join("this.yaml").to_str().unwrap(),
+        ])
+        .success();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        events = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect();
+        let noted = events.iter().any(|e| {
+            e["annotations"]["validation.policy.admission.k8s.io/validation_failure"]
+                .as_str()
+                .is_some_and(|v| v.contains("no-audited-label.example.com"))
+                && e["annotations"]["no-audited-label.example.com/name"] == name
+        });
+        if noted {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no audit event carries the policy's failure: {events:#?}"
+        );
+        attempt += 1;
+    }
+
+    // Every line is an audit.k8s.io/v1 Event, none at RequestReceived, none for health or
+    // discovery.
+    for event in &events {
+        assert_eq!(event["apiVersion"], "audit.k8s.io/v1", "{event}");
+        assert_eq!(event["kind"], "Event", "{event}");
+        assert_ne!(event["stage"], "RequestReceived", "{event}");
+        let uri = event["requestURI"].as_str().unwrap();
+        assert!(
+            !uri.starts_with("/version")
+                && !uri.starts_with("/healthz")
+                && !uri.starts_with("/openapi"),
+            "{event}"
+        );
+        assert!(
+            event["auditID"].as_str().is_some_and(|id| id.len() == 36),
+            "{event}"
+        );
+    }
+    let find = |what: &dyn Fn(&serde_json::Value) -> bool| {
+        events
+            .iter()
+            .find(|e| what(e))
+            .cloned()
+            .unwrap_or_else(|| panic!("no such event in {events:#?}"))
+    };
+    // The create, with both bodies.
+    let created = find(&|e| e["verb"] == "create" && e["objectRef"]["name"] == "plain");
+    assert_eq!(created["level"], "RequestResponse");
+    assert_eq!(created["stage"], "ResponseComplete");
+    assert_eq!(created["responseStatus"]["code"], 201);
+    assert_eq!(
+        created["objectRef"],
+        serde_json::json!({"resource": "configmaps", "namespace": "default", "name": "plain", "apiGroup": "", "apiVersion": "v1"})
+    );
+    assert_eq!(created["requestObject"]["data"]["k"], "v");
+    assert!(
+        created["responseObject"]["metadata"]["uid"].is_string(),
+        "{created:#}"
+    );
+    assert!(
+        created["user"]["groups"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("system:masters")),
+        "{created:#}"
+    );
+    assert_eq!(
+        created["annotations"]["authorization.k8s.io/decision"],
+        "allow"
+    );
+    assert!(created["sourceIPs"][0] == "127.0.0.1", "{created:#}");
+    assert!(
+        created["userAgent"]
+            .as_str()
+            .unwrap()
+            .starts_with("kubectl"),
+        "{created:#}"
+    );
+    // A list of namespaces: metadata only.
+    let listed = find(&|e| e["verb"] == "list" && e["objectRef"]["resource"] == "namespaces");
+    assert_eq!(listed["level"], "Metadata");
+    assert!(listed.get("requestObject").is_none() && listed.get("responseObject").is_none());
+    // The admin impersonating bob, refused.
+    let refused = find(&|e| e["objectRef"]["resource"] == "secrets");
+    assert_eq!(refused["impersonatedUser"]["username"], "bob");
+    assert_eq!(refused["responseStatus"]["code"], 403);
+    assert_eq!(
+        refused["annotations"]["authorization.k8s.io/decision"],
+        "forbid"
+    );
+    drop(server);
+
+    // Bad flags and policies, refused naming them.
+    let run = |args: &[&str]| {
+        let data = dir.path().join("refused");
+        let mut all = vec![
+            "apiserver",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--api-addr",
+            "127.0.0.1:0",
+        ];
+        all.extend_from_slice(args);
+        Tool::new(atoll_binary().unwrap()).run(&all)
+    };
+    let log_path = log.to_str().unwrap();
+    run(&["--audit-log-path", log_path])
+        .failure()
+        .stderr_has("--audit-log-path needs --audit-policy-file");
+    run(&["--audit-policy-file", policy.to_str().unwrap()])
+        .failure()
+        .stderr_has("--audit-policy-file applies only with --audit-log-path");
+    let bad = dir.path().join("bad-policy.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Loud\n",
+    )
+    .unwrap();
+    run(&[
+        "--audit-log-path",
+        log_path,
+        "--audit-policy-file",
+        bad.to_str().unwrap(),
+    ])
+    .failure()
+    .stderr_has("bad-policy.yaml")
+    .stderr_has("Loud");
+}

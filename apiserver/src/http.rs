@@ -65,6 +65,8 @@ pub struct ApiState {
     pub(crate) backup: Arc<crate::backup::Source>,
     /// Where requests are counted, when the server has metrics.
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// Where requests are recorded, when the server keeps an audit log.
+    pub audit: Option<Arc<crate::audit::AuditLog>>,
 }
 
 /// The router of the whole API.
@@ -73,14 +75,31 @@ pub fn router(state: Arc<ApiState>) -> Router {
 }
 
 async fn handle(State(state): State<Arc<ApiState>>, request: Request) -> Response {
+    let audit = state
+        .audit
+        .clone()
+        .map(|log| (log, Arc::new(crate::audit::Record::new(&request))));
+    let record = audit.as_ref().map(|(_, record)| record.clone());
     let Some(metrics) = state.metrics.clone() else {
-        return respond(state, request).await;
+        let response = respond(state, request, record).await;
+        return audited(audit, response).await;
     };
     let started = std::time::Instant::now();
     let labels = request_labels(&state, &request);
-    let response = respond(state, request).await;
+    let response = respond(state, request, record).await;
     metrics.observe(labels, response.status().as_u16(), started.elapsed());
-    response
+    audited(audit, response).await
+}
+
+/// The response, once its audit event is written (when the server keeps an audit log).
+async fn audited(
+    audit: Option<(Arc<crate::audit::AuditLog>, Arc<crate::audit::Record>)>,
+    response: Response,
+) -> Response {
+    match audit {
+        Some((log, record)) => crate::audit::finish(&log, &record, response).await,
+        None => response,
+    }
 }
 
 /// How a request is labelled in the metrics: kube-apiserver's verb (`LIST` and `WATCH` told
@@ -138,7 +157,11 @@ fn request_labels(state: &ApiState, request: &Request) -> crate::metrics::Reques
     }
 }
 
-async fn respond(state: Arc<ApiState>, request: Request) -> Response {
+async fn respond(
+    state: Arc<ApiState>,
+    request: Request,
+    audit: Option<Arc<crate::audit::Record>>,
+) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let limit = match time_limit(&request) {
@@ -149,7 +172,10 @@ async fn respond(state: Arc<ApiState>, request: Request) -> Response {
     let warnings = Arc::new(Warnings::default());
     // A panic serving one request fails that request with 500; the server goes on.
     let serving = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(serve(
-        &state, request, &warnings,
+        &state,
+        request,
+        &warnings,
+        audit.as_ref(),
     )));
     let served = match limit {
         Some(limit) => tokio::time::timeout(limit, serving)
@@ -300,7 +326,11 @@ fn is_public(path: &str) -> bool {
 /// Who the request is from: the client certificate's user, the bearer token's, `system:anonymous`
 /// without either (a token
 /// that is not valid is refused with 401), or whom the caller impersonates.
-async fn caller(state: &ApiState, parts: &http::request::Parts) -> Result<User> {
+async fn caller(
+    state: &ApiState,
+    parts: &http::request::Parts,
+    audit: Option<&Arc<crate::audit::Record>>,
+) -> Result<User> {
     let headers = &parts.headers;
     let certificate = parts.extensions.get::<crate::auth::ClientCertificate>();
     let user = match headers.get(header::AUTHORIZATION) {
@@ -316,7 +346,11 @@ async fn caller(state: &ApiState, parts: &http::request::Parts) -> Result<User> 
     if certificate.is_none() && !review::service_account_lives(&state.store, &user).await? {
         return Err(Error::Unauthorized);
     }
-    crate::authz::impersonation::resolve(&state.authz, user, headers)
+    let acting = crate::authz::impersonation::resolve(&state.authz, user.clone(), headers);
+    if let Some(audit) = audit {
+        audit.users(&user, acting.as_ref().unwrap_or(&user));
+    }
+    acting
 }
 
 /// What a request asks to do, as upstream's `RequestInfoFactory` reads it: the verb from the
@@ -369,16 +403,32 @@ fn attributes(method: &Method, path: &str, at: Option<&ApiPath>, query: &Query) 
     )
 }
 
-async fn serve(state: &ApiState, request: Request, warnings: &Arc<Warnings>) -> Result<Response> {
+async fn serve(
+    state: &ApiState,
+    request: Request,
+    warnings: &Arc<Warnings>,
+    audit: Option<&Arc<crate::audit::Record>>,
+) -> Result<Response> {
     let (parts, body) = request.into_parts();
     let path = parts.uri.path().to_owned();
-    let user = caller(state, &parts).await?;
+    let user = caller(state, &parts, audit).await?;
     // Held until the response is ready, or for a watch until it ends.
     let slot = in_flight::admit(state, &parts, &user)?;
     let query = Query::parse(parts.uri.query().unwrap_or_default());
     let api_path = path::parse(&path);
     let asked = attributes(&parts.method, &path, api_path.as_ref(), &query);
-    state.authz.check(&user, &asked)?;
+    if let (Some(log), Some(record)) = (&state.audit, audit) {
+        record.asks(log, &asked, &path);
+        if let Some(ApiPath::Resource(r)) = &api_path {
+            record.api_version(&r.group, &r.version);
+        }
+        record.received(log).await;
+    }
+    let authorized = state.authz.check(&user, &asked);
+    if let Some(record) = audit {
+        record.authorized(authorized.is_ok());
+    }
+    authorized?;
     let accept = parts
         .headers
         .get(header::ACCEPT)
@@ -451,6 +501,16 @@ async fn serve(state: &ApiState, request: Request, warnings: &Arc<Warnings>) -> 
     }
     let representation = Representation::negotiate(&accept, query.get("includeObject"))?;
     let body = read_body(body).await?;
+    if let Some(record) = audit.filter(|r| r.records() && !body.is_empty()) {
+        // As the server reads it: an object in any of its encodings, or a patch.
+        let object = decode_object(&parts.headers, &body)
+            .ok()
+            .or_else(|| serde_json::from_slice(&body).ok())
+            .or_else(|| crate::yaml::decode(&body).ok());
+        if let Some(object) = object {
+            record.request_object(object);
+        }
+    }
     let request = ResourceRequest {
         rt: &rt,
         at: &resource,
@@ -459,6 +519,7 @@ async fn serve(state: &ApiState, request: Request, warnings: &Arc<Warnings>) -> 
         query: &query,
         user: &user,
         warnings,
+        audit,
     };
     let response = serve_resource(state, &request, representation, body).await?;
     if rt.group == crate::authz::GROUP
@@ -519,6 +580,7 @@ fn policy_admission(
         dry_run,
         inner: None,
         delete_warnings: Default::default(),
+        audit: request.audit.cloned(),
     })
 }
 
@@ -745,6 +807,8 @@ struct ResourceRequest<'a> {
     user: &'a crate::auth::User,
     /// Where a refused write leaves its warnings.
     warnings: &'a Arc<Warnings>,
+    /// What the audit log records of the request, when the server keeps one.
+    audit: Option<&'a Arc<crate::audit::Record>>,
 }
 
 async fn serve_resource(

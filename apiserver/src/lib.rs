@@ -26,6 +26,7 @@ use tokio::task::JoinHandle;
 
 pub mod admission;
 pub mod apply;
+pub mod audit;
 pub mod auth;
 pub mod authz;
 pub mod backup;
@@ -161,6 +162,8 @@ pub struct Config {
     pub timeouts: serve::Timeouts,
     /// Where the server counts its requests and stored objects; none: not counted.
     pub metrics: Option<Arc<metrics::Metrics>>,
+    /// Where the audit log goes and what it records (`None`: no audit log).
+    pub audit: Option<audit::Options>,
 }
 
 impl Config {
@@ -180,6 +183,7 @@ impl Config {
             max_restore_bytes: 1024 * 1024 * 1024,
             timeouts: serve::Timeouts::default(),
             metrics: None,
+            audit: None,
         }
     }
 }
@@ -207,6 +211,12 @@ pub enum Error {
     #[error("cannot listen on {addr}")]
     Listen {
         addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open the audit log {path}")]
+    Audit {
+        path: PathBuf,
         #[source]
         source: std::io::Error,
     },
@@ -620,6 +630,16 @@ async fn serve_api(
         in_flight: s.in_flight,
         backup: s.backup,
         metrics: config.metrics.clone(),
+        audit: match config.audit.clone() {
+            Some(options) => {
+                let path = options.path.clone();
+                Some(
+                    audit::AuditLog::open(options)
+                        .map_err(|source| Error::Audit { path, source })?,
+                )
+            }
+            None => None,
+        },
     });
     if let Some(metrics) = &config.metrics {
         metrics.serving(&cache);

@@ -206,6 +206,7 @@ impl Connection {
                 if let Some(certificate) = &certificate {
                     request.extensions_mut().insert(certificate.clone());
                 }
+                request.extensions_mut().insert(crate::audit::Peer(peer));
                 let busy = activity.begin();
                 let served = tower::ServiceExt::oneshot(router.clone(), request);
                 async move {

@@ -232,9 +232,46 @@ struct ServerArgs {
     /// How long one call to etcd may take (and connecting to it), at most 5m.
     #[arg(long, env = "ATOLL_ETCD_TIMEOUT", default_value = "10s", value_parser = parse_etcd_timeout)]
     etcd_timeout: std::time::Duration,
+    /// Write an audit log there (`audit.k8s.io/v1` Events, one JSON object a line; `-`: standard
+    /// output), recording what --audit-policy-file says.
+    #[arg(long, env = "ATOLL_AUDIT_LOG_PATH", value_name = "FILE")]
+    audit_log_path: Option<PathBuf>,
+    /// The audit policy (an `audit.k8s.io/v1` Policy, YAML or JSON): which requests the audit
+    /// log records, at which level and stages.
+    #[arg(long, env = "ATOLL_AUDIT_POLICY_FILE", value_name = "FILE")]
+    audit_policy_file: Option<PathBuf>,
+    /// The audit log's size, in megabytes, at which it is rotated (0: never).
+    #[arg(long, env = "ATOLL_AUDIT_LOG_MAXSIZE", default_value_t = 100, value_name = "MB", value_parser = clap::value_parser!(u64).range(..=1_000_000))]
+    audit_log_maxsize: u64,
+    /// How many rotated audit logs are kept (FILE.1 the newest).
+    #[arg(long, env = "ATOLL_AUDIT_LOG_MAXBACKUP", default_value_t = 5, value_name = "N", value_parser = clap::value_parser!(u32).range(..=1000))]
+    audit_log_maxbackup: u32,
 }
 
 impl ServerArgs {
+    /// The audit log's settings, its policy read and checked; `None` without --audit-log-path.
+    fn audit(&self) -> anyhow::Result<Option<atoll_apiserver::audit::Options>> {
+        match (&self.audit_log_path, &self.audit_policy_file) {
+            (None, None) => Ok(None),
+            (None, Some(_)) => {
+                anyhow::bail!("--audit-policy-file applies only with --audit-log-path")
+            }
+            (Some(_), None) => anyhow::bail!(
+                "--audit-log-path needs --audit-policy-file (which requests to record, at which level)"
+            ),
+            (Some(path), Some(policy)) => {
+                let policy = atoll_apiserver::audit::Policy::load(policy)
+                    .map_err(|e| anyhow::Error::new(e).context("--audit-policy-file"))?;
+                Ok(Some(atoll_apiserver::audit::Options {
+                    path: path.clone(),
+                    policy,
+                    max_bytes: self.audit_log_maxsize * 1024 * 1024,
+                    max_backups: self.audit_log_maxbackup,
+                }))
+            }
+        }
+    }
+
     /// The storage backend, and etcd's settings when it is etcd; refuses etcd flags that do not
     /// fit together, naming them.
     fn storage(
@@ -602,6 +639,7 @@ fn main() -> anyhow::Result<()> {
 /// `atoll up`: its defaults for hosted clusters, then the hub.
 async fn up(args: UpArgs) -> anyhow::Result<()> {
     let (storage, etcd) = args.server.storage()?;
+    let audit = args.server.audit()?;
     let data_dir = args.server.data_dir.unwrap_or_else(|| ".atoll".into());
     let mut config = args.hub.config();
     up::hosted_defaults(
@@ -626,12 +664,13 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         restore: args.restore,
         election,
     };
-    up::run(mode, data_dir, args.server.api_addr, storage, etcd).await
+    up::run(mode, data_dir, args.server.api_addr, (storage, etcd), audit).await
 }
 
 /// `atoll apiserver`: a plain API server with its limits.
 async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
     let (storage, etcd) = args.server.storage()?;
+    let audit = args.server.audit()?;
     let data_dir = args
         .server
         .data_dir
@@ -651,7 +690,7 @@ async fn apiserver(args: ApiserverArgs) -> anyhow::Result<()> {
         },
         exit_on_stdin_close: args.exit_on_stdin_close,
     });
-    up::run(mode, data_dir, args.server.api_addr, storage, etcd).await
+    up::run(mode, data_dir, args.server.api_addr, (storage, etcd), audit).await
 }
 
 /// `atoll hosted ...`.

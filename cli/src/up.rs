@@ -122,12 +122,16 @@ pub async fn run(
     mut mode: Mode,
     data_dir: PathBuf,
     api_addr: SocketAddr,
-    storage: StorageKind,
-    etcd: Option<atoll_apiserver::storage::etcd::EtcdOptions>,
+    (storage, etcd): (
+        StorageKind,
+        Option<atoll_apiserver::storage::etcd::EtcdOptions>,
+    ),
+    audit: Option<atoll_apiserver::audit::Options>,
 ) -> anyhow::Result<()> {
     let signals = atoll_runtime::Stop::listen();
     let mut config = Config::new(&data_dir, api_addr);
     config.storage = storage;
+    config.audit = audit;
     let mut first_start = match (storage, &etcd) {
         (StorageKind::Memory, _) => true,
         // Nothing under the prefix yet: no replica of the hub has started on it. (Only the hub

@@ -141,6 +141,8 @@ pub struct PolicyAdmission {
     pub inner: Option<Arc<dyn Admission>>,
     /// The warnings of deletes (which answer none of their own).
     pub delete_warnings: Mutex<Vec<String>>,
+    /// Where the policies' audit annotations go, when the server keeps an audit log.
+    pub audit: Option<Arc<crate::audit::Record>>,
 }
 
 impl Admission for PolicyAdmission {
@@ -239,8 +241,11 @@ impl PolicyAdmission {
         };
         let outcome = evaluate(&self.set, &request, self);
         warnings.extend(outcome.warnings);
-        for (key, value) in &outcome.audit_annotations {
-            tracing::debug!(%key, %value, "admission audit annotation");
+        for (key, value) in outcome.audit_annotations {
+            match &self.audit {
+                Some(record) => record.annotate(key, value),
+                None => tracing::debug!(%key, %value, "admission audit annotation"),
+            }
         }
         match outcome.denial {
             Some(denial) => Err(denial_error(&denial, &rt.group, &rt.plural, name)),
