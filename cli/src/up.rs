@@ -129,90 +129,28 @@ pub async fn run(
     audit: Option<atoll_apiserver::audit::Options>,
 ) -> anyhow::Result<()> {
     let signals = atoll_runtime::Stop::listen();
-    let mut config = Config::new(&data_dir, api_addr);
+    let first_start = prepare_data(&mode, &data_dir, storage, etcd.as_ref()).await?;
+    let (mut config, what) = server_config(&mode, &data_dir, api_addr);
     config.storage = storage;
-    config.audit = audit;
-    let mut first_start = match (storage, &etcd) {
-        (StorageKind::Memory, _) => true,
-        // Nothing under the prefix yet: no replica of the hub has started on it. (Only the hub
-        // asks; a plain API server reports an unreachable etcd as it opens storage.)
-        (StorageKind::Etcd, Some(etcd)) if matches!(mode, Mode::Hub { .. }) => {
-            etcd_is_empty(etcd).await?
-        }
-        (StorageKind::Etcd, _) => false,
-        _ => !data_dir.join("state.db").exists(),
-    };
     config.etcd = etcd;
-    if let Mode::Hub {
-        restore: Some(backup),
-        ..
-    } = &mode
-    {
-        crate::backup::stage(&data_dir, backup, first_start).await?;
-        // A restored hub is not new: it has its hosted clusters already.
-        first_start = false;
-    }
-    let what = match &mode {
-        Mode::Hub { .. } => {
-            config.kubeconfig_name = "hub.kubeconfig".into();
-            config.cluster_name = "atoll-hub".into();
-            "atoll hub"
-        }
-        Mode::Member(member) => {
-            config.kubeconfig_name = "admin.kubeconfig".into();
-            config.cluster_name = "atoll".into();
-            config.extra_hosts = member.tls_sans.clone();
-            config.limits = member.limits.clone();
-            "atoll API server"
-        }
-    };
+    config.audit = audit;
     // The hub serves its health and metrics before anything else starts, so that a probe sees
     // it starting, and a bad --metrics-addr stops it at once.
-    let mut endpoint = None;
+    let mut health = None;
     if let Mode::Hub {
         config: hub,
         metrics_addr,
         ..
     } = &mut mode
     {
-        let mut registry = atoll_runtime::prometheus_client::registry::Registry::default();
-        config.metrics = Some(atoll_apiserver::metrics::Metrics::register(&mut registry));
-        hub.metrics = atoll_hub::metrics::Metrics::register(&mut registry);
-        let readiness = atoll_runtime::endpoint::Readiness::default();
-        let serving = readiness.pending("the API server is starting");
-        hub.ready = Some(readiness.pending("the hub is loading and syncing its caches"));
-        let (stop, stopped) = tokio::sync::watch::channel(false);
-        let served = atoll_runtime::endpoint::Endpoint::new(registry, readiness.clone());
-        let addr = *metrics_addr;
-        let addr = atoll_runtime::endpoint::start(addr, served, stopped)
-            .await
-            .with_context(|| format!("cannot serve --metrics-addr {addr}"))?;
-        tracing::info!(metrics = %format!("http://{addr}/metrics"), "serving health and metrics");
-        endpoint = Some((readiness, serving, stop));
+        health = Some(Health::start(*metrics_addr, &mut config, hub).await?);
     }
-    let server = match Server::start(config).await {
-        Ok(server) => server,
-        Err(error) => {
-            let code = match &error {
-                atoll_apiserver::Error::DataDir { .. }
-                | atoll_apiserver::Error::DataDirInUse { .. }
-                | atoll_apiserver::Error::DataFormat(_)
-                | atoll_apiserver::Error::Storage(_)
-                | atoll_apiserver::Error::Credentials(_) => EXIT_DATASTORE,
-                atoll_apiserver::Error::Listen { .. } => EXIT_LISTEN,
-                _ => 1,
-            };
-            let error = anyhow::Error::new(error)
-                .context(format!("cannot start the {what} in {}", data_dir.display()));
-            if matches!(mode, Mode::Member(_)) && code != 1 {
-                eprintln!("Error: {error:#}");
-                std::process::exit(code);
-            }
-            return Err(error);
-        }
-    };
-    if let Some((_, serving, _)) = &endpoint {
-        serving.done();
+    let member = matches!(mode, Mode::Member(_));
+    let server = Server::start(config)
+        .await
+        .map_err(|error| start_failed(error, what, &data_dir, member))?;
+    if let Some(health) = &health {
+        health.serving.done();
     }
     let (mut hub, stdin_close) = match mode {
         Mode::Hub {
@@ -221,9 +159,9 @@ pub async fn run(
             election,
             ..
         } => {
-            let readiness = endpoint.as_ref().map(|(readiness, _, _)| readiness);
+            let readiness = health.as_ref().map(|h| &h.readiness);
             let client = hub_client(&server).await?;
-            let Some(hub) = start_hub(
+            let started = start_hub(
                 client.clone(),
                 &data_dir,
                 *config,
@@ -231,13 +169,11 @@ pub async fn run(
                 readiness,
                 &signals,
             )
-            .await?
-            else {
+            .await?;
+            let Some(hub) = started else {
                 // Stopped before it led.
                 server.shutdown().await;
-                if let Some((_, _, stop)) = endpoint {
-                    let _ = stop.send(true);
-                }
+                health.into_iter().for_each(Health::stop);
                 tracing::info!("{what} stopped");
                 return Ok(());
             };
@@ -257,6 +193,146 @@ pub async fn run(
         grpc = ?hub.as_ref().map(|h| format!("https://{}", h.grpc_addr())),
         "{what} is ready"
     );
+    let restarting = until_stopped(&server, &signals, stdin_close, hub.as_mut()).await;
+    tracing::info!("stopping; a second signal stops at once");
+    atoll_runtime::exit_on_second_signal();
+    let stopping = health.as_ref().map(|h| h.readiness.pending("stopping"));
+    if let Some(hub) = hub {
+        hub.shutdown().await;
+    }
+    server.shutdown().await;
+    drop(stopping);
+    health.into_iter().for_each(Health::stop);
+    tracing::info!("{what} stopped");
+    if restarting {
+        std::process::exit(EXIT_RESTART);
+    }
+    Ok(())
+}
+
+/// Whether the hub starts for the first time (no data yet: it then makes its first hosted
+/// clusters), after staging the backup it was asked to start from (a restored hub is not new).
+async fn prepare_data(
+    mode: &Mode,
+    data_dir: &Path,
+    storage: StorageKind,
+    etcd: Option<&atoll_apiserver::storage::etcd::EtcdOptions>,
+) -> anyhow::Result<bool> {
+    let first_start = match (storage, etcd) {
+        (StorageKind::Memory, _) => true,
+        // Nothing under the prefix yet: no replica of the hub has started on it. (Only the hub
+        // asks; a plain API server reports an unreachable etcd as it opens storage.)
+        (StorageKind::Etcd, Some(etcd)) if matches!(mode, Mode::Hub { .. }) => {
+            etcd_is_empty(etcd).await?
+        }
+        (StorageKind::Etcd, _) => false,
+        _ => !data_dir.join("state.db").exists(),
+    };
+    if let Mode::Hub {
+        restore: Some(backup),
+        ..
+    } = mode
+    {
+        crate::backup::stage(data_dir, backup, first_start).await?;
+        return Ok(false);
+    }
+    Ok(first_start)
+}
+
+/// The API server's configuration for `mode`, and what the logs call the server.
+fn server_config(mode: &Mode, data_dir: &Path, api_addr: SocketAddr) -> (Config, &'static str) {
+    let mut config = Config::new(data_dir, api_addr);
+    let what = match mode {
+        Mode::Hub { .. } => {
+            config.kubeconfig_name = "hub.kubeconfig".into();
+            config.cluster_name = "atoll-hub".into();
+            "atoll hub"
+        }
+        Mode::Member(member) => {
+            config.kubeconfig_name = "admin.kubeconfig".into();
+            config.cluster_name = "atoll".into();
+            config.extra_hosts = member.tls_sans.clone();
+            config.limits = member.limits.clone();
+            "atoll API server"
+        }
+    };
+    (config, what)
+}
+
+/// Why the server could not start. A plain API server exits at once with a code that says what
+/// failed (its supervisor, a Process-mode hub, reads it).
+fn start_failed(
+    error: atoll_apiserver::Error,
+    what: &str,
+    data_dir: &Path,
+    member: bool,
+) -> anyhow::Error {
+    let code = match &error {
+        atoll_apiserver::Error::DataDir { .. }
+        | atoll_apiserver::Error::DataDirInUse { .. }
+        | atoll_apiserver::Error::DataFormat(_)
+        | atoll_apiserver::Error::Storage(_)
+        | atoll_apiserver::Error::Credentials(_) => EXIT_DATASTORE,
+        atoll_apiserver::Error::Listen { .. } => EXIT_LISTEN,
+        _ => 1,
+    };
+    let error = anyhow::Error::new(error)
+        .context(format!("cannot start the {what} in {}", data_dir.display()));
+    if member && code != 1 {
+        eprintln!("Error: {error:#}");
+        std::process::exit(code);
+    }
+    error
+}
+
+/// The hub's `/livez`, `/readyz` and `/metrics`, served while it runs.
+struct Health {
+    readiness: atoll_runtime::endpoint::Readiness,
+    /// Pending until the API server serves.
+    serving: atoll_runtime::endpoint::Pending,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Health {
+    /// Serves on `addr` the metrics `config` (the API server's) and `hub` register, and the
+    /// readiness the hub reports.
+    async fn start(
+        addr: SocketAddr,
+        config: &mut Config,
+        hub: &mut atoll_hub::Config,
+    ) -> anyhow::Result<Health> {
+        let mut registry = atoll_runtime::prometheus_client::registry::Registry::default();
+        config.metrics = Some(atoll_apiserver::metrics::Metrics::register(&mut registry));
+        hub.metrics = atoll_hub::metrics::Metrics::register(&mut registry);
+        let readiness = atoll_runtime::endpoint::Readiness::default();
+        let serving = readiness.pending("the API server is starting");
+        hub.ready = Some(readiness.pending("the hub is loading and syncing its caches"));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let served = atoll_runtime::endpoint::Endpoint::new(registry, readiness.clone());
+        let addr = atoll_runtime::endpoint::start(addr, served, stopped)
+            .await
+            .with_context(|| format!("cannot serve --metrics-addr {addr}"))?;
+        tracing::info!(metrics = %format!("http://{addr}/metrics"), "serving health and metrics");
+        Ok(Health {
+            readiness,
+            serving,
+            stop,
+        })
+    }
+
+    fn stop(self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+/// Waits for a signal, the end of standard input (`stdin_close`), or a staged restore (then
+/// answers `true`: stop to start again); a leading hub that loses its Lease exits meanwhile.
+async fn until_stopped(
+    server: &Server,
+    signals: &atoll_runtime::Stop,
+    stdin_close: bool,
+    hub: Option<&mut HubRun>,
+) -> bool {
     let mut restart = server.restart_requested();
     let stop = async {
         tokio::select! {
@@ -271,28 +347,10 @@ pub async fn run(
             }
         }
     };
-    let restarting = match &mut hub {
+    match hub {
         Some(HubRun::Leading(leading)) => leading.until(stop).await,
         _ => stop.await,
-    };
-    tracing::info!("stopping; a second signal stops at once");
-    atoll_runtime::exit_on_second_signal();
-    let stopping = endpoint
-        .as_ref()
-        .map(|(readiness, _, _)| readiness.pending("stopping"));
-    if let Some(hub) = hub {
-        hub.shutdown().await;
     }
-    server.shutdown().await;
-    drop(stopping);
-    if let Some((_, _, stop)) = endpoint {
-        let _ = stop.send(true);
-    }
-    tracing::info!("{what} stopped");
-    if restarting {
-        std::process::exit(EXIT_RESTART);
-    }
-    Ok(())
 }
 
 /// Resolves when standard input reaches its end (its writer, a supervisor, is gone).
