@@ -65,7 +65,7 @@ impl Validator {
             old,
             anchor: old.map(|old| (object, old)),
         };
-        self.walk(object, None, "", correlation, &mut run);
+        self.walk(object, None, &Field::Root, correlation, &mut run);
         run.errors
     }
 
@@ -74,7 +74,7 @@ impl Validator {
         &self,
         value: &Value,
         converted: Option<Cel>,
-        field: &str,
+        field: &Field<'_>,
         correlation: Correlation<'_>,
         run: &mut Run<'_>,
     ) {
@@ -114,15 +114,15 @@ impl Validator {
         &self,
         object: &serde_json::Map<String, Value>,
         converted: Option<&Cel>,
-        field: &str,
+        field: &Field<'_>,
         correlation: Correlation<'_>,
         run: &mut Run<'_>,
     ) {
         let old_object = correlation.old.filter(|_| self.map_correlatable);
         for (key, value) in object {
             let (sub, sub_field, cel_key) = match (self.properties.get(key), &self.additional) {
-                (Some(sub), _) => (sub, path::child(field, key), declare::escape(key)),
-                (None, Some(values)) => (&**values, path::key(field, key), Some(key.into())),
+                (Some(sub), _) => (sub, Field::Child(field, key), declare::escape(key)),
+                (None, Some(values)) => (&**values, Field::Key(field, key), Some(key.into())),
                 (None, None) => continue,
             };
             let child = match (converted, cel_key) {
@@ -131,7 +131,8 @@ impl Validator {
             };
             let old = old_object.and_then(|o| o.get(key));
             // The root's `apiVersion` and `kind` never ratchet.
-            let anchored = !(field.is_empty() && matches!(key.as_str(), "apiVersion" | "kind"));
+            let anchored =
+                !(matches!(field, Field::Root) && matches!(key.as_str(), "apiVersion" | "kind"));
             let next = Correlation {
                 old,
                 anchor: match old {
@@ -151,7 +152,7 @@ impl Validator {
         &self,
         items: &[Value],
         converted: Option<&Cel>,
-        field: &str,
+        field: &Field<'_>,
         correlation: Correlation<'_>,
         run: &mut Run<'_>,
     ) {
@@ -178,7 +179,7 @@ impl Validator {
                     None => correlation.anchor,
                 },
             };
-            item_validator.walk(item, child, &path::index(field, i), next, run);
+            item_validator.walk(item, child, &Field::Index(field, i), next, run);
             if run.stopped {
                 return;
             }
@@ -189,13 +190,13 @@ impl Validator {
     fn expressions(
         &self,
         this: &Cel,
-        field: &str,
+        field: &Field<'_>,
         correlation: Correlation<'_>,
         run: &mut Run<'_>,
     ) {
         if run.remaining == 0 {
             run.stop(self.invalid(
-                field,
+                &field.render(),
                 "validation failed due to running out of cost budget, no further validation rules will be run",
             ));
             return;
@@ -219,7 +220,7 @@ impl Validator {
                 Ok(program) => program,
                 Err(err) => {
                     run.errors
-                        .push(self.invalid(field, &format!("rule compile error: {err}")));
+                        .push(self.invalid(&field.render(), &format!("rule compile error: {err}")));
                     continue;
                 }
             };
@@ -234,7 +235,7 @@ impl Validator {
                 Charged::Value(Cel::Bool(true)) => continue,
                 Charged::Value(_) => {}
                 Charged::CallLimit => {
-                    run.stop(self.invalid(field, &format!(
+                    run.stop(self.invalid(&field.render(), &format!(
                         "'{}': no further validation rules will be run due to call cost exceeds limit for rule: {}",
                         EvalError::CostExceeded,
                         rule.error_string()
@@ -243,13 +244,13 @@ impl Validator {
                 }
                 Charged::OutOfBudget => {
                     run.stop(self.invalid(
-                        field,
+                        &field.render(),
                         "validation failed due to running out of cost budget, no further validation rules will be run",
                     ));
                     return;
                 }
                 Charged::Runtime(err) if err.starts_with("no such overload") => {
-                    run.errors.push(self.invalid(field, &format!(
+                    run.errors.push(self.invalid(&field.render(), &format!(
                         "'{err}': call arguments did not match a supported operator, function or macro signature for rule: {}",
                         rule.error_string()
                     )));
@@ -257,7 +258,7 @@ impl Validator {
                 }
                 Charged::Runtime(err) => {
                     run.errors.push(self.invalid(
-                        field,
+                        &field.render(),
                         &format!("{err} evaluating rule: {}", rule.error_string()),
                     ));
                     continue;
@@ -276,10 +277,12 @@ impl Validator {
         &self,
         rule: &Rule,
         activation: &Activation,
-        field: &str,
+        field: &Field<'_>,
         correlation: Correlation<'_>,
         run: &mut Run<'_>,
     ) -> bool {
+        let field = field.render();
+        let field = field.as_str();
         let at = match &rule.field_path {
             Some(relative) if field.is_empty() => relative.clone(),
             Some(relative) if relative.starts_with('[') => format!("{field}{relative}"),
@@ -388,6 +391,30 @@ impl Run<'_> {
     fn stop(&mut self, error: FieldError) {
         self.errors.push(error);
         self.stopped = true;
+    }
+}
+
+/// Where a node is: rendered (`spec.ports[0].name`) only when an error names it, so that
+/// walking an object formats nothing.
+#[derive(Clone, Copy)]
+enum Field<'a> {
+    Root,
+    /// A property of the parent.
+    Child(&'a Field<'a>, &'a str),
+    /// A key of the parent's `additionalProperties` map.
+    Key(&'a Field<'a>, &'a str),
+    /// An item of the parent list.
+    Index(&'a Field<'a>, usize),
+}
+
+impl Field<'_> {
+    fn render(&self) -> String {
+        match self {
+            Field::Root => String::new(),
+            Field::Child(parent, name) => path::child(&parent.render(), name),
+            Field::Key(parent, key) => path::key(&parent.render(), key),
+            Field::Index(parent, i) => path::index(&parent.render(), *i),
+        }
     }
 }
 
