@@ -70,12 +70,24 @@ impl Drop for Agent {
 /// Three member clusters (`atoll apiserver`: east, west, north) with their agents, joining the
 /// hub whose data directory is `hub_dir`.
 fn start_members(dir: &Path, hub_dir: &Path, grpc: &str) -> (Vec<Process>, Vec<Agent>) {
+    start_members_at(dir, hub_dir, &format!("https://{grpc}"))
+}
+
+/// [`start_members`] with agents given `hubs`: one hub address, or several separated by commas
+/// (the same order for all).
+fn start_members_at(dir: &Path, hub_dir: &Path, hubs: &str) -> (Vec<Process>, Vec<Agent>) {
     let mut members = Vec::new();
     let mut agents = Vec::new();
     for name in ["east", "west", "north"] {
         let member = Process::apiserver(&dir.join(name), free_addr().unwrap()).unwrap();
         let log = dir.join(format!("{name}-agent.log"));
-        agents.push(Agent::start(hub_dir, grpc, &member.kubeconfig(), name, log));
+        agents.push(Agent::start_at(
+            hub_dir,
+            hubs,
+            &member.kubeconfig(),
+            name,
+            log,
+        ));
         members.push(member);
     }
     (members, agents)
@@ -1371,6 +1383,33 @@ impl Drop for HubReplica {
     }
 }
 
+/// Waits until one of two replicas leads (ready) and the other waits (not ready, saying it does
+/// not lead); answers (leader, follower).
+async fn one_leads(d: &Path, replicas: &[HubReplica; 2]) -> (usize, usize) {
+    until(
+        d,
+        "one replica leads and the other waits",
+        Duration::from_secs(90),
+        || {
+            let states = [replicas[0].ready(), replicas[1].ready()];
+            states.contains(&Some(true)) && states.contains(&Some(false))
+        },
+    )
+    .await;
+    let leader = usize::from(replicas[1].ready() == Some(true));
+    let follower = 1 - leader;
+    println!(
+        "{} leads, {} waits",
+        replicas[leader].name, replicas[follower].name
+    );
+    let waiting = replicas[follower].readyz();
+    assert!(
+        waiting.contains("this replica is not leading (Lease atoll-system/atoll-hub)"),
+        "{waiting}"
+    );
+    (leader, follower)
+}
+
 /// The Lease hub replicas elect their leader with: (holder, transitions).
 fn leader_lease(admin: &Path) -> (String, i64) {
     let lease = kubectl(
@@ -1394,6 +1433,69 @@ fn leader_lease(admin: &Path) -> (String, i64) {
             .to_owned(),
         lease["spec"]["leaseTransitions"].as_i64().unwrap_or(0),
     )
+}
+
+/// A Work `failover` for each of east, west and north (a ConfigMap naming its cluster), in a
+/// file for `kubectl apply -f`.
+fn failover_works(d: &Path) -> PathBuf {
+    let works: String = ["east", "west", "north"]
+        .iter()
+        .map(|cluster| {
+            format!(
+                "---\napiVersion: multicluster.x-k8s.io/v1alpha1\nkind: Work\n\
+                 metadata: {{name: failover, namespace: {cluster}}}\n\
+                 spec:\n  workload:\n    manifests:\n    - apiVersion: v1\n      kind: ConfigMap\n      \
+                 metadata: {{name: failover, namespace: default}}\n      data: {{cluster: {cluster}}}\n"
+            )
+        })
+        .collect();
+    let file = d.join("failover-works.yaml");
+    std::fs::write(&file, works).unwrap();
+    file
+}
+
+/// Waits until the `failover` Works landed in east, west and north (`members`, in that order)
+/// and placement `shop` reports every cluster available.
+async fn until_failover_work_landed(d: &Path, hub_dir: &Path, members: &[Process]) {
+    until(
+        d,
+        "the failover Work is in every member",
+        Duration::from_secs(60),
+        || {
+            members
+                .iter()
+                .zip(["east", "west", "north"])
+                .all(|(m, cluster)| {
+                    kubectl(
+                        &m.kubeconfig(),
+                        &[
+                            "get",
+                            "configmap",
+                            "failover",
+                            "-n",
+                            "default",
+                            "-o",
+                            "jsonpath={.data.cluster}",
+                        ],
+                    )
+                    .stdout
+                    .trim()
+                        == cluster
+                })
+        },
+    )
+    .await;
+    until(
+        d,
+        "the placement reports every cluster available",
+        Duration::from_secs(60),
+        || {
+            atoll(hub_dir, &["work", "status", "shop"])
+                .stdout
+                .contains("3 selected, 3 applied, 3 available")
+        },
+    )
+    .await;
 }
 
 /// `metadata.resourceVersion` of ConfigMap `shop/settings` in each member.
@@ -1442,27 +1544,7 @@ async fn two_hub_controllers_elect_one_leader_and_the_other_takes_over_mid_rollo
 
     // One leads: ready, atoll_hub_leader 1, named in the Lease. The other waits: not ready,
     // saying why, atoll_hub_leader 0.
-    until(
-        d,
-        "one replica leads and the other waits",
-        Duration::from_secs(60),
-        || {
-            let states = [replicas[0].ready(), replicas[1].ready()];
-            states.contains(&Some(true)) && states.contains(&Some(false))
-        },
-    )
-    .await;
-    let leader = usize::from(replicas[1].ready() == Some(true));
-    let follower = 1 - leader;
-    println!(
-        "{} leads, {} waits",
-        replicas[leader].name, replicas[follower].name
-    );
-    let waiting = replicas[follower].readyz();
-    assert!(
-        waiting.contains("this replica is not leading (Lease atoll-system/atoll-hub)"),
-        "{waiting}"
-    );
+    let (leader, follower) = one_leads(d, &replicas).await;
     assert_eq!(
         replicas[leader].metric("atoll_hub_leader").as_deref(),
         Some("1")
@@ -1522,20 +1604,7 @@ async fn two_hub_controllers_elect_one_leader_and_the_other_takes_over_mid_rollo
 
     // Three members whose agents are given both replicas' addresses, the same order for all.
     let hubs = format!("https://{},https://{}", replicas[0].grpc, replicas[1].grpc);
-    let mut members = Vec::new();
-    let mut agents = Vec::new();
-    for name in ["east", "west", "north"] {
-        let member = Process::apiserver(&d.join(name), free_addr().unwrap()).unwrap();
-        let log = d.join(format!("{name}-agent.log"));
-        agents.push(Agent::start_at(
-            &hub_dir,
-            &hubs,
-            &member.kubeconfig(),
-            name,
-            log,
-        ));
-        members.push(member);
-    }
+    let (members, agents) = start_members_at(d, &hub_dir, &hubs);
     until(
         d,
         "three clusters are healthy",
@@ -1609,19 +1678,7 @@ async fn two_hub_controllers_elect_one_leader_and_the_other_takes_over_mid_rollo
     );
 
     // A Work applied to every member while nobody leads.
-    let failover_works: String = ["east", "west", "north"]
-        .iter()
-        .map(|cluster| {
-            format!(
-                "---\napiVersion: multicluster.x-k8s.io/v1alpha1\nkind: Work\n\
-                 metadata: {{name: failover, namespace: {cluster}}}\n\
-                 spec:\n  workload:\n    manifests:\n    - apiVersion: v1\n      kind: ConfigMap\n      \
-                 metadata: {{name: failover, namespace: default}}\n      data: {{cluster: {cluster}}}\n"
-            )
-        })
-        .collect();
-    let works_file = d.join("failover-works.yaml");
-    std::fs::write(&works_file, failover_works).unwrap();
+    let works_file = failover_works(d);
     kubectl(&admin, &["apply", "-f", works_file.to_str().unwrap()]).success();
     assert_eq!(
         replicas[follower].ready(),
@@ -1688,45 +1745,7 @@ async fn two_hub_controllers_elect_one_leader_and_the_other_takes_over_mid_rollo
         || members.iter().all(|m| widget_size(m).stdout.trim() == "2"),
     )
     .await;
-    until(
-        d,
-        "the failover Work is in every member",
-        Duration::from_secs(60),
-        || {
-            members
-                .iter()
-                .zip(["east", "west", "north"])
-                .all(|(m, cluster)| {
-                    kubectl(
-                        &m.kubeconfig(),
-                        &[
-                            "get",
-                            "configmap",
-                            "failover",
-                            "-n",
-                            "default",
-                            "-o",
-                            "jsonpath={.data.cluster}",
-                        ],
-                    )
-                    .stdout
-                    .trim()
-                        == cluster
-                })
-        },
-    )
-    .await;
-    until(
-        d,
-        "the placement reports every cluster available",
-        Duration::from_secs(60),
-        || {
-            atoll(&hub_dir, &["work", "status", "shop"])
-                .stdout
-                .contains("3 selected, 3 applied, 3 available")
-        },
-    )
-    .await;
+    until_failover_work_landed(d, &hub_dir, &members).await;
     // Each failover Work reports Applied for its one generation, recorded once in the member's
     // AppliedWork; each member has one AppliedWork per Work on the hub.
     for (member, cluster) in members.iter().zip(["east", "west", "north"]) {
@@ -1838,27 +1857,7 @@ async fn two_atoll_up_replicas_on_one_etcd_lead_in_turn_through_an_etcd_member_a
         HubReplica::up(d, "up-a", &endpoints, "/atoll/hub"),
         HubReplica::up(d, "up-b", &endpoints, "/atoll/hub"),
     ];
-    until(
-        d,
-        "one atoll up leads and the other waits",
-        Duration::from_secs(90),
-        || {
-            let states = [replicas[0].ready(), replicas[1].ready()];
-            states.contains(&Some(true)) && states.contains(&Some(false))
-        },
-    )
-    .await;
-    let leader = usize::from(replicas[1].ready() == Some(true));
-    let follower = 1 - leader;
-    println!(
-        "{} leads, {} waits",
-        replicas[leader].name, replicas[follower].name
-    );
-    let waiting = replicas[follower].readyz();
-    assert!(
-        waiting.contains("this replica is not leading (Lease atoll-system/atoll-hub)"),
-        "{waiting}"
-    );
+    let (leader, follower) = one_leads(d, &replicas).await;
     assert_eq!(
         replicas[follower].metric("atoll_hub_leader").as_deref(),
         Some("0")
@@ -1901,20 +1900,7 @@ async fn two_atoll_up_replicas_on_one_etcd_lead_in_turn_through_an_etcd_member_a
     // The operator works through the replica that will survive; agents get both addresses.
     let hub_dir = kubeconfigs[follower].parent().unwrap().to_owned();
     let hubs = format!("https://{},https://{}", replicas[0].grpc, replicas[1].grpc);
-    let mut members = Vec::new();
-    let mut agents = Vec::new();
-    for name in ["east", "west", "north"] {
-        let member = Process::apiserver(&d.join(name), free_addr().unwrap()).unwrap();
-        let log = d.join(format!("{name}-agent.log"));
-        agents.push(Agent::start_at(
-            &hub_dir,
-            &hubs,
-            &member.kubeconfig(),
-            name,
-            log,
-        ));
-        members.push(member);
-    }
+    let (members, agents) = start_members_at(d, &hub_dir, &hubs);
     until(
         d,
         "three clusters are healthy",
@@ -1999,19 +1985,7 @@ async fn two_atoll_up_replicas_on_one_etcd_lead_in_turn_through_an_etcd_member_a
     replicas[leader].child.kill().unwrap();
     replicas[leader].child.wait().unwrap();
     let killed = std::time::Instant::now();
-    let failover_works: String = ["east", "west", "north"]
-        .iter()
-        .map(|cluster| {
-            format!(
-                "---\napiVersion: multicluster.x-k8s.io/v1alpha1\nkind: Work\n\
-                 metadata: {{name: failover, namespace: {cluster}}}\n\
-                 spec:\n  workload:\n    manifests:\n    - apiVersion: v1\n      kind: ConfigMap\n      \
-                 metadata: {{name: failover, namespace: default}}\n      data: {{cluster: {cluster}}}\n"
-            )
-        })
-        .collect();
-    let works_file = d.join("failover-works.yaml");
-    std::fs::write(&works_file, failover_works).unwrap();
+    let works_file = failover_works(d);
     kubectl(
         &kubeconfigs[follower],
         &["apply", "-f", works_file.to_str().unwrap()],
@@ -2042,45 +2016,7 @@ async fn two_atoll_up_replicas_on_one_etcd_lead_in_turn_through_an_etcd_member_a
         holder.starts_with(&format!("{}_", replicas[follower].name)),
         "the Lease names {holder:?}"
     );
-    until(
-        d,
-        "the failover Work is in every member",
-        Duration::from_secs(60),
-        || {
-            members
-                .iter()
-                .zip(["east", "west", "north"])
-                .all(|(m, cluster)| {
-                    kubectl(
-                        &m.kubeconfig(),
-                        &[
-                            "get",
-                            "configmap",
-                            "failover",
-                            "-n",
-                            "default",
-                            "-o",
-                            "jsonpath={.data.cluster}",
-                        ],
-                    )
-                    .stdout
-                    .trim()
-                        == cluster
-                })
-        },
-    )
-    .await;
-    until(
-        d,
-        "the placement reports every cluster available",
-        Duration::from_secs(60),
-        || {
-            atoll(&hub_dir, &["work", "status", "shop"])
-                .stdout
-                .contains("3 selected, 3 applied, 3 available")
-        },
-    )
-    .await;
+    until_failover_work_landed(d, &hub_dir, &members).await;
     assert_eq!(settings_versions(&members), settings_before);
     for agent in &agents {
         let log = agent.log();

@@ -139,34 +139,13 @@ impl EtcdBackend {
     /// Connects, counts the keys under the prefix and starts the feed. Fails within a bounded
     /// time when etcd cannot be reached.
     pub async fn connect(options: &EtcdOptions) -> Result<Self> {
-        check_prefix(&options.prefix)?;
-        if options.endpoints.is_empty() || options.endpoints.len() > MAX_ENDPOINTS {
-            return Err(OptionError::Endpoints.into());
-        }
-        for endpoint in &options.endpoints {
-            check_endpoint(endpoint)?;
-        }
-        let mut connect = ConnectOptions::new()
-            .with_timeout(options.timeout)
-            .with_connect_timeout(options.timeout)
-            .with_keep_alive(Duration::from_secs(10), options.timeout)
-            .with_require_leader(true);
-        if let Some(tls) = tls(options)? {
-            connect = connect.with_tls(tls);
-        }
+        let client = client(options).await?;
         let endpoints = options.endpoints.join(",");
         let unreachable = |source| EtcdError::Unreachable {
             endpoints: endpoints.clone(),
             timeout: options.timeout,
             source,
         };
-        let client = tokio::time::timeout(
-            options.timeout,
-            Client::connect(&options.endpoints, Some(connect)),
-        )
-        .await
-        .map_err(|_| unreachable(None))?
-        .map_err(|e| unreachable(Some(e)))?;
 
         let backend = EtcdBackend {
             etcd: Etcd {
@@ -303,6 +282,69 @@ impl Drop for EtcdBackend {
         self.closed
             .send_replace(Some(self.shared.current.load(Ordering::Acquire)));
     }
+}
+
+/// A client of the etcd `options` name (checked), connected within the timeout.
+async fn client(options: &EtcdOptions) -> Result<Client> {
+    check_prefix(&options.prefix)?;
+    if options.endpoints.is_empty() || options.endpoints.len() > MAX_ENDPOINTS {
+        return Err(OptionError::Endpoints.into());
+    }
+    for endpoint in &options.endpoints {
+        check_endpoint(endpoint)?;
+    }
+    let mut connect = ConnectOptions::new()
+        .with_timeout(options.timeout)
+        .with_connect_timeout(options.timeout)
+        .with_keep_alive(Duration::from_secs(10), options.timeout)
+        .with_require_leader(true);
+    if let Some(tls) = tls(options)? {
+        connect = connect.with_tls(tls);
+    }
+    let unreachable = |source| EtcdError::Unreachable {
+        endpoints: options.endpoints.join(","),
+        timeout: options.timeout,
+        source,
+    };
+    let client = tokio::time::timeout(
+        options.timeout,
+        Client::connect(&options.endpoints, Some(connect)),
+    )
+    .await
+    .map_err(|_| unreachable(None))?
+    .map_err(|e| unreachable(Some(e)))?;
+    Ok(client)
+}
+
+/// Deletes every key of the API server on `options.prefix`, in one transaction: those under
+/// `<prefix>/` and the key `<prefix>` itself (its shared credentials). Answers how many went.
+pub async fn erase(options: &EtcdOptions) -> Result<i64> {
+    let mut client = client(options).await?;
+    let txn = Txn::new().and_then([
+        TxnOp::delete(
+            format!("{}/", options.prefix),
+            Some(DeleteOptions::new().with_prefix()),
+        ),
+        TxnOp::delete(options.prefix.as_str(), None),
+    ]);
+    let answer = tokio::time::timeout(options.timeout, client.txn(txn))
+        .await
+        .map_err(|_| EtcdError::Timeout {
+            operation: "an erase of the prefix",
+            timeout: options.timeout,
+        })?
+        .map_err(|source| EtcdError::Request {
+            operation: "an erase of the prefix",
+            source,
+        })?;
+    Ok(answer
+        .op_responses()
+        .iter()
+        .map(|op| match op {
+            TxnOpResponse::Delete(d) => d.deleted(),
+            _ => 0,
+        })
+        .sum())
 }
 
 /// A client with the prefix and timeout it works with.

@@ -9,6 +9,13 @@ use bytes::Bytes;
 
 pub use super::etcd_options::*;
 
+/// Fails: this build has no etcd client.
+pub async fn erase(_options: &EtcdOptions) -> Result<i64> {
+    Err(Error::Backend(
+        "this atoll was built without etcd storage; build it with the etcd feature".into(),
+    ))
+}
+
 /// No etcd backend in this build: it cannot be made.
 pub enum EtcdBackend {}
 

@@ -129,14 +129,6 @@ pub fn cluster_prefix(
 pub enum EraseError {
     #[error("this hub was built without etcd storage (the etcd feature)")]
     NotBuilt,
-    #[error("cannot read {path}")]
-    File {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot reach {place} within {timeout:?}")]
-    Unreachable { place: String, timeout: Duration },
     #[error("cannot erase the keys of {place}")]
     Etcd {
         place: String,
@@ -147,73 +139,16 @@ pub enum EraseError {
 
 /// Deletes every key of the API server on `options.prefix`: those under `<prefix>/` and the key
 /// `<prefix>` itself, in one transaction. Returns how many keys went.
-#[cfg(feature = "etcd")]
 pub async fn erase(options: &EtcdOptions) -> Result<i64, EraseError> {
-    use etcd_client::{
-        Certificate, Client, ConnectOptions, DeleteOptions, Identity, TlsOptions, Txn, TxnOp,
-        TxnOpResponse,
-    };
-    let place = describe(&options.endpoints, &options.prefix);
-    check_prefix(&options.prefix).map_err(|e| EraseError::Etcd {
-        place: place.clone(),
-        source: Box::new(e),
-    })?;
-    let read = |path: &PathBuf| {
-        std::fs::read(path).map_err(|source| EraseError::File {
-            path: path.clone(),
-            source,
-        })
-    };
-    let mut connect = ConnectOptions::new()
-        .with_timeout(options.timeout)
-        .with_connect_timeout(options.timeout);
-    if let Some(ca) = &options.ca_file {
-        let mut tls = TlsOptions::new().ca_certificate(Certificate::from_pem(read(ca)?));
-        if let (Some(cert), Some(key)) = (&options.cert_file, &options.key_file) {
-            tls = tls.identity(Identity::from_pem(read(cert)?, read(key)?));
-        }
-        connect = connect.with_tls(tls);
+    if !BUILT_WITH_ETCD {
+        return Err(EraseError::NotBuilt);
     }
-    let unreachable = || EraseError::Unreachable {
-        place: place.clone(),
-        timeout: options.timeout,
-    };
-    let failed = |source: etcd_client::Error| EraseError::Etcd {
-        place: place.clone(),
-        source: Box::new(source),
-    };
-    let mut client = tokio::time::timeout(
-        options.timeout,
-        Client::connect(&options.endpoints, Some(connect)),
-    )
-    .await
-    .map_err(|_| unreachable())?
-    .map_err(failed)?;
-    let txn = Txn::new().and_then([
-        TxnOp::delete(
-            format!("{}/", options.prefix),
-            Some(DeleteOptions::new().with_prefix()),
-        ),
-        TxnOp::delete(options.prefix.as_str(), None),
-    ]);
-    let answer = tokio::time::timeout(options.timeout, client.txn(txn))
+    atoll_apiserver::storage::etcd::erase(options)
         .await
-        .map_err(|_| unreachable())?
-        .map_err(failed)?;
-    Ok(answer
-        .op_responses()
-        .iter()
-        .map(|op| match op {
-            TxnOpResponse::Delete(d) => d.deleted(),
-            _ => 0,
+        .map_err(|source| EraseError::Etcd {
+            place: describe(&options.endpoints, &options.prefix),
+            source: Box::new(source),
         })
-        .sum())
-}
-
-/// This hub has no etcd client: it cannot erase anything.
-#[cfg(not(feature = "etcd"))]
-pub async fn erase(_options: &EtcdOptions) -> Result<i64, EraseError> {
-    Err(EraseError::NotBuilt)
 }
 
 /// Whether this hub was built with etcd storage.
