@@ -1447,6 +1447,12 @@ mod tests {
                 (event.kind, event.kv.key.as_str(), event.revision()),
                 (EventKind::Create, "/registry/a", created)
             );
+            // The other store's feed is an etcd watch of its own: it sees the write soon, not
+            // necessarily before this watch does.
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while two.current_revision() < created && std::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
             assert_eq!(two.current_revision(), created);
             assert_eq!(
                 two.usage(),
