@@ -275,6 +275,7 @@ async fn crds_serve_their_kinds() {
             api_server: Some(ApiServerSpec {
                 port: Some(16443),
                 extra_sans: vec!["edge-1.example.com".into()],
+                ..ApiServerSpec::default()
             }),
             storage: Some(HostedStorage {
                 backend: StorageBackend::Memory,

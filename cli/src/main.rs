@@ -41,7 +41,7 @@ struct Cli {
 enum Command {
     /// Start the embedded hub in the foreground: its API server over SQLite, served over HTTPS,
     /// the hub controllers, and the gRPC server agents join.
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// Start a plain API server (a member cluster for tests and demos) in the foreground.
     Apiserver(ApiserverArgs),
     /// Show resources of the hub.
@@ -503,7 +503,7 @@ fn main() -> anyhow::Result<()> {
     let kubeconfig = cli.kubeconfig;
     runtime.block_on(async move {
         match cli.command {
-            Command::Up(args) => up(args).await,
+            Command::Up(args) => up(*args).await,
             Command::Apiserver(args) => apiserver(args).await,
             Command::Get { what } => {
                 let client = client::hub(kubeconfig.as_deref()).await?;
