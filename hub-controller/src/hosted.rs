@@ -293,6 +293,16 @@ pub async fn run(
             )
             .watches(Api::<Service>::all(client.clone()), labelled(), move |o| {
                 of_label(o.metadata.labels.as_ref())
+            })
+            // A namespace being deleted lets its HostedCluster go once it is gone.
+            .watches(
+                Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
+                labelled(),
+                move |o| of_label(o.metadata.labels.as_ref()),
+            )
+            // A Secret of the PKI deleted by hand is issued again at once.
+            .watches(Api::<Secret>::all(client.clone()), labelled(), move |o| {
+                of_label(o.metadata.labels.as_ref())
             });
     }
     controller
@@ -539,6 +549,15 @@ async fn reconcile(hc: Arc<HostedCluster>, ctx: Arc<Context>) -> Result<Action, 
 
 fn error_policy(hc: Arc<HostedCluster>, error: &Error, ctx: Arc<Context>) -> Action {
     let key = key_of(&hc);
+    // Waiting for a control plane's namespace to go is no failure: no backoff.
+    if let Error::Finalizer(e) = error
+        && let kube::runtime::finalizer::Error::CleanupFailed(Error::NamespaceTerminating {
+            namespace,
+        }) = e.as_ref()
+    {
+        tracing::debug!(cluster = %key, %namespace, "waiting for the control plane's namespace to go");
+        return Action::requeue(Duration::from_secs(2));
+    }
     let (attempts, delay) = crate::backoff::after_failure(&mut ctx.memory().failures, &key);
     tracing::warn!(cluster = %key, error = %atoll_apiserver::error::chain(error), attempts, ?delay, "cannot reconcile HostedCluster; retrying");
     Action::requeue(delay)

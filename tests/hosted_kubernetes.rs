@@ -1,0 +1,594 @@
+//! `mode: Kubernetes` hosted clusters end to end: `hub-controller` runs against atoll's own API
+//! server standing in for a real hub cluster (which runs no pods), renders a control plane into
+//! `clusters-<name>`, and the test plays the workloads' controllers by writing their status. It
+//! checks the objects and flags with kubectl, every certificate chain and SAN with `openssl`,
+//! follows the conditions through start, Available, a refused downgrade, a crash loop, a PKI
+//! Secret deleted by hand (issued again, its workloads restarted, the others kept across a hub
+//! restart), and deletion (the namespace gone).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use atoll_tests::{Process, Ran, Tool, atoll_binary, eventually, free_addr};
+use base64::Engine as _;
+use serde_json::Value;
+
+const NS: &str = "clusters-k1";
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The hub cluster and the hub-controller running against it.
+struct Setup {
+    dir: tempfile::TempDir,
+    hub_cluster: Process,
+    controller: Option<Child>,
+}
+
+impl Setup {
+    fn kubeconfig(&self) -> PathBuf {
+        self.hub_cluster.kubeconfig()
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Ran {
+        atoll_tests::kubectl_at(&self.kubeconfig(), args)
+    }
+
+    fn atoll(&self, args: &[&str]) -> Ran {
+        let kubeconfig = self.kubeconfig();
+        let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
+        all.extend_from_slice(args);
+        Tool::new(atoll_binary().unwrap())
+            .env("RUST_BACKTRACE", "0")
+            .run(&all)
+    }
+
+    /// Starts hub-controller (logging to `log`).
+    fn start_controller(&mut self, log: &str) {
+        let log = std::fs::File::create(self.dir.path().join(log)).unwrap();
+        let child = Command::new(atoll_tests::hub_controller_binary().unwrap())
+            .env_clear()
+            .env("KUBECONFIG", self.kubeconfig())
+            .env("ATOLL_LOG", "info,atoll_hub=debug")
+            .args(["--grpc-addr", &free_addr().unwrap().to_string()])
+            .args(["--metrics-addr", "127.0.0.1:0"])
+            .args(["--hosted-host", "hub.example.com"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.controller = Some(child);
+    }
+
+    /// Stops hub-controller with SIGTERM and waits for it.
+    fn stop_controller(&mut self) {
+        if let Some(mut child) = self.controller.take() {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status();
+            assert!(
+                child.wait().unwrap().success(),
+                "hub-controller stops cleanly"
+            );
+        }
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
+    }
+
+    /// `(status, reason, message)` of a condition of HostedCluster clusters/k1.
+    fn condition(&self, type_: &str) -> (String, String, String) {
+        let ran = self.kubectl(&["get", "hostedcluster", "k1", "-n", "clusters", "-o", "json"]);
+        if ran.status.is_none_or(|s| !s.success()) {
+            return Default::default();
+        }
+        let hc = ran.json();
+        let found = hc["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == type_)
+            .cloned()
+            .unwrap_or(Value::Null);
+        let text = |k: &str| found[k].as_str().unwrap_or_default().to_owned();
+        (text("status"), text("reason"), text("message"))
+    }
+
+    async fn wait_condition(&self, type_: &str, status: &str, reason: Option<&str>) -> bool {
+        eventually(WAIT, || {
+            let (s, r, _) = self.condition(type_);
+            std::future::ready(s == status && reason.is_none_or(|want| want == r))
+        })
+        .await
+    }
+
+    /// The text of `key` in Secret `name` of namespace `ns`.
+    fn secret(&self, ns: &str, name: &str, key: &str) -> String {
+        let secret = self
+            .kubectl(&["get", "secret", name, "-n", ns, "-o", "json"])
+            .success()
+            .json();
+        let data = secret["data"][key]
+            .as_str()
+            .unwrap_or_else(|| panic!("Secret {ns}/{name} holds no {key}"));
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .unwrap(),
+        )
+        .unwrap()
+    }
+
+    fn object(&self, kind: &str, name: &str) -> Value {
+        self.kubectl(&["get", kind, name, "-n", NS, "-o", "json"])
+            .success()
+            .json()
+    }
+
+    /// Writes the status a workload's controller would: every replica available.
+    fn play_available(&self, kind: &str, name: &str, available: i32) {
+        let status = serde_json::json!({"status": {
+            "observedGeneration": 1000,
+            "replicas": 1,
+            "readyReplicas": available,
+            "availableReplicas": available,
+            "updatedReplicas": 1,
+        }});
+        self.kubectl(&[
+            "patch",
+            kind,
+            name,
+            "-n",
+            NS,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &status.to_string(),
+        ])
+        .success();
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.controller.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The flags of a workload's first container, as `--name=value` pairs.
+fn flags(workload: &Value) -> Vec<(String, String)> {
+    workload["spec"]["template"]["spec"]["containers"][0]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c.as_str())
+        .filter_map(|c| c.strip_prefix("--"))
+        .filter_map(|c| c.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+fn flag(workload: &Value, name: &str) -> String {
+    flags(workload)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .unwrap_or_else(|| panic!("--{name} missing"))
+        .1
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn openssl(args: &[&str]) -> std::process::Output {
+    Command::new("openssl").args(args).output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hub_controller_renders_a_kubernetes_mode_control_plane_and_reports_it_from_its_workloads()
+{
+    tokio::time::timeout(Duration::from_secs(600), scenario())
+        .await
+        .expect("the scenario finishes within 10 minutes");
+}
+
+async fn scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    // The hub cluster: any Kubernetes API; here atoll's own server stands in for a real one.
+    let hub_cluster =
+        Process::apiserver(&dir.path().join("hub-cluster"), free_addr().unwrap()).unwrap();
+    let mut setup = Setup {
+        dir,
+        hub_cluster,
+        controller: None,
+    };
+    setup.start_controller("first.log");
+    let created = eventually(WAIT, || {
+        std::future::ready(
+            setup
+                .atoll(&["hosted", "create", "k1", "--mode", "kubernetes"])
+                .status
+                .is_some_and(|s| s.success()),
+        )
+    })
+    .await;
+    assert!(created, "hub-controller installs the HostedCluster CRD");
+
+    // Everything is rendered into clusters-k1, labelled as the cluster's.
+    let rendered = eventually(WAIT, || {
+        std::future::ready(
+            setup
+                .kubectl(&["get", "deployment", "atoll-work-agent", "-n", NS])
+                .status
+                .is_some_and(|s| s.success()),
+        )
+    })
+    .await;
+    assert!(
+        rendered,
+        "the control plane is rendered:\n{}",
+        setup.log("first.log")
+    );
+    let namespace = setup
+        .kubectl(&["get", "namespace", NS, "-o", "json"])
+        .success()
+        .json();
+    assert_eq!(
+        namespace["metadata"]["labels"]["atoll.dev/hosted-cluster"],
+        "clusters.k1"
+    );
+    let etcd = setup.object("statefulset", "etcd");
+    assert_eq!(etcd["spec"]["replicas"], 1);
+    assert_eq!(
+        etcd["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"],
+        "8Gi"
+    );
+    assert!(
+        etcd["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap()
+            .starts_with("registry.k8s.io/etcd:3.6")
+    );
+    assert_eq!(flag(&etcd, "client-cert-auth"), "true");
+    let api = setup.object("deployment", "kube-apiserver");
+    assert_eq!(
+        api["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.k8s.io/kube-apiserver:v1.35.0"
+    );
+    for (name, value) in [
+        ("etcd-servers", "https://etcd-client.clusters-k1.svc:2379"),
+        ("authorization-mode", "Node,RBAC"),
+        ("enable-admission-plugins", "NodeRestriction"),
+        ("enable-bootstrap-token-auth", "true"),
+        ("service-cluster-ip-range", "10.96.0.0/12"),
+    ] {
+        assert_eq!(flag(&api, name), value, "--{name}");
+    }
+    let kcm = setup.object("deployment", "kube-controller-manager");
+    assert_eq!(flag(&kcm, "controllers"), "*,bootstrapsigner,tokencleaner");
+    assert_eq!(flag(&kcm, "use-service-account-credentials"), "true");
+    setup.object("deployment", "kube-scheduler");
+    for service in ["etcd", "etcd-client", "kube-apiserver"] {
+        let s = setup.object("service", service);
+        assert_eq!(
+            s["metadata"]["labels"]["atoll.dev/hosted-cluster"],
+            "clusters.k1"
+        );
+    }
+    let agent = setup.object("deployment", "atoll-work-agent");
+    let env = agent["spec"]["template"]["spec"]["containers"][0]["env"].to_string();
+    assert!(env.contains("ATOLL_KUBECONFIG") && env.contains("ATOLL_JOIN_SECRET_FILE"));
+    assert!(
+        setup
+            .secret(NS, "atoll-agent-bootstrap", "bootstrap-token")
+            .contains('.'),
+        "the agent's bootstrap Secret holds a token"
+    );
+
+    // Every chain verifies with openssl, and the serving certificate holds every SAN.
+    if which_openssl() {
+        let pem = setup.dir.path().join("pem");
+        std::fs::create_dir_all(&pem).unwrap();
+        for (leaf, ca) in [
+            ("kube-apiserver-serving", "ca"),
+            ("kube-apiserver-kubelet-client", "ca"),
+            ("kube-controller-manager-kubeconfig", "ca"),
+            ("kube-scheduler-kubeconfig", "ca"),
+            ("work-agent-kubeconfig", "ca"),
+            ("admin", "ca"),
+            ("front-proxy-client", "front-proxy-ca"),
+            ("kube-apiserver-etcd-client", "etcd-ca"),
+            ("etcd-server", "etcd-ca"),
+            ("etcd-peer", "etcd-ca"),
+        ] {
+            let ca_file = write(&pem, &format!("{ca}.crt"), &setup.secret(NS, ca, "tls.crt"));
+            let leaf_file = write(
+                &pem,
+                &format!("{leaf}.crt"),
+                &setup.secret(NS, leaf, "tls.crt"),
+            );
+            let out = openssl(&[
+                "verify",
+                "-CAfile",
+                ca_file.to_str().unwrap(),
+                leaf_file.to_str().unwrap(),
+            ]);
+            assert!(
+                out.status.success(),
+                "{leaf} does not verify against {ca}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            // Valid for a year.
+            let end = openssl(&[
+                "x509",
+                "-noout",
+                "-checkend",
+                &(360 * 86400).to_string(),
+                "-in",
+                leaf_file.to_str().unwrap(),
+            ]);
+            assert!(end.status.success(), "{leaf} is valid for a year");
+        }
+        let serving = pem.join("kube-apiserver-serving.crt");
+        let out = openssl(&[
+            "x509",
+            "-noout",
+            "-ext",
+            "subjectAltName",
+            "-in",
+            serving.to_str().unwrap(),
+        ]);
+        let sans = String::from_utf8_lossy(&out.stdout).into_owned();
+        let cluster_ip = setup.object("service", "kube-apiserver")["spec"]["clusterIP"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        for san in [
+            "DNS:kubernetes",
+            "DNS:kubernetes.default.svc.cluster.local",
+            "DNS:kube-apiserver.clusters-k1.svc",
+            "IP Address:10.96.0.1",
+            "IP Address:127.0.0.1",
+        ] {
+            assert!(sans.contains(san), "{san} missing from {sans}");
+        }
+        if !cluster_ip.is_empty() {
+            assert!(
+                sans.contains(&format!("IP Address:{cluster_ip}")),
+                "{cluster_ip}: {sans}"
+            );
+        }
+        let ca = pem.join("ca.crt");
+        let ca_end = openssl(&[
+            "x509",
+            "-noout",
+            "-checkend",
+            &(9 * 365 * 86400).to_string(),
+            "-in",
+            ca.to_str().unwrap(),
+        ]);
+        assert!(
+            ca_end.status.success(),
+            "the cluster CA is valid for ten years"
+        );
+    } else {
+        eprintln!(
+            "openssl is not on this machine: the certificate chains are not verified with it"
+        );
+    }
+
+    // Nothing runs yet: the cluster waits for etcd.
+    assert!(
+        setup
+            .wait_condition("EtcdAvailable", "False", Some("WaitingForReplicas"))
+            .await
+    );
+    let (_, _, message) = setup.condition("Available");
+    assert!(message.contains("etcd"), "{message}");
+    assert_eq!(setup.condition("Progressing").0, "True");
+
+    // Play the controllers: every workload available.
+    setup.play_available("statefulset", "etcd", 1);
+    assert!(setup.wait_condition("EtcdAvailable", "True", None).await);
+    for d in [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+    ] {
+        setup.play_available("deployment", d, 1);
+    }
+    assert!(
+        setup
+            .wait_condition("Available", "True", Some("AsExpected"))
+            .await,
+        "{:?}",
+        setup.condition("Available")
+    );
+    assert_eq!(setup.condition("Degraded").0, "False");
+    // The agent never runs here: it is said to be joining.
+    assert_eq!(setup.condition("AgentJoined").1, "Joining");
+    let kubeconfig = setup.secret("clusters", "k1-admin-kubeconfig", "kubeconfig");
+    assert!(
+        kubeconfig.contains("server: https://kube-apiserver.clusters-k1.svc:6443"),
+        "{kubeconfig}"
+    );
+    assert!(kubeconfig.contains("client-certificate-data"));
+
+    // A downgrade is refused, saying why and what to do; what runs stays.
+    setup
+        .kubectl(&[
+            "patch",
+            "hostedcluster",
+            "k1",
+            "-n",
+            "clusters",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"kubernetesVersion":"v1.34.0"}}"#,
+        ])
+        .success();
+    assert!(
+        setup
+            .wait_condition("Degraded", "True", Some("DowngradeRefused"))
+            .await
+    );
+    let (_, _, message) = setup.condition("Degraded");
+    assert!(message.contains("set it back to v1.35.0"), "{message}");
+    assert_eq!(
+        setup.object("deployment", "kube-apiserver")["spec"]["template"]["spec"]["containers"][0]["image"],
+        "registry.k8s.io/kube-apiserver:v1.35.0"
+    );
+    setup
+        .kubectl(&[
+            "patch",
+            "hostedcluster",
+            "k1",
+            "-n",
+            "clusters",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"kubernetesVersion":"v1.35.0"}}"#,
+        ])
+        .success();
+    assert!(setup.wait_condition("Degraded", "False", None).await);
+
+    // A crash loop: Degraded names the component and its container.
+    setup.play_available("deployment", "kube-scheduler", 0);
+    let pod = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "kube-scheduler-x1",
+            "namespace": NS,
+            "labels": {"atoll.dev/hosted-cluster": "clusters.k1", "app.kubernetes.io/name": "kube-scheduler"},
+        },
+        "spec": {"containers": [{"name": "kube-scheduler", "image": "registry.k8s.io/kube-scheduler:v1.35.0"}]},
+    });
+    let pod_file = write(setup.dir.path(), "pod.json", &pod.to_string());
+    setup
+        .kubectl(&["apply", "-f", pod_file.to_str().unwrap()])
+        .success();
+    let crashing = serde_json::json!({"status": {"containerStatuses": [{
+        "name": "kube-scheduler", "image": "registry.k8s.io/kube-scheduler:v1.35.0", "imageID": "",
+        "ready": false, "restartCount": 5,
+        "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 2m40s restarting failed container"}},
+    }]}});
+    setup
+        .kubectl(&[
+            "patch",
+            "pod",
+            "kube-scheduler-x1",
+            "-n",
+            NS,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &crashing.to_string(),
+        ])
+        .success();
+    assert!(
+        setup
+            .wait_condition("Degraded", "True", Some("CrashLoopBackOff"))
+            .await
+    );
+    let (_, _, message) = setup.condition("Degraded");
+    assert!(
+        message.contains("kube-scheduler") && message.contains("restarted 5 time(s)"),
+        "{message}"
+    );
+    assert_eq!(setup.condition("SchedulerAvailable").1, "CrashLoopBackOff");
+    assert_eq!(setup.condition("Available").0, "False");
+    setup
+        .kubectl(&["delete", "pod", "kube-scheduler-x1", "-n", NS])
+        .success();
+    setup.play_available("deployment", "kube-scheduler", 1);
+    assert!(setup.wait_condition("Available", "True", None).await);
+
+    // A hub restart re-adopts the PKI without issuing anything again; a Secret deleted by hand
+    // is issued again, and the workloads that mount it restart (their template's digest moves).
+    let serving_before = setup.secret(NS, "kube-apiserver-serving", "tls.crt");
+    let etcd_digest_before = setup.object("statefulset", "etcd")["spec"]["template"]["metadata"]
+        ["annotations"]["atoll.dev/certificates"]
+        .clone();
+    let api_digest_before =
+        setup.object("deployment", "kube-apiserver")["spec"]["template"]["metadata"]["annotations"]
+            ["atoll.dev/certificates"]
+            .clone();
+    setup.stop_controller();
+    setup.start_controller("second.log");
+    setup
+        .kubectl(&["delete", "secret", "kube-apiserver-etcd-client", "-n", NS])
+        .success();
+    let reissued = eventually(WAIT, || {
+        let digest = setup.object("deployment", "kube-apiserver")["spec"]["template"]["metadata"]
+            ["annotations"]["atoll.dev/certificates"]
+            .clone();
+        std::future::ready(digest != api_digest_before)
+    })
+    .await;
+    assert!(
+        reissued,
+        "kube-apiserver restarts with the new certificate:\n{}",
+        setup.log("second.log")
+    );
+    setup.secret(NS, "kube-apiserver-etcd-client", "tls.crt");
+    assert_eq!(
+        setup.secret(NS, "kube-apiserver-serving", "tls.crt"),
+        serving_before
+    );
+    assert_eq!(
+        setup.object("statefulset", "etcd")["spec"]["template"]["metadata"]["annotations"]["atoll.dev/certificates"],
+        etcd_digest_before
+    );
+    let second = setup.log("second.log");
+    assert_eq!(
+        second.matches("issuing a certificate").count(),
+        1,
+        "only the deleted Secret is issued again:\n{second}"
+    );
+
+    // Deletion: the namespace goes with everything in it, and the kubeconfig Secret.
+    setup
+        .kubectl(&[
+            "delete",
+            "hostedcluster",
+            "k1",
+            "-n",
+            "clusters",
+            "--wait=false",
+        ])
+        .success();
+    let gone = eventually(WAIT, || {
+        let ns = setup.kubectl(&["get", "namespace", NS]);
+        let hc = setup.kubectl(&["get", "hostedcluster", "k1", "-n", "clusters"]);
+        std::future::ready(
+            ns.status.is_some_and(|s| !s.success()) && hc.status.is_some_and(|s| !s.success()),
+        )
+    })
+    .await;
+    assert!(
+        gone,
+        "the control plane's namespace and the HostedCluster go:\n{}",
+        setup.log("second.log")
+    );
+    let secret = setup.kubectl(&["get", "secret", "k1-admin-kubeconfig", "-n", "clusters"]);
+    assert!(
+        secret.status.is_some_and(|s| !s.success()),
+        "the kubeconfig Secret goes"
+    );
+    setup.stop_controller();
+}
+
+fn which_openssl() -> bool {
+    Command::new("openssl")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
