@@ -127,10 +127,14 @@ impl Setup {
             .json()
     }
 
-    /// Writes the status a workload's controller would: every replica available.
+    /// Writes the status a workload's controller would for its current generation: every
+    /// replica rolled out, `available` of them available.
     fn play_available(&self, kind: &str, name: &str, available: i32) {
+        let generation = self.object(kind, name)["metadata"]["generation"]
+            .as_i64()
+            .unwrap_or(1);
         let status = serde_json::json!({"status": {
-            "observedGeneration": 1000,
+            "observedGeneration": generation,
             "replicas": 1,
             "readyReplicas": available,
             "availableReplicas": available,
@@ -149,6 +153,31 @@ impl Setup {
         ])
         .success();
     }
+}
+
+impl Setup {
+    fn set_version(&self, version: &str) {
+        let patch = format!(r#"{{"spec":{{"kubernetesVersion":"{version}"}}}}"#);
+        self.kubectl(&[
+            "patch",
+            "hostedcluster",
+            "k1",
+            "-n",
+            "clusters",
+            "--type=merge",
+            "-p",
+            &patch,
+        ])
+        .success();
+    }
+}
+
+/// The image of a workload's first container.
+fn image(workload: &Value) -> String {
+    workload["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 impl Drop for Setup {
@@ -210,10 +239,17 @@ async fn scenario() {
         controller: None,
     };
     setup.start_controller("first.log");
+    // At 1.34, to upgrade it later.
+    let hc = setup.dir.path().join("k1.yaml");
+    std::fs::write(
+        &hc,
+        "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {name: k1, namespace: clusters}\nspec: {mode: Kubernetes, kubernetesVersion: v1.34.0}\n",
+    )
+    .unwrap();
     let created = eventually(WAIT, || {
         std::future::ready(
             setup
-                .atoll(&["hosted", "create", "k1", "--mode", "kubernetes"])
+                .kubectl(&["apply", "-f", hc.to_str().unwrap()])
                 .status
                 .is_some_and(|s| s.success()),
         )
@@ -254,14 +290,11 @@ async fn scenario() {
         etcd["spec"]["template"]["spec"]["containers"][0]["image"]
             .as_str()
             .unwrap()
-            .starts_with("registry.k8s.io/etcd:3.6")
+            .starts_with("registry.k8s.io/etcd:3.6.4")
     );
     assert_eq!(flag(&etcd, "client-cert-auth"), "true");
     let api = setup.object("deployment", "kube-apiserver");
-    assert_eq!(
-        api["spec"]["template"]["spec"]["containers"][0]["image"],
-        "registry.k8s.io/kube-apiserver:v1.35.0"
-    );
+    assert_eq!(image(&api), "registry.k8s.io/kube-apiserver:v1.34.0");
     for (name, value) in [
         ("etcd-servers", "https://etcd-client.clusters-k1.svc:2379"),
         ("authorization-mode", "Node,RBAC"),
@@ -420,44 +453,82 @@ async fn scenario() {
         "{kubeconfig}"
     );
     assert!(kubeconfig.contains("client-certificate-data"));
+    // The CLI reads it as it reads every mode's.
+    setup
+        .atoll(&["kubeconfig", "k1"])
+        .success()
+        .stdout_has("https://kube-apiserver.clusters-k1.svc:6443");
 
     // A downgrade is refused, saying why and what to do; what runs stays.
-    setup
-        .kubectl(&[
-            "patch",
-            "hostedcluster",
-            "k1",
-            "-n",
-            "clusters",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"kubernetesVersion":"v1.34.0"}}"#,
-        ])
-        .success();
+    setup.set_version("v1.33.0");
     assert!(
         setup
             .wait_condition("Degraded", "True", Some("DowngradeRefused"))
             .await
     );
     let (_, _, message) = setup.condition("Degraded");
-    assert!(message.contains("set it back to v1.35.0"), "{message}");
+    assert!(message.contains("set it back to v1.34.0"), "{message}");
     assert_eq!(
-        setup.object("deployment", "kube-apiserver")["spec"]["template"]["spec"]["containers"][0]["image"],
-        "registry.k8s.io/kube-apiserver:v1.35.0"
+        image(&setup.object("deployment", "kube-apiserver")),
+        "registry.k8s.io/kube-apiserver:v1.34.0"
     );
-    setup
-        .kubectl(&[
-            "patch",
-            "hostedcluster",
-            "k1",
-            "-n",
-            "clusters",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"kubernetesVersion":"v1.35.0"}}"#,
-        ])
-        .success();
-    assert!(setup.wait_condition("Degraded", "False", None).await);
+
+    // An upgrade rolls etcd first, then kube-apiserver, then the controllers, each once the
+    // one before is available at the new version.
+    setup.set_version("v1.35.0");
+    let etcd_first = eventually(WAIT, || {
+        std::future::ready(image(&setup.object("statefulset", "etcd")).ends_with(":3.6.6-0"))
+    })
+    .await;
+    assert!(etcd_first, "etcd rolls first");
+    assert!(
+        setup
+            .wait_condition("Progressing", "True", Some("Upgrading"))
+            .await
+    );
+    assert_eq!(
+        image(&setup.object("deployment", "kube-apiserver")),
+        "registry.k8s.io/kube-apiserver:v1.34.0",
+        "kube-apiserver waits for etcd"
+    );
+    setup.play_available("statefulset", "etcd", 1);
+    let api_next = eventually(WAIT, || {
+        std::future::ready(
+            image(&setup.object("deployment", "kube-apiserver")).ends_with(":v1.35.0"),
+        )
+    })
+    .await;
+    assert!(
+        api_next,
+        "kube-apiserver rolls once etcd is available at its new version"
+    );
+    assert_eq!(
+        image(&setup.object("deployment", "kube-controller-manager")),
+        "registry.k8s.io/kube-controller-manager:v1.34.0",
+        "the controllers wait for kube-apiserver"
+    );
+    setup.play_available("deployment", "kube-apiserver", 1);
+    let controllers_next = eventually(WAIT, || {
+        std::future::ready(
+            image(&setup.object("deployment", "kube-controller-manager")).ends_with(":v1.35.0")
+                && image(&setup.object("deployment", "kube-scheduler")).ends_with(":v1.35.0"),
+        )
+    })
+    .await;
+    assert!(controllers_next, "the controllers roll last");
+    for d in ["kube-controller-manager", "kube-scheduler"] {
+        setup.play_available("deployment", d, 1);
+    }
+    let upgraded = eventually(WAIT, || {
+        let hc = setup
+            .kubectl(&["get", "hostedcluster", "k1", "-n", "clusters", "-o", "json"])
+            .json();
+        std::future::ready(hc["status"]["version"] == "v1.35.0")
+    })
+    .await;
+    assert!(upgraded, "{:?}", setup.condition("Progressing"));
+    assert!(setup.wait_condition("Available", "True", None).await);
+    assert_eq!(setup.condition("Degraded").0, "False");
 
     // A crash loop: Degraded names the component and its container.
     setup.play_available("deployment", "kube-scheduler", 0);
@@ -510,6 +581,54 @@ async fn scenario() {
         .success();
     setup.play_available("deployment", "kube-scheduler", 1);
     assert!(setup.wait_condition("Available", "True", None).await);
+
+    // The agent's Deployment, run as a process: its command with what its ConfigMap and Secrets
+    // hold, against an API server standing in for the hosted kube-apiserver, joins the hub.
+    let member =
+        Process::apiserver(&setup.dir.path().join("member"), free_addr().unwrap()).unwrap();
+    let config = setup.object("configmap", "atoll-agent");
+    let files = setup.dir.path().join("agent");
+    std::fs::create_dir_all(&files).unwrap();
+    let file = |key: &str| write(&files, key, &setup.secret(NS, "atoll-agent-bootstrap", key));
+    let agent = setup.object("deployment", "atoll-work-agent");
+    let container = &agent["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["command"][0], "work-agent");
+    let mut work_agent = Command::new(atoll_tests::work_agent_binary().unwrap())
+        .env_clear()
+        .env("ATOLL_HUB", config["data"]["ATOLL_HUB"].as_str().unwrap())
+        .env(
+            "ATOLL_CLUSTER_NAME",
+            config["data"]["ATOLL_CLUSTER_NAME"].as_str().unwrap(),
+        )
+        .env("ATOLL_HUB_CA", file("hub-ca.crt"))
+        .env("ATOLL_BOOTSTRAP_TOKEN_FILE", file("bootstrap-token"))
+        .env("ATOLL_JOIN_SECRET_FILE", file("join-secret"))
+        .env("ATOLL_KUBECONFIG", member.kubeconfig())
+        .env("ATOLL_METRICS_ADDR", "127.0.0.1:0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(setup.dir.path().join("agent.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let joined = setup
+        .wait_condition("AgentJoined", "True", Some("Joined"))
+        .await;
+    let _ = work_agent.kill();
+    let _ = work_agent.wait();
+    assert!(
+        joined,
+        "the agent joins:\n{}",
+        std::fs::read_to_string(setup.dir.path().join("agent.log")).unwrap_or_default()
+    );
+    assert!(
+        setup
+            .wait_condition("Progressing", "False", Some("AsExpected"))
+            .await
+    );
+    setup
+        .kubectl(&["get", "clusterprofile", "k1", "-n", "fleet-system"])
+        .success();
+    drop(member);
 
     // A hub restart re-adopts the PKI without issuing anything again; a Secret deleted by hand
     // is issued again, and the workloads that mount it restart (their template's digest moves).
