@@ -8,9 +8,13 @@
 //! `atoll.dev/hosted-cluster: <namespace>.<name>`; deleting the HostedCluster deletes the
 //! namespace (owner references cannot cross namespaces).
 
+/// Certificates: what to issue, and issuing it.
 pub mod pki;
+/// The objects of a control plane.
 pub mod render;
+/// Conditions from the workloads' status.
 pub mod status;
+/// Supported versions and the rollout order.
 pub mod version;
 
 use std::collections::BTreeMap;
@@ -102,6 +106,7 @@ pub fn problems(spec: &HostedClusterSpec, enabled: bool) -> Vec<Problem> {
     out
 }
 
+/// An API for the kind of `object` (in `namespace`, or cluster-wide).
 fn dynamic(client: &kube::Client, namespace: Option<&str>, object: &Value) -> Api<DynamicObject> {
     let api_version = object["apiVersion"].as_str().unwrap_or("v1");
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
@@ -226,14 +231,21 @@ async fn pki_found(
     Ok(out)
 }
 
-/// A Secret of the PKI as an object to apply.
+/// A Secret of the PKI as an object to apply (its data base64-encoded: server-side apply
+/// owns `data` keys, which `stringData` would not be).
 fn pki_secret(namespace: &str, name: &str, stored: &pki::Stored, labels: &Value) -> Value {
+    use base64::Engine as _;
+    let data: BTreeMap<&String, String> = stored
+        .data
+        .iter()
+        .map(|(k, v)| (k, base64::engine::general_purpose::STANDARD.encode(v)))
+        .collect();
     json!({
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "type": stored.type_,
-        "stringData": stored.data,
+        "data": data,
     })
 }
 
@@ -309,7 +321,13 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
     let joined = if claimed {
         super::inventory_view(ctx, &key, &Phase::Running)
     } else {
-        None
+        // Not rendered now (a refused spec): a member this HostedCluster made keeps saying
+        // whether its agent joined.
+        let uid = hc.metadata.uid.as_deref();
+        ctx.fleet
+            .get(&key.name)
+            .filter(|m| m.hosted_by.as_deref() == uid && uid.is_some())
+            .map(|m| m.accepted && m.credential.is_some())
     };
     let all_available = Component::ALL
         .into_iter()
@@ -445,21 +463,7 @@ async fn render_and_apply(
         ServiceType::ClusterIP => None,
         _ => endpoint.as_ref().map(|e| e.host.clone()),
     };
-    // The PKI: what its plan asks is issued, and only that is written.
-    let selector = format!("{}={}", render::LABEL_HOSTED_CLUSTER, render::label_of(key));
-    let found = pki_found(client, namespace, &selector).await?;
-    let wanted = pki::wanted(&names);
-    let plan = pki::plan(&wanted, &found, now);
-    let issued = pki::issue(&wanted, &found, &plan).map_err(|source| Error::Pki {
-        cluster: key.to_string(),
-        source,
-    })?;
-    for (name, why) in &issued.changed {
-        tracing::info!(cluster = %key, secret = %name, why = %why, "issuing a certificate of the hosted control plane");
-        if let Some(stored) = issued.secrets.get(name) {
-            apply_object(client, &pki_secret(namespace, name, stored, &labels)).await?;
-        }
-    }
+    let issued = issue_pki(client, key, namespace, &names, &labels, now).await?;
     let digests = render::Digests {
         etcd: pki::digest(&issued.secrets, render::ETCD_SECRETS),
         api_server: pki::digest(&issued.secrets, render::API_SERVER_SECRETS),
@@ -522,6 +526,33 @@ async fn render_and_apply(
         published,
         workloads,
     }))
+}
+
+/// The PKI of the control plane for `names`: what the Secrets found are kept, what their plan
+/// asks is issued and written (only that).
+async fn issue_pki(
+    client: &kube::Client,
+    key: &Key,
+    namespace: &str,
+    names: &pki::Names,
+    labels: &Value,
+    now: i64,
+) -> Result<pki::Issued, Error> {
+    let selector = format!("{}={}", render::LABEL_HOSTED_CLUSTER, render::label_of(key));
+    let found = pki_found(client, namespace, &selector).await?;
+    let wanted = pki::wanted(names);
+    let plan = pki::plan(&wanted, &found, now);
+    let issued = pki::issue(&wanted, &found, &plan).map_err(|source| Error::Pki {
+        cluster: key.to_string(),
+        source,
+    })?;
+    for (name, why) in &issued.changed {
+        tracing::info!(cluster = %key, secret = %name, why = %why, "issuing a certificate of the hosted control plane");
+        if let Some(stored) = issued.secrets.get(name) {
+            apply_object(client, &pki_secret(namespace, name, stored, labels)).await?;
+        }
+    }
+    Ok(issued)
 }
 
 /// Deletes a `Kubernetes`-mode control plane's namespace (with everything in it); `Err` while

@@ -17,6 +17,7 @@ pub const CA_VALIDITY: Duration = Duration::from_secs(10 * 365 * DAY);
 pub const LEAF_VALIDITY: Duration = Duration::from_secs(365 * DAY);
 /// A leaf with less left than this is issued again.
 pub const RENEW_BEFORE: Duration = Duration::from_secs(30 * DAY);
+/// Seconds in a day.
 const DAY: u64 = 86_400;
 
 /// The Service CIDR of hosted clusters (kubeadm's default).
@@ -191,6 +192,7 @@ impl Names {
     }
 }
 
+/// `names` without empty ones and repeats, in their order.
 fn dedup(names: Vec<String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::with_capacity(names.len());
     for name in names {
@@ -215,6 +217,7 @@ pub struct Wanted {
     pub kubeconfig: Option<(String, String)>,
 }
 
+/// A leaf valid for [`LEAF_VALIDITY`].
 fn leaf(common_name: &str, organizations: &[&str], sans: Vec<String>, usage: Usage) -> Leaf {
     Leaf {
         common_name: common_name.to_owned(),
@@ -358,6 +361,7 @@ impl Plan {
     }
 }
 
+/// Whole days in `seconds`.
 fn days(seconds: i64) -> i64 {
     seconds.div_euclid(DAY as i64)
 }
@@ -410,6 +414,7 @@ pub fn plan(wanted: &[Wanted], existing: &BTreeMap<String, Data>, now: i64) -> P
     Plan { decisions }
 }
 
+/// Whether a leaf found is as `w` wants it, signed by `ca_cert` and far from its end.
 fn leaf_decision(w: &Wanted, data: &Data, ca_cert: &str, now: i64) -> Decision {
     let (Some(cert), Some(_key)) = (data.get(TLS_CRT), data.get(TLS_KEY)) else {
         return Decision::Issue("holds no certificate and key".to_owned());
@@ -451,6 +456,7 @@ pub struct Issued {
     pub changed: Vec<(String, String)>,
 }
 
+/// The type of a Secret holding a certificate and its key.
 const TLS: &str = "kubernetes.io/tls";
 
 /// Makes what `plan` asks: new CAs, key pair and leaves, keeping the rest as found.

@@ -62,10 +62,15 @@ pub fn key_of_label(value: &str) -> Option<Key> {
 /// The images each component runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Images {
+    /// etcd's.
     pub etcd: String,
+    /// kube-apiserver's.
     pub api_server: String,
+    /// kube-controller-manager's.
     pub controller_manager: String,
+    /// kube-scheduler's.
     pub scheduler: String,
+    /// The agent's.
     pub agent: String,
 }
 
@@ -93,10 +98,15 @@ pub fn images(spec: &HostedClusterSpec, rollout: &Rollout, registry: &str, agent
 /// The digests of the certificates each workload mounts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Digests {
+    /// Of [`ETCD_SECRETS`].
     pub etcd: String,
+    /// Of [`API_SERVER_SECRETS`].
     pub api_server: String,
+    /// Of [`CONTROLLER_MANAGER_SECRETS`].
     pub controller_manager: String,
+    /// Of [`SCHEDULER_SECRETS`].
     pub scheduler: String,
+    /// Of [`AGENT_SECRETS`].
     pub agent: String,
 }
 
@@ -141,13 +151,17 @@ pub struct AgentJoin<'a> {
 pub struct Input<'a> {
     /// The HostedCluster.
     pub key: &'a Key,
+    /// Its spec.
     pub spec: &'a HostedClusterSpec,
     /// The control plane's names (its namespace among them).
     pub names: &'a pki::Names,
     /// The version of each component.
     pub rollout: Rollout,
+    /// The image of each component.
     pub images: &'a Images,
+    /// The digest of the certificates each workload mounts.
     pub digests: &'a Digests,
+    /// How the agent joins the hub.
     pub agent: AgentJoin<'a>,
 }
 
@@ -210,11 +224,13 @@ pub fn path(secret: &str, key: &str) -> String {
     format!("{PKI_DIR}/{secret}/{key}")
 }
 
+/// A volume of Secret `secret` projecting only `keys`.
 fn secret_volume(secret: &str, keys: &[&str]) -> Value {
     let items: Vec<Value> = keys.iter().map(|k| json!({"key": k, "path": k})).collect();
     json!({"name": secret, "secret": {"secretName": secret, "items": items, "defaultMode": 0o440}})
 }
 
+/// The mount of Secret `secret`'s volume at its folder under [`PKI_DIR`].
 fn mount(secret: &str) -> Value {
     json!({"name": secret, "mountPath": format!("{PKI_DIR}/{secret}"), "readOnly": true})
 }
@@ -427,6 +443,7 @@ pub fn scheduler_command() -> Vec<String> {
     ]
 }
 
+/// An HTTPS GET probe.
 fn https_probe(path: &str, port: i32, period: i32, failures: i32) -> Value {
     json!({
         "httpGet": {"scheme": "HTTPS", "path": path, "port": port},
@@ -436,6 +453,7 @@ fn https_probe(path: &str, port: i32, period: i32, failures: i32) -> Value {
     })
 }
 
+/// A pod template with the cluster's labels and the certificates' digest.
 fn template(input: &Input<'_>, component: &str, digest: &str, pod: Value) -> Value {
     json!({
         "metadata": {
@@ -446,6 +464,7 @@ fn template(input: &Input<'_>, component: &str, digest: &str, pod: Value) -> Val
     })
 }
 
+/// A Deployment of a component, annotated with its version.
 fn deployment(
     input: &Input<'_>,
     component: &str,
@@ -481,6 +500,7 @@ pub fn workloads(input: &Input<'_>) -> Vec<Value> {
     out
 }
 
+/// etcd's StatefulSet.
 fn etcd(input: &Input<'_>) -> Value {
     let members = etcd_members(input.spec);
     let storage = input.spec.storage.clone().unwrap_or_default();
@@ -537,6 +557,7 @@ fn etcd(input: &Input<'_>) -> Value {
     })
 }
 
+/// kube-apiserver's Deployment.
 fn api_server(input: &Input<'_>) -> Value {
     let container = json!({
         "name": API_SERVER,
@@ -571,6 +592,7 @@ fn api_server(input: &Input<'_>) -> Value {
     )
 }
 
+/// kube-controller-manager's Deployment.
 fn controller_manager(input: &Input<'_>) -> Value {
     let container = json!({
         "name": CONTROLLER_MANAGER,
@@ -604,6 +626,7 @@ fn controller_manager(input: &Input<'_>) -> Value {
     )
 }
 
+/// kube-scheduler's Deployment.
 fn scheduler(input: &Input<'_>) -> Value {
     let container = json!({
         "name": SCHEDULER,

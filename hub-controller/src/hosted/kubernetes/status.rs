@@ -28,9 +28,13 @@ pub const PENDING_DEADLINE: Duration = Duration::from_secs(300);
 /// A component of the control plane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Component {
+    /// The etcd StatefulSet.
     Etcd,
+    /// The kube-apiserver Deployment.
     ApiServer,
+    /// The kube-controller-manager Deployment.
     ControllerManager,
+    /// The kube-scheduler Deployment.
     Scheduler,
 }
 
@@ -111,6 +115,7 @@ impl Workload {
     }
 }
 
+/// The version a workload's annotation says it is rendered at.
 fn version_of(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
 ) -> Option<Version> {
@@ -162,6 +167,7 @@ pub fn of_stateful_set(s: &StatefulSet) -> Workload {
 /// Something wrong with a component's pod.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trouble {
+    /// Whose pod it is.
     pub component: Component,
     /// CamelCase reason.
     pub reason: &'static str,
@@ -237,7 +243,9 @@ pub fn troubles(pods: &[Pod]) -> Vec<Trouble> {
 /// A PersistentVolumeClaim still Pending.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingClaim {
+    /// Its name.
     pub name: String,
+    /// The storage class it asks for (`None`: the cluster's default).
     pub storage_class: Option<String>,
     /// How long it has been pending.
     pub age: Duration,
@@ -262,6 +270,7 @@ pub fn pending_claims(claims: &[PersistentVolumeClaim], now: i64) -> Vec<Pending
         .collect()
 }
 
+/// How long ago an object was created.
 fn age(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, now: i64) -> Duration {
     let created = meta
         .creation_timestamp
@@ -273,6 +282,7 @@ fn age(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, now: i
 /// How the API server's Service is exposed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exposure {
+    /// Its type.
     pub kind: ServiceType,
     /// Its address on the hub cluster.
     pub cluster_ip: Option<String>,
@@ -335,16 +345,23 @@ pub struct Observed<'a> {
     pub name: &'a str,
     /// The control plane's namespace.
     pub namespace: &'a str,
+    /// The HostedCluster's generation.
     pub generation: Option<i64>,
+    /// What in its spec needs a person.
     pub problems: &'a [Problem],
     /// Each component's workload, when found.
     pub workloads: BTreeMap<Component, Workload>,
+    /// What is wrong with the components' pods.
     pub troubles: Vec<Trouble>,
+    /// etcd's volumes still Pending.
     pub pending_claims: Vec<PendingClaim>,
+    /// How the API server's Service is exposed, once applied.
     pub exposure: Option<Exposure>,
-    /// What is rendered, and the version asked for (`None` when a problem blocks).
+    /// What is rendered (`None` when a problem blocks).
     pub rollout: Option<Rollout>,
+    /// The version asked for (`None` when refused).
     pub target: Option<Version>,
+    /// Where users reach the API server, once known.
     pub endpoint: Option<Endpoint>,
     /// Whether the kubeconfig Secret is published.
     pub kubeconfig: bool,
@@ -531,6 +548,7 @@ pub fn verdicts(o: &Observed<'_>) -> Vec<Verdict> {
     out
 }
 
+/// `Degraded`: the first problem of the spec, else the first component that needs a person, else a LoadBalancer past its deadline.
 fn degraded(o: &Observed<'_>, components: &[(Verdict, bool)]) -> Verdict {
     if let Some(p) = o.problems.first() {
         return Verdict::new(CONDITION_DEGRADED, "True", p.reason, p.message.clone());
@@ -554,6 +572,7 @@ fn degraded(o: &Observed<'_>, components: &[(Verdict, bool)]) -> Verdict {
     Verdict::new(CONDITION_DEGRADED, "False", "AsExpected", "all is well")
 }
 
+/// `Progressing`: what the hub still waits for.
 fn progressing(o: &Observed<'_>, components: &[(Verdict, bool)]) -> Verdict {
     let verdict = |status, reason, message: String| {
         Verdict::new(CONDITION_PROGRESSING, status, reason, message)
@@ -623,6 +642,7 @@ fn progressing(o: &Observed<'_>, components: &[(Verdict, bool)]) -> Verdict {
     )
 }
 
+/// `AgentJoined`, from the fleet.
 fn agent_joined(o: &Observed<'_>) -> Verdict {
     if o.joined == Some(true) {
         return Verdict::new(

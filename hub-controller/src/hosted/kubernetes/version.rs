@@ -80,6 +80,7 @@ impl Version {
     }
 }
 
+/// The release of a minor, if this hub renders it.
 fn release(minor: u32) -> Option<&'static Release> {
     RELEASES.iter().find(|r| r.minor == minor)
 }
@@ -93,6 +94,7 @@ pub fn newest() -> Version {
     }
 }
 
+/// The minors this hub renders, for messages.
 fn supported() -> String {
     let first = RELEASES[0].minor;
     let last = RELEASES[RELEASES.len() - 1].minor;
