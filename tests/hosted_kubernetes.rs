@@ -326,59 +326,7 @@ async fn scenario() {
     );
 
     // Every chain verifies with openssl, and the serving certificate holds every SAN.
-    if which_openssl() {
-        let pem = setup.dir.path().join("pem");
-        std::fs::create_dir_all(&pem).unwrap();
-        for (leaf, ca) in [
-            ("kube-apiserver-serving", "ca"),
-            ("kube-apiserver-kubelet-client", "ca"),
-            ("kube-controller-manager-kubeconfig", "ca"),
-            ("kube-scheduler-kubeconfig", "ca"),
-            ("work-agent-kubeconfig", "ca"),
-            ("admin", "ca"),
-            ("front-proxy-client", "front-proxy-ca"),
-            ("kube-apiserver-etcd-client", "etcd-ca"),
-            ("etcd-server", "etcd-ca"),
-            ("etcd-peer", "etcd-ca"),
-        ] {
-            let ca_file = write(&pem, &format!("{ca}.crt"), &setup.secret(NS, ca, "tls.crt"));
-            let leaf_file = write(
-                &pem,
-                &format!("{leaf}.crt"),
-                &setup.secret(NS, leaf, "tls.crt"),
-            );
-            let out = openssl(&[
-                "verify",
-                "-CAfile",
-                ca_file.to_str().unwrap(),
-                leaf_file.to_str().unwrap(),
-            ]);
-            assert!(
-                out.status.success(),
-                "{leaf} does not verify against {ca}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            // Valid for a year.
-            let end = openssl(&[
-                "x509",
-                "-noout",
-                "-checkend",
-                &(360 * 86400).to_string(),
-                "-in",
-                leaf_file.to_str().unwrap(),
-            ]);
-            assert!(end.status.success(), "{leaf} is valid for a year");
-        }
-        let serving = pem.join("kube-apiserver-serving.crt");
-        let out = openssl(&[
-            "x509",
-            "-noout",
-            "-ext",
-            "subjectAltName",
-            "-in",
-            serving.to_str().unwrap(),
-        ]);
-        let sans = String::from_utf8_lossy(&out.stdout).into_owned();
+    if let Some(sans) = verify_pki(&setup, NS) {
         let cluster_ip = setup.object("service", "kube-apiserver")["spec"]["clusterIP"]
             .as_str()
             .unwrap_or_default()
@@ -398,24 +346,51 @@ async fn scenario() {
                 "{cluster_ip}: {sans}"
             );
         }
-        let ca = pem.join("ca.crt");
-        let ca_end = openssl(&[
-            "x509",
-            "-noout",
-            "-checkend",
-            &(9 * 365 * 86400).to_string(),
-            "-in",
-            ca.to_str().unwrap(),
-        ]);
-        assert!(
-            ca_end.status.success(),
-            "the cluster CA is valid for ten years"
-        );
-    } else {
-        eprintln!(
-            "openssl is not on this machine: the certificate chains are not verified with it"
-        );
     }
+
+    // A volume that cannot be provisioned (a storage class that does not exist) shows in etcd's
+    // condition, naming the claim and the class.
+    let claim = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": "data-etcd-0",
+            "namespace": NS,
+            "labels": {"atoll.dev/hosted-cluster": "clusters.k1", "app.kubernetes.io/name": "etcd"},
+        },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "missing",
+            "resources": {"requests": {"storage": "8Gi"}},
+        },
+    });
+    let claim_file = write(setup.dir.path(), "claim.json", &claim.to_string());
+    setup
+        .kubectl(&["apply", "-f", claim_file.to_str().unwrap()])
+        .success();
+    assert!(
+        setup
+            .wait_condition("EtcdAvailable", "False", Some("VolumePending"))
+            .await
+    );
+    let (_, _, message) = setup.condition("EtcdAvailable");
+    assert!(
+        message.contains("data-etcd-0") && message.contains("\"missing\""),
+        "{message}"
+    );
+    setup
+        .kubectl(&[
+            "patch",
+            "pvc",
+            "data-etcd-0",
+            "-n",
+            NS,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Bound"}}"#,
+        ])
+        .success();
 
     // Nothing runs yet: the cluster waits for etcd.
     assert!(
@@ -702,7 +677,135 @@ async fn scenario() {
         secret.status.is_some_and(|s| !s.success()),
         "the kubeconfig Secret goes"
     );
+
+    // A NodePort cluster, with the hub SIGKILLed just after it is created: the hub started again
+    // converges on one control plane whose chains verify, named by the NodePort at the hub's
+    // host and the extra SAN.
+    let k2 = setup.dir.path().join("k2.yaml");
+    std::fs::write(
+        &k2,
+        "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {name: k2, namespace: clusters}\nspec: {mode: Kubernetes, apiServer: {serviceType: NodePort, port: 30443, extraSANs: [k2.example.com]}}\n",
+    )
+    .unwrap();
+    setup
+        .kubectl(&["apply", "-f", k2.to_str().unwrap()])
+        .success();
+    std::thread::sleep(Duration::from_millis(150));
+    if let Some(mut child) = setup.controller.take() {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    setup.start_controller("third.log");
+    let published = eventually(WAIT, || {
+        let ran = setup.kubectl(&["get", "secret", "k2-admin-kubeconfig", "-n", "clusters"]);
+        std::future::ready(ran.status.is_some_and(|s| s.success()))
+    })
+    .await;
+    assert!(published, "{}", setup.log("third.log"));
+    let kubeconfig = setup.secret("clusters", "k2-admin-kubeconfig", "kubeconfig");
+    assert!(
+        kubeconfig.contains("server: https://hub.example.com:30443"),
+        "{kubeconfig}"
+    );
+    if let Some(sans) = verify_pki(&setup, "clusters-k2") {
+        for san in [
+            "DNS:hub.example.com",
+            "DNS:k2.example.com",
+            "DNS:kube-apiserver.clusters-k2.svc",
+        ] {
+            assert!(sans.contains(san), "{san} missing from {sans}");
+        }
+    }
+    let secrets = setup
+        .kubectl(&["get", "secrets", "-n", "clusters-k2", "-o", "json"])
+        .success()
+        .json();
+    let names: Vec<&str> = secrets["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["metadata"]["name"].as_str())
+        .collect();
+    // 3 CAs, the service-account keys, 10 leaves, the join secret, the agent's bootstrap.
+    assert_eq!(names.len(), 16, "{names:?}");
     setup.stop_controller();
+}
+
+/// Verifies every chain of the PKI in `ns` with openssl (and the validity of the leaves and the
+/// cluster CA), and answers the serving certificate's SANs as openssl prints them; `None`
+/// (saying so) when openssl is not on this machine.
+fn verify_pki(setup: &Setup, ns: &str) -> Option<String> {
+    if !which_openssl() {
+        eprintln!(
+            "openssl is not on this machine: the certificate chains are not verified with it"
+        );
+        return None;
+    }
+    let pem = setup.dir.path().join(format!("pem-{ns}"));
+    std::fs::create_dir_all(&pem).unwrap();
+    for (leaf, ca) in [
+        ("kube-apiserver-serving", "ca"),
+        ("kube-apiserver-kubelet-client", "ca"),
+        ("kube-controller-manager-kubeconfig", "ca"),
+        ("kube-scheduler-kubeconfig", "ca"),
+        ("work-agent-kubeconfig", "ca"),
+        ("admin", "ca"),
+        ("front-proxy-client", "front-proxy-ca"),
+        ("kube-apiserver-etcd-client", "etcd-ca"),
+        ("etcd-server", "etcd-ca"),
+        ("etcd-peer", "etcd-ca"),
+    ] {
+        let ca_file = write(&pem, &format!("{ca}.crt"), &setup.secret(ns, ca, "tls.crt"));
+        let leaf_file = write(
+            &pem,
+            &format!("{leaf}.crt"),
+            &setup.secret(ns, leaf, "tls.crt"),
+        );
+        let out = openssl(&[
+            "verify",
+            "-CAfile",
+            ca_file.to_str().unwrap(),
+            leaf_file.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{leaf} does not verify against {ca}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Valid for a year.
+        let end = openssl(&[
+            "x509",
+            "-noout",
+            "-checkend",
+            &(360 * 86400).to_string(),
+            "-in",
+            leaf_file.to_str().unwrap(),
+        ]);
+        assert!(end.status.success(), "{leaf} is valid for a year");
+    }
+    let serving = pem.join("kube-apiserver-serving.crt");
+    let out = openssl(&[
+        "x509",
+        "-noout",
+        "-ext",
+        "subjectAltName",
+        "-in",
+        serving.to_str().unwrap(),
+    ]);
+    let ca = pem.join("ca.crt");
+    let ca_end = openssl(&[
+        "x509",
+        "-noout",
+        "-checkend",
+        &(9 * 365 * 86400).to_string(),
+        "-in",
+        ca.to_str().unwrap(),
+    ]);
+    assert!(
+        ca_end.status.success(),
+        "the cluster CA is valid for ten years"
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn which_openssl() -> bool {

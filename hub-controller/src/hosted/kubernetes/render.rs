@@ -524,8 +524,9 @@ fn etcd(input: &Input<'_>) -> Value {
             {"name": "peer", "containerPort": 2380},
             {"name": "metrics", "containerPort": 2381},
         ],
-        "readinessProbe": {"httpGet": {"path": "/readyz", "port": 2381}, "periodSeconds": 5, "failureThreshold": 3},
-        "livenessProbe": {"httpGet": {"path": "/livez", "port": 2381}, "periodSeconds": 10, "failureThreshold": 8},
+        // kubeadm's probes, which every etcd 3.5 and 3.6 answers.
+        "readinessProbe": {"httpGet": {"path": "/health?serializable=true", "port": 2381}, "periodSeconds": 5, "failureThreshold": 3},
+        "livenessProbe": {"httpGet": {"path": "/health?exclude=NOSPACE&serializable=true", "port": 2381}, "periodSeconds": 10, "failureThreshold": 8},
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
         "volumeMounts": [
             {"name": "data", "mountPath": "/var/lib/etcd"},
