@@ -80,7 +80,12 @@ impl Setup {
 
     /// `(status, reason, message)` of a condition of HostedCluster clusters/k1.
     fn condition(&self, type_: &str) -> (String, String, String) {
-        let ran = self.kubectl(&["get", "hostedcluster", "k1", "-n", "clusters", "-o", "json"]);
+        self.condition_of("k1", type_)
+    }
+
+    /// `(status, reason, message)` of a condition of HostedCluster clusters/`name`.
+    fn condition_of(&self, name: &str, type_: &str) -> (String, String, String) {
+        let ran = self.kubectl(&["get", "hostedcluster", name, "-n", "clusters", "-o", "json"]);
         if ran.status.is_none_or(|s| !s.success()) {
             return Default::default();
         }
@@ -728,6 +733,37 @@ async fn scenario() {
         .collect();
     // 3 CAs, the service-account keys, 10 leaves, the join secret, the agent's bootstrap.
     assert_eq!(names.len(), 16, "{names:?}");
+
+    // A namespace of the same name that is not the cluster's is neither taken over nor deleted.
+    setup
+        .kubectl(&["create", "namespace", "clusters-k3"])
+        .success();
+    let k3 = setup.dir.path().join("k3.yaml");
+    std::fs::write(
+        &k3,
+        "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {name: k3, namespace: clusters}\nspec: {mode: Kubernetes}\n",
+    )
+    .unwrap();
+    setup
+        .kubectl(&["apply", "-f", k3.to_str().unwrap()])
+        .success();
+    let refused = eventually(WAIT, || {
+        let (s, r, _) = setup.condition_of("k3", "Degraded");
+        std::future::ready(s == "True" && r == "NamespaceInUse")
+    })
+    .await;
+    assert!(refused, "{:?}", setup.condition_of("k3", "Degraded"));
+    let deployments = setup
+        .kubectl(&["get", "deployments", "-n", "clusters-k3", "-o", "json"])
+        .success()
+        .json();
+    assert_eq!(deployments["items"].as_array().map(Vec::len), Some(0));
+    setup
+        .kubectl(&["delete", "hostedcluster", "k3", "-n", "clusters"])
+        .success();
+    setup
+        .kubectl(&["get", "namespace", "clusters-k3"])
+        .success();
     setup.stop_controller();
 }
 

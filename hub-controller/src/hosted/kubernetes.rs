@@ -71,6 +71,18 @@ impl Default for Settings {
     }
 }
 
+/// A control-plane namespace name too long to be one (and to be the value of its label).
+pub fn namespace_problem(key: &Key) -> Option<Problem> {
+    let namespace = render::namespace_of(key);
+    (namespace.len() > 63).then(|| Problem {
+        reason: "InvalidName",
+        message: format!(
+            "the control plane's namespace {namespace:?} (the HostedCluster's namespace and name) is longer than 63 characters; choose a shorter name"
+        ),
+        blocks: true,
+    })
+}
+
 /// The problems of a `Kubernetes`-mode spec this hub can see before it renders anything.
 pub fn problems(spec: &HostedClusterSpec, enabled: bool) -> Vec<Problem> {
     let mut out = Vec::new();
@@ -261,8 +273,23 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
     let namespace = render::namespace_of(&key);
     let client = &ctx.client;
     let mut problems = super::spec_problems(hc, ctx, None, None);
+    problems.extend(namespace_problem(&key));
     let ns_api: Api<Namespace> = Api::all(client.clone());
-    let ns_exists = ns_api.get_opt(&namespace).await?.is_some();
+    let found_ns = ns_api.get_opt(&namespace).await?;
+    if let Some(found) = &found_ns
+        && !ours(found, &key)
+    {
+        problems.push(Problem {
+            reason: "NamespaceInUse",
+            message: format!(
+                "the control plane's namespace {namespace} exists and is not this HostedCluster's (no label {}={}); delete or rename it, or choose another name",
+                render::LABEL_HOSTED_CLUSTER,
+                render::label_of(&key)
+            ),
+            blocks: true,
+        });
+    }
+    let ns_exists = found_ns.as_ref().is_some_and(|n| ours(n, &key));
     let mut found = if ns_exists {
         workloads(client, &namespace).await?
     } else {
@@ -555,6 +582,16 @@ async fn issue_pki(
     Ok(issued)
 }
 
+/// Whether a namespace is the control plane's of `key` (labelled so).
+fn ours(namespace: &Namespace, key: &Key) -> bool {
+    namespace
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(render::LABEL_HOSTED_CLUSTER))
+        == Some(&render::label_of(key))
+}
+
 /// Deletes a `Kubernetes`-mode control plane's namespace (with everything in it); `Err` while
 /// it is still going, so that the finalizer stays until it is gone.
 pub(super) async fn delete(ctx: &Context, key: &Key) -> Result<(), Error> {
@@ -563,13 +600,7 @@ pub(super) async fn delete(ctx: &Context, key: &Key) -> Result<(), Error> {
     let Some(found) = api.get_opt(&namespace).await? else {
         return Ok(());
     };
-    let ours = found
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(render::LABEL_HOSTED_CLUSTER))
-        == Some(&render::label_of(key));
-    if !ours {
+    if !ours(&found, key) {
         return Ok(());
     }
     if found.metadata.deletion_timestamp.is_none() {
@@ -584,4 +615,44 @@ pub(super) async fn delete(ctx: &Context, key: &Key) -> Result<(), Error> {
         return Ok(());
     }
     Err(Error::NamespaceTerminating { namespace })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_control_plane_namespace_too_long_is_refused_naming_it() {
+        let short = Key {
+            namespace: "clusters".into(),
+            name: "c1".into(),
+        };
+        assert_eq!(namespace_problem(&short), None);
+        let long = Key {
+            namespace: "n".repeat(40),
+            name: "c".repeat(30),
+        };
+        let problem = namespace_problem(&long).unwrap();
+        assert!(
+            problem.blocks && problem.message.contains("longer than 63"),
+            "{problem:?}"
+        );
+    }
+
+    #[test]
+    fn spec_problems_name_the_field() {
+        let spec: HostedClusterSpec = serde_json::from_value(json!({
+            "mode": "Kubernetes",
+            "storage": {"size": "lots"},
+            "apiServer": {"serviceType": "NodePort", "port": 6443},
+        }))
+        .unwrap();
+        let found = problems(&spec, true);
+        let reasons: Vec<_> = found.iter().map(|p| p.reason).collect();
+        assert_eq!(reasons, ["InvalidStorage", "InvalidPort"]);
+        assert!(found[0].message.starts_with("spec.storage.size"));
+        assert!(found[1].message.contains("spec.apiServer.port 6443"));
+        let off = problems(&HostedClusterSpec::default(), false);
+        assert_eq!(off[0].reason, "ModeUnavailable");
+    }
 }
