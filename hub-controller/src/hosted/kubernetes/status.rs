@@ -470,10 +470,14 @@ fn component(o: &Observed<'_>, c: Component) -> (Verdict, bool) {
                 "False",
                 "VolumePending",
                 format!(
-                    "etcd waits for PersistentVolumeClaim {}/{}, Pending for {} from {class}{}",
+                    "etcd waits for PersistentVolumeClaim {}/{}, Pending{} from {class}{}",
                     o.namespace,
                     claim.name,
-                    format_duration(claim.age),
+                    if late {
+                        format!(" for more than {}", format_duration(PENDING_DEADLINE))
+                    } else {
+                        String::new()
+                    },
                     if late {
                         "; check that the storage class exists and can provision volumes"
                     } else {
@@ -548,7 +552,9 @@ pub fn verdicts(o: &Observed<'_>) -> Vec<Verdict> {
     out
 }
 
-/// `Degraded`: the first problem of the spec, else the first component that needs a person, else a LoadBalancer past its deadline.
+/// `Degraded`: the first problem of the spec, else the first component that needs a person,
+/// else a LoadBalancer past its deadline. Messages hold no ages that move: a status written with
+/// a new one would wake the controller again at once.
 fn degraded(o: &Observed<'_>, components: &[(Verdict, bool)]) -> Verdict {
     if let Some(p) = o.problems.first() {
         return Verdict::new(CONDITION_DEGRADED, "True", p.reason, p.message.clone());
@@ -556,7 +562,7 @@ fn degraded(o: &Observed<'_>, components: &[(Verdict, bool)]) -> Verdict {
     if let Some((v, _)) = components.iter().find(|(_, degrades)| *degrades) {
         return Verdict::new(CONDITION_DEGRADED, "True", v.reason, v.message.clone());
     }
-    if let Some(e) = o.lb_pending().filter(|e| e.age >= PENDING_DEADLINE) {
+    if o.lb_pending().is_some_and(|e| e.age >= PENDING_DEADLINE) {
         return Verdict::new(
             CONDITION_DEGRADED,
             "True",
@@ -565,7 +571,7 @@ fn degraded(o: &Observed<'_>, components: &[(Verdict, bool)]) -> Verdict {
                 "Service {}/{} of type LoadBalancer has no address after {}: the hub cluster may have no load balancer; use spec.apiServer.serviceType NodePort or ClusterIP, or install one",
                 o.namespace,
                 super::pki::API_SERVICE,
-                format_duration(e.age)
+                format_duration(PENDING_DEADLINE)
             ),
         );
     }
@@ -945,6 +951,13 @@ mod tests {
             "{message}"
         );
         assert_eq!(condition(&o, "Degraded").0, "False");
+        let first = condition(&o, "EtcdAvailable");
+        o.pending_claims = pending_claims(std::slice::from_ref(&claim), created + 61);
+        assert_eq!(
+            condition(&o, "EtcdAvailable"),
+            first,
+            "a message that moves with time"
+        );
         o.pending_claims = pending_claims(&[claim], created + 600);
         let (state, reason, message) = condition(&o, "Degraded");
         assert_eq!((state.as_str(), reason.as_str()), ("True", "VolumePending"));
