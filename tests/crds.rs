@@ -275,6 +275,7 @@ async fn crds_serve_their_kinds() {
             api_server: Some(ApiServerSpec {
                 port: Some(16443),
                 extra_sans: vec!["edge-1.example.com".into()],
+                service_type: Some(atoll_api::hosted::ServiceType::NodePort),
             }),
             storage: Some(HostedStorage {
                 backend: StorageBackend::Memory,
@@ -286,6 +287,11 @@ async fn crds_serve_their_kinds() {
                 requests_in_flight: Some(50),
             }),
             suspended: true,
+            availability: atoll_api::hosted::Availability::HighlyAvailable,
+            images: Some(atoll_api::hosted::HostedImages {
+                kube_api_server: Some("mirror.example.com/kube-apiserver:v1.35.0".into()),
+                ..Default::default()
+            }),
         },
         status: None,
     };

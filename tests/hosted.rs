@@ -688,17 +688,24 @@ async fn bad_input_and_faults_end_in_clear_conditions_with_nothing_lost() {
         "{message}"
     );
 
-    // Kubernetes mode needs a hub on Kubernetes.
+    // Kubernetes mode needs a hub on Kubernetes: atoll up's API server runs no pods.
     hub.atoll(&["hosted", "create", "kube", "--mode", "kubernetes"])
         .success();
-    hub.until_condition(
-        "clusters",
-        "kube",
-        "Degraded",
-        "True",
-        Some("ModeUnavailable"),
-    )
-    .await;
+    let message = hub
+        .until_condition(
+            "clusters",
+            "kube",
+            "Degraded",
+            "True",
+            Some("ModeUnavailable"),
+        )
+        .await;
+    assert!(
+        message.contains("mode Kubernetes")
+            && message.contains("hub-controller")
+            && message.contains("Embedded or Process"),
+        "{message}"
+    );
 
     // A port already in use.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

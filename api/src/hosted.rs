@@ -25,6 +25,12 @@ pub const CONDITION_API_SERVER_AVAILABLE: &str = "APIServerAvailable";
 pub const CONDITION_DATASTORE_AVAILABLE: &str = "DatastoreAvailable";
 /// Condition: the cluster's agent joined the hub (the cluster is in the inventory).
 pub const CONDITION_AGENT_JOINED: &str = "AgentJoined";
+/// Condition (`Kubernetes` mode): the cluster's etcd StatefulSet has a quorum of members ready.
+pub const CONDITION_ETCD_AVAILABLE: &str = "EtcdAvailable";
+/// Condition (`Kubernetes` mode): the cluster's kube-controller-manager has a replica available.
+pub const CONDITION_CONTROLLER_MANAGER_AVAILABLE: &str = "ControllerManagerAvailable";
+/// Condition (`Kubernetes` mode): the cluster's kube-scheduler has a replica available.
+pub const CONDITION_SCHEDULER_AVAILABLE: &str = "SchedulerAvailable";
 
 /// Finalizer the hub puts on every HostedCluster: it stops the control plane, takes the cluster
 /// out of the inventory and deletes its data before the object goes.
@@ -94,6 +100,65 @@ pub struct HostedClusterSpec {
     /// it again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub suspended: bool,
+    /// How many replicas the control plane's workloads run in `Kubernetes` mode:
+    /// `SingleReplica` (default: one etcd member, one of each Deployment) or `HighlyAvailable`
+    /// (three etcd members, three API servers, two of each controller).
+    #[serde(default, skip_serializing_if = "Availability::is_single")]
+    pub availability: Availability,
+    /// Container images of the control plane's workloads in `Kubernetes` mode, each replacing
+    /// the one the hub picks for the version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<HostedImages>,
+}
+
+/// How many replicas a `Kubernetes`-mode control plane runs.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum Availability {
+    /// One of each: the cheapest.
+    #[default]
+    SingleReplica,
+    /// Three etcd members and API servers, two of each controller: survives the loss of one.
+    HighlyAvailable,
+}
+
+impl Availability {
+    /// Whether it is the default, `SingleReplica`.
+    pub fn is_single(&self) -> bool {
+        *self == Availability::SingleReplica
+    }
+}
+
+/// Images replacing those the hub picks for a `Kubernetes`-mode control plane.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct HostedImages {
+    /// etcd's image [default: `registry.k8s.io/etcd` at the version kubeadm pairs with the
+    /// Kubernetes minor].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etcd: Option<String>,
+    /// kube-apiserver's image [default: `registry.k8s.io/kube-apiserver:<kubernetesVersion>`].
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        rename = "kubeAPIServer"
+    )]
+    pub kube_api_server: Option<String>,
+    /// kube-controller-manager's image [default: `registry.k8s.io/kube-controller-manager`].
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        rename = "kubeControllerManager"
+    )]
+    pub kube_controller_manager: Option<String>,
+    /// kube-scheduler's image [default: `registry.k8s.io/kube-scheduler`].
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        rename = "kubeScheduler"
+    )]
+    pub kube_scheduler: Option<String>,
+    /// The agent's image [default: the hub's `--hosted-agent-image`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// Where a hosted control plane runs.
@@ -185,6 +250,34 @@ pub struct ApiServerSpec {
     #[serde(rename = "extraSANs")]
     #[schemars(schema_with = "crate::schema::string_set")]
     pub extra_sans: Vec<String>,
+    /// In `Kubernetes` mode, the type of the API server's Service on the hub cluster:
+    /// `ClusterIP` (default: reached inside the hub cluster), `NodePort` (at the hub's hosted
+    /// host, on `port` when set) or `LoadBalancer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_type: Option<ServiceType>,
+}
+
+/// How a `Kubernetes`-mode API server's Service is exposed.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum ServiceType {
+    /// Inside the hub cluster only.
+    #[default]
+    ClusterIP,
+    /// On a port of every node of the hub cluster.
+    NodePort,
+    /// At an address the hub cluster's load balancer gives.
+    LoadBalancer,
+}
+
+impl ServiceType {
+    /// The name as a Service's `spec.type` holds it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceType::ClusterIP => "ClusterIP",
+            ServiceType::NodePort => "NodePort",
+            ServiceType::LoadBalancer => "LoadBalancer",
+        }
+    }
 }
 
 /// Per-cluster limits, enforced by the cluster's own API server.
@@ -215,7 +308,8 @@ pub struct HostedClusterStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Available`, `Progressing`, `Degraded`, and one per component: `APIServerAvailable`,
-    /// `DatastoreAvailable`, `AgentJoined`.
+    /// `DatastoreAvailable` (`EtcdAvailable`, `ControllerManagerAvailable` and
+    /// `SchedulerAvailable` in `Kubernetes` mode), `AgentJoined`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "crate::schema::conditions")]
     pub conditions: Vec<Condition>,

@@ -5,23 +5,12 @@
 
 use anyhow::Context as _;
 use atoll_hub::setup::{ENDPOINT_ADDRESSES_KEY, ENDPOINT_CA_KEY, ENDPOINT_CONFIG_MAP};
-use base64::Engine as _;
 use k8s_openapi::api::core::v1::ConfigMap;
-use serde_json::{Value, json};
 
 use crate::client::explain;
 use crate::tokens::{self, Ttl};
 
-/// The agent's objects as `kubectl apply -k manifests/agent` deploys them, without the
-/// ConfigMap its kustomization generates.
-const AGENT_YAML: &str = include_str!("../../manifests/agent/base/agent.yaml");
-/// The ConfigMap the agent's Deployment takes its environment from.
-const CONFIG_MAP: &str = "atoll-agent";
-/// The Secret mounted at `/etc/atoll` in the agent's Deployment.
-const BOOTSTRAP_SECRET: &str = "atoll-agent-bootstrap";
-/// Its keys: the files `ATOLL_HUB_CA` and `ATOLL_BOOTSTRAP_TOKEN_FILE` name.
-const CA_KEY: &str = "hub-ca.crt";
-const TOKEN_KEY: &str = "bootstrap-token";
+use atoll_hub::agents::Join;
 
 /// What `atoll agent-manifests` was asked for.
 #[derive(clap::Args)]
@@ -44,15 +33,6 @@ pub struct Args {
     /// The agent's container image [default: the one in manifests/agent].
     #[arg(long, value_name = "IMAGE")]
     pub image: Option<String>,
-}
-
-/// What goes into the manifests besides the agent's fixed objects.
-pub struct Join<'a> {
-    pub cluster: &'a str,
-    pub hub_address: &'a str,
-    pub hub_ca_pem: &'a str,
-    pub token: &'a str,
-    pub image: Option<&'a str>,
 }
 
 /// `atoll agent-manifests`: checks the input, reads how agents reach the hub, creates a join
@@ -177,53 +157,8 @@ async fn endpoint(client: kube::Client) -> anyhow::Result<(Vec<String>, String)>
 /// The manifests, as one YAML stream: the agent's objects with the ConfigMap and the bootstrap
 /// Secret before its Deployment.
 pub fn render(join: &Join<'_>) -> anyhow::Result<String> {
-    let mut objects = Vec::new();
-    for document in serde_yaml_ng::Deserializer::from_str(AGENT_YAML) {
-        let object: Value = serde::Deserialize::deserialize(document)
-            .context("manifests/agent/base/agent.yaml is not YAML")?;
-        if object.is_null() {
-            continue;
-        }
-        objects.push(object);
-    }
-    let namespace = atoll_api::names::SYSTEM_NAMESPACE;
-    let config_map = json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": CONFIG_MAP, "namespace": namespace},
-        "data": {
-            "ATOLL_HUB": join.hub_address,
-            "ATOLL_CLUSTER_NAME": join.cluster,
-        },
-    });
-    let encode = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
-    let secret = json!({
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": BOOTSTRAP_SECRET, "namespace": namespace},
-        "type": "Opaque",
-        "data": {
-            CA_KEY: encode(join.hub_ca_pem),
-            TOKEN_KEY: encode(&format!("{}\n", join.token)),
-        },
-    });
-    let deployment = objects
-        .iter()
-        .position(|o| o["kind"] == "Deployment")
-        .context("manifests/agent/base/agent.yaml has no Deployment")?;
-    if let Some(image) = join.image {
-        for container in objects[deployment]["spec"]["template"]["spec"]["containers"]
-            .as_array_mut()
-            .into_iter()
-            .flatten()
-        {
-            container["image"] = json!(image);
-        }
-    }
-    objects.insert(deployment, secret);
-    objects.insert(deployment, config_map);
     let mut out = String::new();
-    for object in &objects {
+    for object in &atoll_hub::agents::objects(join)? {
         out.push_str("---\n");
         out.push_str(&serde_yaml_ng::to_string(object)?);
     }
@@ -233,6 +168,9 @@ pub fn render(join: &Join<'_>) -> anyhow::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use atoll_hub::agents::{BOOTSTRAP_SECRET, CA_KEY, CONFIG_MAP, TOKEN_KEY};
+    use base64::Engine as _;
+    use serde_json::Value;
 
     fn join() -> Join<'static> {
         Join {

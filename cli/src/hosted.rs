@@ -154,6 +154,7 @@ pub async fn create(client: kube::Client, args: CreateArgs) -> anyhow::Result<()
             api_server: (port.is_some() || !args.tls_sans.is_empty()).then(|| ApiServerSpec {
                 port: port.map(i32::from),
                 extra_sans: args.tls_sans.clone(),
+                ..ApiServerSpec::default()
             }),
             limits: (limits != HostedLimits::default()).then_some(limits),
             ..HostedClusterSpec::default()

@@ -97,6 +97,8 @@ pub fn hosted_defaults(
             );
         }
     }
+    // Its API server runs no pods: mode Kubernetes only when asked for.
+    hosted.kubernetes.enabled = flags.hosted_kubernetes.hosted_kubernetes.unwrap_or(false);
     if hosted.data_dir.is_none() {
         hosted.data_dir = Some(data_dir.join("hosted"));
     }

@@ -56,6 +56,10 @@ pub struct Flags {
     /// atoll up runs itself; hub-controller runs `atoll` beside its own binary].
     #[arg(long, env = "ATOLL_APISERVER_BINARY", value_name = "FILE")]
     pub apiserver_binary: Option<PathBuf>,
+    /// How `mode: Kubernetes` hosted clusters are rendered (boxed: the flags of `atoll up`
+    /// stay small).
+    #[command(flatten)]
+    pub hosted_kubernetes: Box<HostedKubernetesFlags>,
     /// The etcd of hosted clusters with `storage.backend: etcd` (boxed: the flags of `atoll up`
     /// stay small).
     #[command(flatten)]
@@ -64,6 +68,25 @@ pub struct Flags {
     /// HTTP, off the API and gRPC ports).
     #[arg(long, env = "ATOLL_METRICS_ADDR", value_name = "HOST:PORT", default_value = "127.0.0.1:8081", value_parser = metrics_addr)]
     pub metrics_addr: SocketAddr,
+}
+
+/// How `mode: Kubernetes` hosted clusters are rendered as workloads of the hub cluster.
+#[derive(clap::Args, Debug, Clone)]
+pub struct HostedKubernetesFlags {
+    /// Render `mode: Kubernetes` hosted clusters as workloads of the hub cluster (etcd,
+    /// kube-apiserver, controller manager, scheduler, agent) [default: true for hub-controller;
+    /// false for atoll up, whose API server runs no pods].
+    #[arg(long, env = "ATOLL_HOSTED_KUBERNETES", action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub hosted_kubernetes: Option<bool>,
+    /// The registry `mode: Kubernetes` control planes' images come from (`etcd`,
+    /// `kube-apiserver`, `kube-controller-manager`, `kube-scheduler`; a HostedCluster's
+    /// `spec.images` overrides each).
+    #[arg(long, env = "ATOLL_HOSTED_IMAGE_REGISTRY", value_name = "REGISTRY", default_value = crate::hosted::kubernetes::render::DEFAULT_REGISTRY)]
+    pub hosted_image_registry: String,
+    /// The image of the agents `mode: Kubernetes` hosted clusters run [default: the one in
+    /// manifests/agent].
+    #[arg(long, env = "ATOLL_HOSTED_AGENT_IMAGE", value_name = "IMAGE")]
+    pub hosted_agent_image: Option<String>,
 }
 
 /// Where hosted clusters with `storage.backend: etcd` keep their data.
@@ -187,6 +210,12 @@ impl Flags {
         }
         hosted.binary = self.apiserver_binary.clone().or_else(beside_this_binary);
         hosted.etcd = self.hosted_etcd().map(Box::new);
+        let k = &self.hosted_kubernetes;
+        hosted.kubernetes.enabled = k.hosted_kubernetes.unwrap_or(true);
+        hosted.kubernetes.registry = k.hosted_image_registry.trim_end_matches('/').to_owned();
+        if let Some(image) = &k.hosted_agent_image {
+            hosted.kubernetes.agent_image = image.clone();
+        }
         config
     }
 

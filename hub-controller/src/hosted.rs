@@ -17,6 +17,7 @@ pub mod claim;
 pub mod datadir;
 pub mod datastore;
 mod embedded;
+pub mod kubernetes;
 pub mod plan;
 pub mod process;
 pub mod runtime;
@@ -76,6 +77,8 @@ pub struct Settings {
     /// The etcd that clusters with `storage.backend: etcd` keep their data in; `None`: this hub
     /// has none (such clusters say so in their conditions). Boxed: settings travel by value.
     pub etcd: Option<Box<datastore::HostedEtcd>>,
+    /// How `Kubernetes`-mode control planes are rendered, if this hub may.
+    pub kubernetes: kubernetes::Settings,
 }
 
 impl Default for Settings {
@@ -87,6 +90,7 @@ impl Default for Settings {
             binary: None,
             resync: Duration::from_secs(60),
             etcd: None,
+            kubernetes: kubernetes::Settings::default(),
         }
     }
 }
@@ -108,6 +112,14 @@ pub enum Error {
         #[source]
         source: datastore::EraseError,
     },
+    #[error("cannot issue the certificates of hosted cluster {cluster}")]
+    Pki {
+        cluster: String,
+        #[source]
+        source: atoll_pki::Error,
+    },
+    #[error("the control plane's namespace {namespace} is still being deleted")]
+    NamespaceTerminating { namespace: String },
     #[error("finalizer")]
     Finalizer(#[source] Box<kube::runtime::finalizer::Error<Error>>),
 }
@@ -121,6 +133,12 @@ pub struct Context {
     planes: Option<ControlPlanes>,
     /// The etcd of clusters on etcd, if this hub has one.
     etcd: Option<datastore::HostedEtcd>,
+    /// How `Kubernetes`-mode control planes are rendered.
+    kubernetes: kubernetes::Settings,
+    /// How hosted clusters' agents join this hub (when it runs any).
+    agents: Option<AgentHub>,
+    /// The host users reach hosted API servers at (NodePort Services in `Kubernetes` mode).
+    hosted_host: String,
     memory: Mutex<Memory>,
 }
 
@@ -171,31 +189,36 @@ pub async fn run(
     shutdown: watch::Receiver<bool>,
 ) {
     let (changed, changes) = mpsc::channel::<Key>(4096);
-    let planes = match &settings.data_dir {
-        Some(dir) => {
-            let Some(token) = retry(&shutdown, "make the hosted agents' bootstrap token", || {
-                agents_token(&client)
-            })
-            .await
-            else {
-                return;
-            };
+    let agents = if settings.data_dir.is_some() || settings.kubernetes.enabled {
+        let Some(token) = retry(&shutdown, "make the hosted agents' bootstrap token", || {
+            agents_token(&client)
+        })
+        .await
+        else {
+            return;
+        };
+        Some(AgentHub {
+            url: hub_url,
+            ca_pem: hub_ca_pem,
+            token,
+            resync: settings.resync,
+        })
+    } else {
+        None
+    };
+    let planes = match (&settings.data_dir, &agents) {
+        (Some(dir), Some(agents)) => {
             let shared = Shared {
                 layout: datadir::Layout::new(dir),
                 listen_ip: settings.listen_ip,
                 host: settings.host.clone(),
                 binary: settings.binary.clone(),
                 etcd: settings.etcd.as_deref().cloned(),
-                agents: AgentHub {
-                    url: hub_url,
-                    ca_pem: hub_ca_pem,
-                    token,
-                    resync: settings.resync,
-                },
+                agents: agents.clone(),
             };
             Some(ControlPlanes::new(shared, changed))
         }
-        None => None,
+        _ => None,
     };
     if let Some(planes) = &planes {
         let Some(()) = retry(&shutdown, "clean up after deleted hosted clusters", || {
@@ -217,9 +240,13 @@ pub async fn run(
                 Some(_) => EtcdSupport::Configured,
                 None => EtcdSupport::NotConfigured,
             },
+            kubernetes: settings.kubernetes.enabled,
         },
         planes,
         etcd: settings.etcd.as_deref().cloned(),
+        kubernetes: settings.kubernetes.clone(),
+        agents,
+        hosted_host: settings.host.clone(),
         memory: Mutex::default(),
     });
     let reconcile = ctx.fleet.metrics.timed("HostedCluster", reconcile);
@@ -229,11 +256,56 @@ pub async fn run(
     let changes = tokio_stream::wrappers::ReceiverStream::new(changes)
         .map(|key: Key| ObjectRef::new(&key.name).within(&key.namespace));
     let mut stop = shutdown.clone();
-    Controller::new(hosted, watcher::Config::default())
-        .owns(
-            secrets,
-            watcher::Config::default().labels(claim::LABEL_HOSTED_CLUSTER),
-        )
+    let mut controller = Controller::new(hosted, watcher::Config::default()).owns(
+        secrets,
+        watcher::Config::default().labels(claim::LABEL_HOSTED_CLUSTER),
+    );
+    if ctx.kubernetes.enabled {
+        // The workloads of Kubernetes-mode control planes, by their label.
+        let of_label = |labels: Option<&std::collections::BTreeMap<String, String>>| {
+            labels
+                .and_then(|l| l.get(kubernetes::render::LABEL_HOSTED_CLUSTER))
+                .and_then(|v| kubernetes::render::key_of_label(v))
+                .map(|k| ObjectRef::new(&k.name).within(&k.namespace))
+        };
+        let labelled =
+            || watcher::Config::default().labels(kubernetes::render::LABEL_HOSTED_CLUSTER);
+        use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+        use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
+        controller = controller
+            .watches(
+                Api::<Deployment>::all(client.clone()),
+                labelled(),
+                move |o| of_label(o.metadata.labels.as_ref()),
+            )
+            .watches(
+                Api::<StatefulSet>::all(client.clone()),
+                labelled(),
+                move |o| of_label(o.metadata.labels.as_ref()),
+            )
+            .watches(Api::<Pod>::all(client.clone()), labelled(), move |o| {
+                of_label(o.metadata.labels.as_ref())
+            })
+            .watches(
+                Api::<PersistentVolumeClaim>::all(client.clone()),
+                labelled(),
+                move |o| of_label(o.metadata.labels.as_ref()),
+            )
+            .watches(Api::<Service>::all(client.clone()), labelled(), move |o| {
+                of_label(o.metadata.labels.as_ref())
+            })
+            // A namespace being deleted lets its HostedCluster go once it is gone.
+            .watches(
+                Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
+                labelled(),
+                move |o| of_label(o.metadata.labels.as_ref()),
+            )
+            // A Secret of the PKI deleted by hand is issued again at once.
+            .watches(Api::<Secret>::all(client.clone()), labelled(), move |o| {
+                of_label(o.metadata.labels.as_ref())
+            });
+    }
+    controller
         .watches(
             profiles,
             watcher::Config::default()
@@ -477,6 +549,15 @@ async fn reconcile(hc: Arc<HostedCluster>, ctx: Arc<Context>) -> Result<Action, 
 
 fn error_policy(hc: Arc<HostedCluster>, error: &Error, ctx: Arc<Context>) -> Action {
     let key = key_of(&hc);
+    // Waiting for a control plane's namespace to go is no failure: no backoff.
+    if let Error::Finalizer(e) = error
+        && let kube::runtime::finalizer::Error::CleanupFailed(Error::NamespaceTerminating {
+            namespace,
+        }) = e.as_ref()
+    {
+        tracing::debug!(cluster = %key, %namespace, "waiting for the control plane's namespace to go");
+        return Action::requeue(Duration::from_secs(2));
+    }
     let (attempts, delay) = crate::backoff::after_failure(&mut ctx.memory().failures, &key);
     tracing::warn!(cluster = %key, error = %atoll_apiserver::error::chain(error), attempts, ?delay, "cannot reconcile HostedCluster; retrying");
     Action::requeue(delay)
@@ -486,6 +567,9 @@ fn error_policy(hc: Arc<HostedCluster>, error: &Error, ctx: Arc<Context>) -> Act
 /// writes its status: what its spec asks that this hub cannot do, its place in the inventory,
 /// its control plane, what is published about it, and what all that earns.
 async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
+    if hc.spec.mode == atoll_api::hosted::HostedMode::Kubernetes {
+        return kubernetes::apply(hc, ctx).await;
+    }
     let key = key_of(hc);
     let began = Instant::now();
     let seen = *ctx
@@ -513,7 +597,7 @@ async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
         dir: dir.as_deref(),
         etcd_prefix: etcd_prefix.as_deref(),
     };
-    let claimed = take_place(hc, ctx, &key, saved.as_ref(), place, &mut problems).await?;
+    let claimed = take_place(hc, ctx, &key, saved.as_ref(), place, &mut problems, None).await?;
     let snapshot = run_control_plane(hc, ctx, &key, saved.as_ref(), place, &problems).await;
     let phase = snapshot.as_ref().map_or(Phase::Absent, |s| s.phase.clone());
     let endpoint = snapshot.as_ref().and_then(|s| s.port).map(|port| Endpoint {
@@ -717,14 +801,17 @@ async fn take_place(
     saved: Option<&datadir::Saved>,
     place: Place<'_>,
     problems: &mut Vec<Problem>,
+    join: Option<&str>,
 ) -> Result<bool, Error> {
     if problems.iter().any(|p| p.blocks) {
         return Ok(false);
     }
     let uid = hc.metadata.uid.as_deref().unwrap_or_default();
-    let join_secret = saved
-        .map(|s| s.join_secret.clone())
-        .unwrap_or_else(|| fresh_join_secret(key, uid, hc, place));
+    let join_secret = match (join, saved) {
+        (Some(join), _) => join.to_owned(),
+        (None, Some(s)) => s.join_secret.clone(),
+        (None, None) => fresh_join_secret(key, uid, hc, place),
+    };
     let new_profile = match claim::claim(&ctx.client, hc, &join_secret).await? {
         claim::Claim::Ours(record, version, made) => {
             ctx.fleet.upsert_record(&record, version);
@@ -792,12 +879,26 @@ async fn publish(
         &credentials.ca_pem,
         &credentials.token,
     );
+    publish_text(hc, ctx, key, &server, &credentials.ca_pem, text, claimed).await
+}
+
+/// Publishes a kubeconfig for `server` (written when it changed) and, for a cluster in the
+/// inventory, its profile's access provider.
+async fn publish_text(
+    hc: &HostedCluster,
+    ctx: &Context,
+    key: &Key,
+    server: &str,
+    ca_pem: &str,
+    text: String,
+    claimed: bool,
+) -> Result<(), Error> {
     if ctx.memory().published.get(key) != Some(&text) {
         claim::publish_kubeconfig(&ctx.client, &claim::kubeconfig_secret(hc, &text)).await?;
         ctx.memory().published.insert(key.clone(), text);
     }
     if claimed {
-        let access = access_provider(key, &server, &credentials.ca_pem);
+        let access = access_provider(key, server, ca_pem);
         ctx.fleet.update(&key.name, |m| {
             let changed = m.access.as_ref() != Some(&access);
             m.access = Some(access);
@@ -955,6 +1056,9 @@ async fn write_status(ctx: &Context, key: &Key, status: &HostedClusterStatus) ->
 async fn cleanup(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
     let key = key_of(hc);
     let uid = hc.metadata.uid.clone().unwrap_or_default();
+    if hc.spec.mode == atoll_api::hosted::HostedMode::Kubernetes {
+        kubernetes::delete(ctx, &key).await?;
+    }
     if let Some(planes) = &ctx.planes {
         planes.stop(&key).await;
     }

@@ -13,6 +13,7 @@
 //! `leader` (the Lease hub replicas elect their leader with: only the leader reconciles and
 //! serves agents; the others hold a [`Standby`] that refuses agents with UNAVAILABLE).
 
+pub mod agents;
 pub mod backoff;
 pub mod bootstrap;
 pub mod clusterset;
@@ -368,7 +369,13 @@ impl Hub {
             hosted::run(
                 client,
                 fleet.clone(),
-                config.hosted.clone(),
+                hosted::Settings {
+                    kubernetes: hosted::kubernetes::Settings {
+                        hub_address: addresses.first().cloned(),
+                        ..config.hosted.kubernetes.clone()
+                    },
+                    ..config.hosted.clone()
+                },
                 format!("https://{agent_host}"),
                 ca.cert_pem().to_owned(),
                 stop,

@@ -89,7 +89,7 @@ pub fn pem(tag: &str, der: &[u8]) -> String {
     )
 }
 
-fn der_of_pem(text: &str, tag: &str) -> Result<Vec<u8>> {
+pub(crate) fn der_of_pem(text: &str, tag: &str) -> Result<Vec<u8>> {
     use base64::Engine as _;
     let begin = format!("-----BEGIN {tag}-----");
     let end = format!("-----END {tag}-----");

@@ -10,6 +10,7 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use rcgen::PublicKeyData as _;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose, SanType,
@@ -132,6 +133,216 @@ impl CertificateAuthority {
             key_pem: key.serialize_pem(),
         })
     }
+}
+
+/// What a leaf certificate is for (its extended key usages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Usage {
+    /// TLS server authentication.
+    Server,
+    /// TLS client authentication.
+    Client,
+    /// Both, as etcd members use theirs (each is a client of its peers).
+    ServerAndClient,
+}
+
+/// A leaf certificate to issue: whom it names, for what, and for how long.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Leaf {
+    /// The subject's common name (a client certificate's user).
+    pub common_name: String,
+    /// The subject's organizations (a client certificate's groups). A certificate that serves
+    /// holds at most one.
+    pub organizations: Vec<String>,
+    /// DNS names and IP addresses (a certificate that serves).
+    pub sans: Vec<String>,
+    /// What it is for.
+    pub usage: Usage,
+    /// How long it is valid, from now (backdated a few minutes: clocks differ).
+    pub valid_for: std::time::Duration,
+}
+
+/// What a certificate says, as read back from its PEM.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Inspected {
+    /// The subject's common name.
+    pub common_name: String,
+    /// The subject's organizations, in order.
+    pub organizations: Vec<String>,
+    /// Its DNS names.
+    pub dns_names: Vec<String>,
+    /// Its IP addresses.
+    pub ip_addresses: Vec<IpAddr>,
+    /// Valid from, in seconds since the Unix epoch.
+    pub not_before: i64,
+    /// Valid until, in seconds since the Unix epoch.
+    pub not_after: i64,
+    /// Whether it is a CA.
+    pub is_ca: bool,
+}
+
+/// How far back a certificate's validity starts, for clocks that differ.
+const BACKDATE: time::Duration = time::Duration::minutes(5);
+
+fn validity(
+    valid_for: std::time::Duration,
+) -> Result<(time::OffsetDateTime, time::OffsetDateTime)> {
+    let now = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .map_err(|_| Error::Invalid("the clock cannot be read as a certificate time".to_owned()))?;
+    let span = time::Duration::try_from(valid_for)
+        .map_err(|_| Error::Invalid("the validity is out of range".to_owned()))?;
+    Ok((now - BACKDATE, now + span))
+}
+
+impl CertificateAuthority {
+    /// Generates a new CA valid for `valid_for` from now, kept only in memory until the caller
+    /// stores [`Self::key_pem`].
+    pub fn generate_valid_for(common_name: &str, valid_for: std::time::Duration) -> Result<Self> {
+        let key = KeyPair::generate()?;
+        let mut params = ca_params(common_name)?;
+        (params.not_before, params.not_after) = validity(valid_for)?;
+        let cert_pem = params.self_signed(&key)?.pem();
+        Ok(Self {
+            cert_pem,
+            key,
+            common_name: common_name.to_owned(),
+        })
+    }
+
+    /// Issues `leaf` with a fresh key. A client certificate may name several groups; one that
+    /// serves names at most one organization.
+    pub fn issue(&self, leaf: &Leaf) -> Result<CertifiedKey> {
+        if leaf.usage == Usage::Client {
+            let key = KeyPair::generate()?;
+            let subject = client::Subject {
+                user: leaf.common_name.clone(),
+                groups: leaf.organizations.clone(),
+            };
+            let (_, not_after) = validity(leaf.valid_for)?;
+            let cert_pem = self.sign_client(&subject, &key.subject_public_key_info(), not_after)?;
+            return Ok(CertifiedKey {
+                cert_pem,
+                key_pem: key.serialize_pem(),
+            });
+        }
+        if leaf.organizations.len() > 1 {
+            return Err(Error::Invalid(format!(
+                "certificate {:?} serves, and may name one organization at most (it names {})",
+                leaf.common_name,
+                leaf.organizations.len()
+            )));
+        }
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, leaf.common_name.as_str());
+        if let Some(organization) = leaf.organizations.first() {
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, organization.as_str());
+        }
+        for host in &leaf.sans {
+            let san = match host.parse::<IpAddr>() {
+                Ok(ip) => SanType::IpAddress(ip),
+                Err(_) => SanType::DnsName(host.clone().try_into()?),
+            };
+            if !params.subject_alt_names.contains(&san) {
+                params.subject_alt_names.push(san);
+            }
+        }
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = match leaf.usage {
+            Usage::Server => vec![ExtendedKeyUsagePurpose::ServerAuth],
+            Usage::Client => vec![ExtendedKeyUsagePurpose::ClientAuth],
+            Usage::ServerAndClient => vec![
+                ExtendedKeyUsagePurpose::ServerAuth,
+                ExtendedKeyUsagePurpose::ClientAuth,
+            ],
+        };
+        (params.not_before, params.not_after) = validity(leaf.valid_for)?;
+        params.use_authority_key_identifier_extension = true;
+        let key = KeyPair::generate()?;
+        let issuer = Issuer::new(ca_params(&self.common_name)?, &self.key);
+        let cert = params.signed_by(&key, &issuer)?;
+        Ok(CertifiedKey {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
+    }
+}
+
+/// A fresh key pair (ECDSA P-256), PEM encoded: the private key (PKCS#8) and the public key
+/// (SubjectPublicKeyInfo), as kube-apiserver takes a service-account signing key and its
+/// verifying key.
+pub fn generate_key_pair() -> Result<(String, String)> {
+    let key = KeyPair::generate()?;
+    Ok((key.serialize_pem(), key.public_key_pem()))
+}
+
+/// Reads what a PEM certificate says.
+pub fn inspect(cert_pem: &str) -> Result<Inspected> {
+    use x509_parser::extensions::GeneralName;
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    let der = client::der_of_pem(cert_pem, "CERTIFICATE")?;
+    let (_, cert) = X509Certificate::from_der(&der)
+        .map_err(|_| Error::Invalid("the certificate is not valid DER".to_owned()))?;
+    let text = |a: &x509_parser::x509::AttributeTypeAndValue<'_>| {
+        a.as_str().map(str::to_owned).unwrap_or_default()
+    };
+    let mut out = Inspected {
+        common_name: cert
+            .subject()
+            .iter_common_name()
+            .next()
+            .map(text)
+            .unwrap_or_default(),
+        organizations: cert.subject().iter_organization().map(text).collect(),
+        not_before: cert.validity().not_before.timestamp(),
+        not_after: cert.validity().not_after.timestamp(),
+        is_ca: cert.is_ca(),
+        ..Inspected::default()
+    };
+    if let Ok(Some(sans)) = cert.subject_alternative_name() {
+        for name in &sans.value.general_names {
+            match name {
+                GeneralName::DNSName(dns) => out.dns_names.push((*dns).to_owned()),
+                GeneralName::IPAddress(bytes) => match bytes.len() {
+                    4 => out.ip_addresses.push(IpAddr::from(
+                        <[u8; 4]>::try_from(*bytes).unwrap_or_default(),
+                    )),
+                    16 => out.ip_addresses.push(IpAddr::from(
+                        <[u8; 16]>::try_from(*bytes).unwrap_or_default(),
+                    )),
+                    _ => {}
+                },
+                _ => {}
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the PEM certificate `cert_pem` was signed by the CA certificate `ca_pem` (its
+/// signature verifies with the CA's key, and it names the CA as its issuer).
+pub fn signed_by(cert_pem: &str, ca_pem: &str) -> bool {
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    let (Ok(cert), Ok(ca)) = (
+        client::der_of_pem(cert_pem, "CERTIFICATE"),
+        client::der_of_pem(ca_pem, "CERTIFICATE"),
+    ) else {
+        return false;
+    };
+    let (Ok((_, cert)), Ok((_, ca))) = (
+        X509Certificate::from_der(&cert),
+        X509Certificate::from_der(&ca),
+    ) else {
+        return false;
+    };
+    cert.issuer() == ca.subject() && cert.verify_signature(Some(ca.public_key())).is_ok()
 }
 
 /// The parameters of the CA certificate. Deterministic, so that a CA loaded from disk signs with
@@ -260,6 +471,93 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
+    }
+
+    const DAY: u64 = 86_400;
+
+    #[test]
+    fn a_ca_and_its_leaves_have_the_validity_asked_and_verify() {
+        let ten_years = std::time::Duration::from_secs(3650 * DAY);
+        let ca = CertificateAuthority::generate_valid_for("kubernetes", ten_years).unwrap();
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let read = inspect(ca.cert_pem()).unwrap();
+        assert!(read.is_ca);
+        assert_eq!(read.common_name, "kubernetes");
+        assert!(
+            (read.not_after - now - 3650 * DAY as i64).abs() < 60,
+            "{read:?}"
+        );
+        assert!(read.not_before <= now - 240);
+        let serving = ca
+            .issue(&Leaf {
+                common_name: "kube-apiserver".into(),
+                organizations: vec![],
+                sans: vec!["kubernetes.default.svc".into(), "10.96.0.1".into()],
+                usage: Usage::Server,
+                valid_for: std::time::Duration::from_secs(365 * DAY),
+            })
+            .unwrap();
+        let leaf = inspect(&serving.cert_pem).unwrap();
+        assert!(!leaf.is_ca);
+        assert_eq!(leaf.dns_names, ["kubernetes.default.svc"]);
+        assert_eq!(leaf.ip_addresses, ["10.96.0.1".parse::<IpAddr>().unwrap()]);
+        assert!(
+            (leaf.not_after - now - 365 * DAY as i64).abs() < 60,
+            "{leaf:?}"
+        );
+        assert!(signed_by(&serving.cert_pem, ca.cert_pem()));
+        let other = CertificateAuthority::generate_valid_for("other", ten_years).unwrap();
+        assert!(!signed_by(&serving.cert_pem, other.cert_pem()));
+        // The same CA loaded back from its PEM signs leaves that chain to the same certificate.
+        let loaded =
+            CertificateAuthority::from_pem(ca.cert_pem(), &ca.key_pem(), "kubernetes").unwrap();
+        let again = loaded
+            .issue(&Leaf {
+                common_name: "etcd-peer".into(),
+                organizations: vec![],
+                sans: vec!["etcd-0.etcd.ns.svc".into()],
+                usage: Usage::ServerAndClient,
+                valid_for: std::time::Duration::from_secs(DAY),
+            })
+            .unwrap();
+        assert!(signed_by(&again.cert_pem, ca.cert_pem()));
+    }
+
+    #[test]
+    fn client_certificates_name_their_user_and_groups() {
+        let ca = CertificateAuthority::generate_valid_for(
+            "kubernetes",
+            std::time::Duration::from_secs(DAY),
+        )
+        .unwrap();
+        let admin = ca
+            .issue(&Leaf {
+                common_name: "atoll-admin".into(),
+                organizations: vec!["system:masters".into(), "ops".into()],
+                sans: vec![],
+                usage: Usage::Client,
+                valid_for: std::time::Duration::from_secs(365 * DAY),
+            })
+            .unwrap();
+        let read = inspect(&admin.cert_pem).unwrap();
+        assert_eq!(read.common_name, "atoll-admin");
+        assert_eq!(read.organizations, ["system:masters", "ops"]);
+        assert!(signed_by(&admin.cert_pem, ca.cert_pem()));
+        let two = ca.issue(&Leaf {
+            common_name: "x".into(),
+            organizations: vec!["a".into(), "b".into()],
+            sans: vec!["x".into()],
+            usage: Usage::Server,
+            valid_for: std::time::Duration::from_secs(DAY),
+        });
+        assert!(two.is_err());
+    }
+
+    #[test]
+    fn key_pairs_are_pem() {
+        let (private, public) = generate_key_pair().unwrap();
+        assert!(private.starts_with("-----BEGIN PRIVATE KEY-----"));
+        assert!(public.starts_with("-----BEGIN PUBLIC KEY-----"));
     }
 
     #[test]

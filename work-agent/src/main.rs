@@ -25,6 +25,11 @@ struct Args {
     /// The kubeconfig of this cluster's API server; default: in-cluster or `KUBECONFIG`.
     #[arg(long, env = "ATOLL_KUBECONFIG", value_name = "FILE")]
     kubeconfig: Option<PathBuf>,
+    /// A file holding the join secret the hub arranged for this cluster (the agents of hosted
+    /// clusters, whose records the hub makes already accepted); without it the agent makes its
+    /// own.
+    #[arg(long, env = "ATOLL_JOIN_SECRET_FILE", value_name = "FILE")]
+    join_secret_file: Option<PathBuf>,
     /// A ClusterSet to join with.
     #[arg(long, env = "ATOLL_CLUSTERSET", value_name = "SET")]
     clusterset: Option<String>,
@@ -80,7 +85,10 @@ async fn main() -> anyhow::Result<()> {
         cluster_name: args.cluster_name,
         cluster_set: args.clusterset,
         resync: std::time::Duration::from_secs(args.resync_seconds),
-        join_secret: None,
+        join_secret: match &args.join_secret_file {
+            Some(path) => Some(read(path, "join secret file")?.trim().to_owned()),
+            None => None,
+        },
         deny: atoll_agent::deny::Deny::parse(&args.deny_namespaces, &args.deny_kinds)
             .map_err(anyhow::Error::msg)?,
         metrics: atoll_agent::metrics::Metrics::register(&mut registry),

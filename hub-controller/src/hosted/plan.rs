@@ -48,6 +48,9 @@ pub struct Capabilities {
     pub processes: bool,
     /// Whether the hub can keep clusters on etcd.
     pub etcd: EtcdSupport,
+    /// Whether the hub may render `Kubernetes`-mode control planes as workloads of its
+    /// cluster.
+    pub kubernetes: bool,
 }
 
 /// Whether a hub can keep hosted clusters on etcd (`storage.backend: etcd`).
@@ -122,10 +125,7 @@ pub fn problems(
         }
     }
     match mode {
-        HostedMode::Kubernetes => out.push(Problem::blocking(
-            "ModeUnavailable",
-            "this hub cannot run Kubernetes-mode control planes (etcd and kube-apiserver as workloads need hub-controller on a Kubernetes cluster, not yet available); use mode Embedded or Process".to_owned(),
-        )),
+        HostedMode::Kubernetes => out.extend(super::kubernetes::problems(spec, can.kubernetes)),
         HostedMode::Embedded | HostedMode::Process if !can.data_dir => {
             out.push(Problem::blocking(
                 "ModeUnavailable",
@@ -662,6 +662,7 @@ mod tests {
         data_dir: true,
         processes: true,
         etcd: EtcdSupport::Configured,
+        kubernetes: true,
     };
 
     fn condition<'a>(status: &'a HostedClusterStatus, type_: &str) -> (&'a str, &'a str) {
@@ -804,9 +805,19 @@ mod tests {
             mode: HostedMode::Kubernetes,
             ..Default::default()
         };
-        assert_eq!(
-            problems("c1", &kubernetes, CAN, None)[0].reason,
-            "ModeUnavailable"
+        assert_eq!(problems("c1", &kubernetes, CAN, None), []);
+        let no_pods = Capabilities {
+            kubernetes: false,
+            ..CAN
+        };
+        let found = problems("c1", &kubernetes, no_pods, None);
+        assert_eq!(found[0].reason, "ModeUnavailable");
+        assert!(
+            found[0].message.contains("mode Kubernetes")
+                && found[0].message.contains("hub-controller")
+                && found[0].message.contains("Embedded or Process"),
+            "{}",
+            found[0].message
         );
         let no_dir = Capabilities {
             data_dir: false,

@@ -46,7 +46,7 @@ impl std::fmt::Display for Key {
 }
 
 /// What the agents of hosted clusters need to join this hub.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct AgentHub {
     /// The hub's gRPC address, `https://host:port`.
     pub url: String,

@@ -1,0 +1,658 @@
+//! `Kubernetes`-mode hosted control planes: etcd, kube-apiserver, kube-controller-manager,
+//! kube-scheduler and the cluster's agent rendered as workloads of the hub cluster, in the
+//! namespace `<namespace>-<name>`, with a PKI the hub generates and keeps in Secrets there. This
+//! file is the thin I/O of one reconcile: read what runs, decide with the pure modules
+//! ([`version`] which version each component rolls to, [`pki`] which certificates to issue,
+//! [`render`] the objects, [`status`] the conditions), apply with server-side apply (field
+//! manager `atoll-hub`, forced), read back, and write the status. Every object carries the label
+//! `atoll.dev/hosted-cluster: <namespace>.<name>`; deleting the HostedCluster deletes the
+//! namespace (owner references cannot cross namespaces).
+
+/// Certificates: what to issue, and issuing it.
+pub mod pki;
+/// The objects of a control plane.
+pub mod render;
+/// Conditions from the workloads' status.
+pub mod status;
+/// Supported versions and the rollout order.
+pub mod version;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use atoll_api::hosted::{HostedCluster, HostedClusterSpec, ServiceType};
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod, Secret, Service};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams,
+};
+use kube::runtime::controller::Action;
+use serde_json::{Value, json};
+
+use super::plan::{Phase, Problem};
+use super::runtime::Key;
+use super::{Context, Error, Place};
+use status::Component;
+use version::{Rollout, Settled};
+
+/// Field manager of what the hub applies to the hub cluster for `Kubernetes`-mode control
+/// planes.
+pub const FIELD_MANAGER: &str = "atoll-hub";
+/// The Secret holding the join secret of the cluster's agent (made once, kept across hub
+/// restarts).
+const JOIN_SECRET: &str = "atoll-join";
+/// How often a settled control plane is looked at again (certificates near their end).
+const RECHECK: Duration = Duration::from_secs(3600);
+
+/// How this hub renders `Kubernetes`-mode control planes.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Whether it may: its API server is a real cluster's, which runs pods (`hub-controller`;
+    /// not `atoll up`).
+    pub enabled: bool,
+    /// Where the control plane's images come from.
+    pub registry: String,
+    /// The agent's image.
+    pub agent_image: String,
+    /// The hub's gRPC address as pods of the hub cluster reach it (the first address it
+    /// publishes).
+    pub hub_address: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            registry: render::DEFAULT_REGISTRY.to_owned(),
+            agent_image: crate::agents::default_image(),
+            hub_address: None,
+        }
+    }
+}
+
+/// A control-plane namespace name too long to be one (and to be the value of its label).
+pub fn namespace_problem(key: &Key) -> Option<Problem> {
+    let namespace = render::namespace_of(key);
+    (namespace.len() > 63).then(|| Problem {
+        reason: "InvalidName",
+        message: format!(
+            "the control plane's namespace {namespace:?} (the HostedCluster's namespace and name) is longer than 63 characters; choose a shorter name"
+        ),
+        blocks: true,
+    })
+}
+
+/// The problems of a `Kubernetes`-mode spec this hub can see before it renders anything.
+pub fn problems(spec: &HostedClusterSpec, enabled: bool) -> Vec<Problem> {
+    let mut out = Vec::new();
+    if !enabled {
+        out.push(Problem {
+            reason: "ModeUnavailable",
+            message: "this hub cannot run mode Kubernetes: its API server runs no pods (atoll up); run hub-controller on a Kubernetes cluster (--hosted-kubernetes, its default), or use mode Embedded or Process".to_owned(),
+            blocks: true,
+        });
+        return out;
+    }
+    if let Some(size) = spec.storage.as_ref().and_then(|s| s.size.as_ref())
+        && let Err(e) = atoll_api::hosted::parse_bytes(&Value::String(size.clone()))
+    {
+        out.push(Problem {
+            reason: "InvalidStorage",
+            message: format!("spec.storage.size: {e}"),
+            blocks: true,
+        });
+    }
+    if render::service_type(spec) == ServiceType::NodePort
+        && let Some(port) = spec.api_server.as_ref().and_then(|a| a.port)
+        && !(30000..=32767).contains(&port)
+    {
+        out.push(Problem {
+            reason: "InvalidPort",
+            message: format!(
+                "spec.apiServer.port {port} is outside the NodePort range (30000-32767) of serviceType NodePort; choose a port in it, or leave it unset for one the hub cluster picks"
+            ),
+            blocks: true,
+        });
+    }
+    out
+}
+
+/// An API for the kind of `object` (in `namespace`, or cluster-wide).
+fn dynamic(client: &kube::Client, namespace: Option<&str>, object: &Value) -> Api<DynamicObject> {
+    let api_version = object["apiVersion"].as_str().unwrap_or("v1");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let kind = object["kind"].as_str().unwrap_or_default();
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    }
+}
+
+/// Applies `object` (server-side apply, forced) and answers what the server holds.
+async fn apply_object(client: &kube::Client, object: &Value) -> Result<DynamicObject, Error> {
+    let namespace = object["metadata"]["namespace"].as_str();
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    Ok(dynamic(client, namespace, object)
+        .patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(object),
+        )
+        .await?)
+}
+
+/// The workloads of the control plane, as found.
+async fn workloads(
+    client: &kube::Client,
+    namespace: &str,
+) -> Result<BTreeMap<Component, status::Workload>, Error> {
+    let mut out = BTreeMap::new();
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
+    if let Some(etcd) = sets.get_opt(render::ETCD).await? {
+        out.insert(Component::Etcd, status::of_stateful_set(&etcd));
+    }
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    for c in [
+        Component::ApiServer,
+        Component::ControllerManager,
+        Component::Scheduler,
+    ] {
+        if let Some(d) = deployments.get_opt(c.name()).await? {
+            out.insert(c, status::of_deployment(&d));
+        }
+    }
+    Ok(out)
+}
+
+/// The versions the components are rendered at, when kube-apiserver is (a control plane that
+/// started).
+fn deployed(found: &BTreeMap<Component, status::Workload>) -> Option<Rollout> {
+    let api_server = found.get(&Component::ApiServer)?.version?;
+    let at = |c| found.get(&c).and_then(|w| w.version).unwrap_or(api_server);
+    Some(Rollout {
+        etcd: at(Component::Etcd),
+        api_server,
+        controllers: at(Component::ControllerManager).min(at(Component::Scheduler)),
+    })
+}
+
+/// The join secret of the cluster's agent, made at the first reconcile and kept in the
+/// control plane's namespace.
+async fn join_secret(
+    client: &kube::Client,
+    namespace: &str,
+    labels: &Value,
+) -> Result<String, Error> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let read = |s: &Secret| {
+        s.data
+            .as_ref()
+            .and_then(|d| d.get(render::JOIN_SECRET_KEY))
+            .and_then(|b| String::from_utf8(b.0.clone()).ok())
+    };
+    if let Some(found) = api.get_opt(JOIN_SECRET).await?.as_ref().and_then(read) {
+        return Ok(found);
+    }
+    let fresh = fresh_join_secret();
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": JOIN_SECRET, "namespace": namespace, "labels": labels},
+        "type": "Opaque",
+        "stringData": {render::JOIN_SECRET_KEY: fresh},
+    }))
+    .map_err(kube::Error::SerdeError)?;
+    match api.create(&PostParams::default(), &secret).await {
+        Ok(_) => Ok(fresh),
+        Err(kube::Error::Api(e)) if e.code == 409 => {
+            let stored = api.get(JOIN_SECRET).await?;
+            Ok(read(&stored).unwrap_or(fresh))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A new join secret: 32 random lower-case letters and digits.
+fn fresh_join_secret() -> String {
+    use rand::Rng as _;
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::rng();
+    (0..32)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// The Secrets of the PKI found in the namespace, as text.
+async fn pki_found(
+    client: &kube::Client,
+    namespace: &str,
+    selector: &str,
+) -> Result<BTreeMap<String, pki::Data>, Error> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let mut out = BTreeMap::new();
+    for secret in api.list(&ListParams::default().labels(selector)).await? {
+        let name = secret.metadata.name.clone().unwrap_or_default();
+        let data: pki::Data = secret
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(k, v)| String::from_utf8(v.0).ok().map(|v| (k, v)))
+            .collect();
+        out.insert(name, data);
+    }
+    Ok(out)
+}
+
+/// A Secret of the PKI as an object to apply (its data base64-encoded: server-side apply
+/// owns `data` keys, which `stringData` would not be).
+fn pki_secret(namespace: &str, name: &str, stored: &pki::Stored, labels: &Value) -> Value {
+    use base64::Engine as _;
+    let data: BTreeMap<&String, String> = stored
+        .data
+        .iter()
+        .map(|(k, v)| (k, base64::engine::general_purpose::STANDARD.encode(v)))
+        .collect();
+    json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "type": stored.type_,
+        "data": data,
+    })
+}
+
+/// Brings a `Kubernetes`-mode HostedCluster's control plane to what it asks, and writes its
+/// status.
+pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
+    let key = super::key_of(hc);
+    let seen = *ctx
+        .memory()
+        .first_seen
+        .entry(key.clone())
+        .or_insert_with(Instant::now);
+    let namespace = render::namespace_of(&key);
+    let client = &ctx.client;
+    let mut problems = super::spec_problems(hc, ctx, None, None);
+    problems.extend(namespace_problem(&key));
+    let ns_api: Api<Namespace> = Api::all(client.clone());
+    let found_ns = ns_api.get_opt(&namespace).await?;
+    if let Some(found) = &found_ns
+        && !ours(found, &key)
+    {
+        problems.push(Problem {
+            reason: "NamespaceInUse",
+            message: format!(
+                "the control plane's namespace {namespace} exists and is not this HostedCluster's (no label {}={}); delete or rename it, or choose another name",
+                render::LABEL_HOSTED_CLUSTER,
+                render::label_of(&key)
+            ),
+            blocks: true,
+        });
+    }
+    let ns_exists = found_ns.as_ref().is_some_and(|n| ours(n, &key));
+    let mut found = if ns_exists {
+        workloads(client, &namespace).await?
+    } else {
+        BTreeMap::new()
+    };
+    let running = deployed(&found);
+    let target = match version::check(
+        hc.spec.kubernetes_version.as_deref(),
+        running.map(|r| r.oldest()),
+    ) {
+        Ok(v) => Some(v),
+        Err(problem) => {
+            problems.push(problem);
+            None
+        }
+    };
+    let mut rollout = None;
+    let mut endpoint = None;
+    let mut exposure = None;
+    let mut claimed = false;
+    let mut published = hc.status.as_ref().is_some_and(|s| s.kubeconfig.is_some());
+    if let Some(target) = target.filter(|_| !problems.iter().any(|p| p.blocks)) {
+        let settled = Settled {
+            etcd: found
+                .get(&Component::Etcd)
+                .is_some_and(|w| w.settled(Component::Etcd)),
+            api_server: found
+                .get(&Component::ApiServer)
+                .is_some_and(|w| w.settled(Component::ApiServer)),
+        };
+        let plan = version::rollout(target, running, settled);
+        rollout = Some(plan);
+        let rendered = render_and_apply(hc, ctx, &key, &namespace, plan, &mut problems).await?;
+        if let Some(rendered) = rendered {
+            claimed = rendered.claimed;
+            exposure = Some(rendered.exposure);
+            endpoint = rendered.endpoint;
+            published |= rendered.published;
+            found = rendered.workloads;
+        }
+    }
+    let selector = format!(
+        "{}={}",
+        render::LABEL_HOSTED_CLUSTER,
+        render::label_of(&key)
+    );
+    let (pods, claims) = if ns_exists || rollout.is_some() {
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+        let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &namespace);
+        let list = ListParams::default().labels(&selector);
+        (pods.list(&list).await?.items, pvcs.list(&list).await?.items)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let now = jiff::Timestamp::now();
+    let joined = if claimed {
+        super::inventory_view(ctx, &key, &Phase::Running)
+    } else {
+        // Not rendered now (a refused spec): a member this HostedCluster made keeps saying
+        // whether its agent joined.
+        let uid = hc.metadata.uid.as_deref();
+        ctx.fleet
+            .get(&key.name)
+            .filter(|m| m.hosted_by.as_deref() == uid && uid.is_some())
+            .map(|m| m.accepted && m.credential.is_some())
+    };
+    let all_available = Component::ALL
+        .into_iter()
+        .all(|c| found.get(&c).is_some_and(|w| w.available(c)));
+    let observed = status::Observed {
+        name: &key.name,
+        namespace: &namespace,
+        generation: hc.metadata.generation,
+        problems: &problems,
+        workloads: found,
+        troubles: status::troubles(&pods),
+        pending_claims: status::pending_claims(&claims, now.as_second()),
+        exposure,
+        rollout,
+        target,
+        endpoint,
+        kubeconfig: published,
+        joined,
+        ready_after: all_available.then(|| seen.elapsed()),
+    };
+    let previous = hc.status.clone().unwrap_or_default();
+    let next = status::status(&observed, &previous, now);
+    if next != previous {
+        super::write_status(ctx, &key, &next).await?;
+    }
+    // Deadlines (a pending volume or load balancer) and certificates near their end are looked
+    // at again without a change to wake the controller.
+    let pending = !observed.pending_claims.is_empty()
+        || observed
+            .exposure
+            .as_ref()
+            .is_some_and(|e| e.kind == ServiceType::LoadBalancer && e.load_balancer.is_none());
+    Ok(Action::requeue(if pending {
+        Duration::from_secs(30)
+    } else {
+        RECHECK
+    }))
+}
+
+/// What one rendering applied and read back.
+struct Rendered {
+    claimed: bool,
+    exposure: status::Exposure,
+    endpoint: Option<atoll_api::hosted::Endpoint>,
+    published: bool,
+    workloads: BTreeMap<Component, status::Workload>,
+}
+
+/// Renders the control plane at `rollout` and applies it: the namespace, the cluster's place in
+/// the inventory, the Services (read back for their addresses), the PKI (issuing what its plan
+/// asks), the workloads, and the admin kubeconfig. `None` when the cluster's name is another's.
+async fn render_and_apply(
+    hc: &HostedCluster,
+    ctx: &Context,
+    key: &Key,
+    namespace: &str,
+    rollout: Rollout,
+    problems: &mut Vec<Problem>,
+) -> Result<Option<Rendered>, Error> {
+    let client = &ctx.client;
+    let settings = &ctx.kubernetes;
+    let images = render::images(
+        &hc.spec,
+        &rollout,
+        &settings.registry,
+        &settings.agent_image,
+    );
+    let mut names = pki::Names {
+        cluster: key.name.clone(),
+        namespace: namespace.to_owned(),
+        etcd_members: render::etcd_members(&hc.spec),
+        service_ip: None,
+        external_host: None,
+        extra_sans: hc
+            .spec
+            .api_server
+            .as_ref()
+            .map(|a| a.extra_sans.clone())
+            .unwrap_or_default(),
+    };
+    let agent = ctx.agents.clone().unwrap_or_default();
+    let digests = render::Digests::default();
+    let hub_address = settings
+        .hub_address
+        .clone()
+        .unwrap_or_else(|| agent.url.clone());
+    let first_names = names.clone();
+    let base = render::Input {
+        key,
+        spec: &hc.spec,
+        names: &first_names,
+        rollout,
+        images: &images,
+        digests: &digests,
+        agent: render::AgentJoin {
+            hub_address: &hub_address,
+            hub_ca_pem: &agent.ca_pem,
+            token: &agent.token,
+            join_secret: "",
+        },
+    };
+    let labels = json!({render::LABEL_HOSTED_CLUSTER: render::label_of(key), render::LABEL_MANAGED_BY: "atoll"});
+    apply_object(client, &render::namespace(&base)).await?;
+    let join = join_secret(client, namespace, &labels).await?;
+    let place = Place {
+        dir: None,
+        etcd_prefix: None,
+    };
+    let claimed = super::take_place(hc, ctx, key, None, place, problems, Some(&join)).await?;
+    if !claimed {
+        return Ok(None);
+    }
+    let mut api_service = None;
+    for service in render::services(&base) {
+        let applied = apply_object(client, &service).await?;
+        if service["metadata"]["name"] == pki::API_SERVICE {
+            api_service = Some(applied);
+        }
+    }
+    let api_service: Service = api_service
+        .map(|d| serde_json::to_value(d).and_then(serde_json::from_value))
+        .transpose()
+        .map_err(kube::Error::SerdeError)?
+        .unwrap_or_default();
+    let now = jiff::Timestamp::now().as_second();
+    let exposure = status::exposure(&api_service, now);
+    let endpoint = status::endpoint(&exposure, namespace, &ctx.hosted_host);
+    names.service_ip = exposure
+        .cluster_ip
+        .as_deref()
+        .and_then(|ip| ip.parse().ok());
+    names.external_host = match exposure.kind {
+        ServiceType::ClusterIP => None,
+        _ => endpoint.as_ref().map(|e| e.host.clone()),
+    };
+    let issued = issue_pki(client, key, namespace, &names, &labels, now).await?;
+    let digests = render::Digests {
+        etcd: pki::digest(&issued.secrets, render::ETCD_SECRETS),
+        api_server: pki::digest(&issued.secrets, render::API_SERVER_SECRETS),
+        controller_manager: pki::digest(&issued.secrets, render::CONTROLLER_MANAGER_SECRETS),
+        scheduler: pki::digest(&issued.secrets, render::SCHEDULER_SECRETS),
+        agent: pki::digest(&issued.secrets, render::AGENT_SECRETS),
+    };
+    let input = render::Input {
+        names: &names,
+        digests: &digests,
+        agent: render::AgentJoin {
+            join_secret: &join,
+            ..base.agent.clone()
+        },
+        ..base.clone()
+    };
+    let mut workloads = BTreeMap::new();
+    for object in render::workloads(&input) {
+        let applied = apply_object(client, &object).await?;
+        let value = serde_json::to_value(&applied).map_err(kube::Error::SerdeError)?;
+        let component = applied
+            .metadata
+            .name
+            .as_deref()
+            .and_then(|n| Component::ALL.into_iter().find(|c| c.name() == n));
+        match (component, object["kind"].as_str()) {
+            (Some(c @ Component::Etcd), Some("StatefulSet")) => {
+                let set: StatefulSet =
+                    serde_json::from_value(value).map_err(kube::Error::SerdeError)?;
+                workloads.insert(c, status::of_stateful_set(&set));
+            }
+            (Some(c), Some("Deployment")) => {
+                let d: Deployment =
+                    serde_json::from_value(value).map_err(kube::Error::SerdeError)?;
+                workloads.insert(c, status::of_deployment(&d));
+            }
+            _ => {}
+        }
+    }
+    let mut published = false;
+    if let (Some(endpoint), Some(admin)) = (&endpoint, issued.secrets.get(pki::ADMIN)) {
+        let server = format!("https://{}:{}", endpoint.host, endpoint.port);
+        let text = |k: &str| admin.data.get(k).cloned().unwrap_or_default();
+        let ca = text(pki::CA_CRT);
+        let kubeconfig = atoll_apiserver::kubeconfig::render_certificate(
+            &key.name,
+            &server,
+            &ca,
+            "atoll-admin",
+            &text(pki::TLS_CRT),
+            &text(pki::TLS_KEY),
+        );
+        super::publish_text(hc, ctx, key, &server, &ca, kubeconfig, true).await?;
+        published = true;
+    }
+    Ok(Some(Rendered {
+        claimed,
+        exposure,
+        endpoint,
+        published,
+        workloads,
+    }))
+}
+
+/// The PKI of the control plane for `names`: what the Secrets found are kept, what their plan
+/// asks is issued and written (only that).
+async fn issue_pki(
+    client: &kube::Client,
+    key: &Key,
+    namespace: &str,
+    names: &pki::Names,
+    labels: &Value,
+    now: i64,
+) -> Result<pki::Issued, Error> {
+    let selector = format!("{}={}", render::LABEL_HOSTED_CLUSTER, render::label_of(key));
+    let found = pki_found(client, namespace, &selector).await?;
+    let wanted = pki::wanted(names);
+    let plan = pki::plan(&wanted, &found, now);
+    let issued = pki::issue(&wanted, &found, &plan).map_err(|source| Error::Pki {
+        cluster: key.to_string(),
+        source,
+    })?;
+    for (name, why) in &issued.changed {
+        tracing::info!(cluster = %key, secret = %name, why = %why, "issuing a certificate of the hosted control plane");
+        if let Some(stored) = issued.secrets.get(name) {
+            apply_object(client, &pki_secret(namespace, name, stored, labels)).await?;
+        }
+    }
+    Ok(issued)
+}
+
+/// Whether a namespace is the control plane's of `key` (labelled so).
+fn ours(namespace: &Namespace, key: &Key) -> bool {
+    namespace
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(render::LABEL_HOSTED_CLUSTER))
+        == Some(&render::label_of(key))
+}
+
+/// Deletes a `Kubernetes`-mode control plane's namespace (with everything in it); `Err` while
+/// it is still going, so that the finalizer stays until it is gone.
+pub(super) async fn delete(ctx: &Context, key: &Key) -> Result<(), Error> {
+    let namespace = render::namespace_of(key);
+    let api: Api<Namespace> = Api::all(ctx.client.clone());
+    let Some(found) = api.get_opt(&namespace).await? else {
+        return Ok(());
+    };
+    if !ours(&found, key) {
+        return Ok(());
+    }
+    if found.metadata.deletion_timestamp.is_none() {
+        match api.delete(&namespace, &DeleteParams::background()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        tracing::info!(cluster = %key, %namespace, "deleting the hosted control plane's namespace");
+    }
+    if api.get_opt(&namespace).await?.is_none() {
+        return Ok(());
+    }
+    Err(Error::NamespaceTerminating { namespace })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_control_plane_namespace_too_long_is_refused_naming_it() {
+        let short = Key {
+            namespace: "clusters".into(),
+            name: "c1".into(),
+        };
+        assert_eq!(namespace_problem(&short), None);
+        let long = Key {
+            namespace: "n".repeat(40),
+            name: "c".repeat(30),
+        };
+        let problem = namespace_problem(&long).unwrap();
+        assert!(
+            problem.blocks && problem.message.contains("longer than 63"),
+            "{problem:?}"
+        );
+    }
+
+    #[test]
+    fn spec_problems_name_the_field() {
+        let spec: HostedClusterSpec = serde_json::from_value(json!({
+            "mode": "Kubernetes",
+            "storage": {"size": "lots"},
+            "apiServer": {"serviceType": "NodePort", "port": 6443},
+        }))
+        .unwrap();
+        let found = problems(&spec, true);
+        let reasons: Vec<_> = found.iter().map(|p| p.reason).collect();
+        assert_eq!(reasons, ["InvalidStorage", "InvalidPort"]);
+        assert!(found[0].message.starts_with("spec.storage.size"));
+        assert!(found[1].message.contains("spec.apiServer.port 6443"));
+        let off = problems(&HostedClusterSpec::default(), false);
+        assert_eq!(off[0].reason, "ModeUnavailable");
+    }
+}

@@ -1,0 +1,852 @@
+//! `mode: Kubernetes` hosted clusters end to end: `hub-controller` runs against atoll's own API
+//! server standing in for a real hub cluster (which runs no pods), renders a control plane into
+//! `clusters-<name>`, and the test plays the workloads' controllers by writing their status. It
+//! checks the objects and flags with kubectl, every certificate chain and SAN with `openssl`,
+//! follows the conditions through start, Available, a refused downgrade, a crash loop, a PKI
+//! Secret deleted by hand (issued again, its workloads restarted, the others kept across a hub
+//! restart), and deletion (the namespace gone).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use atoll_tests::{Process, Ran, Tool, atoll_binary, eventually, free_addr};
+use base64::Engine as _;
+use serde_json::Value;
+
+const NS: &str = "clusters-k1";
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The hub cluster and the hub-controller running against it.
+struct Setup {
+    dir: tempfile::TempDir,
+    hub_cluster: Process,
+    controller: Option<Child>,
+}
+
+impl Setup {
+    fn kubeconfig(&self) -> PathBuf {
+        self.hub_cluster.kubeconfig()
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Ran {
+        atoll_tests::kubectl_at(&self.kubeconfig(), args)
+    }
+
+    fn atoll(&self, args: &[&str]) -> Ran {
+        let kubeconfig = self.kubeconfig();
+        let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
+        all.extend_from_slice(args);
+        Tool::new(atoll_binary().unwrap())
+            .env("RUST_BACKTRACE", "0")
+            .run(&all)
+    }
+
+    /// Starts hub-controller (logging to `log`).
+    fn start_controller(&mut self, log: &str) {
+        let log = std::fs::File::create(self.dir.path().join(log)).unwrap();
+        let child = Command::new(atoll_tests::hub_controller_binary().unwrap())
+            .env_clear()
+            .env("KUBECONFIG", self.kubeconfig())
+            .env("ATOLL_LOG", "info,atoll_hub=debug")
+            .args(["--grpc-addr", &free_addr().unwrap().to_string()])
+            .args(["--metrics-addr", "127.0.0.1:0"])
+            .args(["--hosted-host", "hub.example.com"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.controller = Some(child);
+    }
+
+    /// Stops hub-controller with SIGTERM and waits for it.
+    fn stop_controller(&mut self) {
+        if let Some(mut child) = self.controller.take() {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(child.id().to_string())
+                .status();
+            assert!(
+                child.wait().unwrap().success(),
+                "hub-controller stops cleanly"
+            );
+        }
+    }
+
+    fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default()
+    }
+
+    /// `(status, reason, message)` of a condition of HostedCluster clusters/k1.
+    fn condition(&self, type_: &str) -> (String, String, String) {
+        self.condition_of("k1", type_)
+    }
+
+    /// `(status, reason, message)` of a condition of HostedCluster clusters/`name`.
+    fn condition_of(&self, name: &str, type_: &str) -> (String, String, String) {
+        let ran = self.kubectl(&["get", "hostedcluster", name, "-n", "clusters", "-o", "json"]);
+        if ran.status.is_none_or(|s| !s.success()) {
+            return Default::default();
+        }
+        let hc = ran.json();
+        let found = hc["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == type_)
+            .cloned()
+            .unwrap_or(Value::Null);
+        let text = |k: &str| found[k].as_str().unwrap_or_default().to_owned();
+        (text("status"), text("reason"), text("message"))
+    }
+
+    async fn wait_condition(&self, type_: &str, status: &str, reason: Option<&str>) -> bool {
+        eventually(WAIT, || {
+            let (s, r, _) = self.condition(type_);
+            std::future::ready(s == status && reason.is_none_or(|want| want == r))
+        })
+        .await
+    }
+
+    /// The text of `key` in Secret `name` of namespace `ns`.
+    fn secret(&self, ns: &str, name: &str, key: &str) -> String {
+        let secret = self
+            .kubectl(&["get", "secret", name, "-n", ns, "-o", "json"])
+            .success()
+            .json();
+        let data = secret["data"][key]
+            .as_str()
+            .unwrap_or_else(|| panic!("Secret {ns}/{name} holds no {key}"));
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .unwrap(),
+        )
+        .unwrap()
+    }
+
+    fn object(&self, kind: &str, name: &str) -> Value {
+        self.kubectl(&["get", kind, name, "-n", NS, "-o", "json"])
+            .success()
+            .json()
+    }
+
+    /// Writes the status a workload's controller would for its current generation: every
+    /// replica rolled out, `available` of them available.
+    fn play_available(&self, kind: &str, name: &str, available: i32) {
+        let generation = self.object(kind, name)["metadata"]["generation"]
+            .as_i64()
+            .unwrap_or(1);
+        let status = serde_json::json!({"status": {
+            "observedGeneration": generation,
+            "replicas": 1,
+            "readyReplicas": available,
+            "availableReplicas": available,
+            "updatedReplicas": 1,
+        }});
+        self.kubectl(&[
+            "patch",
+            kind,
+            name,
+            "-n",
+            NS,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &status.to_string(),
+        ])
+        .success();
+    }
+}
+
+impl Setup {
+    fn set_version(&self, version: &str) {
+        let patch = format!(r#"{{"spec":{{"kubernetesVersion":"{version}"}}}}"#);
+        self.kubectl(&[
+            "patch",
+            "hostedcluster",
+            "k1",
+            "-n",
+            "clusters",
+            "--type=merge",
+            "-p",
+            &patch,
+        ])
+        .success();
+    }
+}
+
+/// The image of a workload's first container.
+fn image(workload: &Value) -> String {
+    workload["spec"]["template"]["spec"]["containers"][0]["image"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.controller.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The flags of a workload's first container, as `--name=value` pairs.
+fn flags(workload: &Value) -> Vec<(String, String)> {
+    workload["spec"]["template"]["spec"]["containers"][0]["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c.as_str())
+        .filter_map(|c| c.strip_prefix("--"))
+        .filter_map(|c| c.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+fn flag(workload: &Value, name: &str) -> String {
+    flags(workload)
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .unwrap_or_else(|| panic!("--{name} missing"))
+        .1
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn openssl(args: &[&str]) -> std::process::Output {
+    Command::new("openssl").args(args).output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hub_controller_renders_a_kubernetes_mode_control_plane_and_reports_it_from_its_workloads()
+{
+    tokio::time::timeout(Duration::from_secs(600), scenario())
+        .await
+        .expect("the scenario finishes within 10 minutes");
+}
+
+async fn scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    // The hub cluster: any Kubernetes API; here atoll's own server stands in for a real one.
+    let hub_cluster =
+        Process::apiserver(&dir.path().join("hub-cluster"), free_addr().unwrap()).unwrap();
+    let mut setup = Setup {
+        dir,
+        hub_cluster,
+        controller: None,
+    };
+    setup.start_controller("first.log");
+    // At 1.34, to upgrade it later.
+    let hc = setup.dir.path().join("k1.yaml");
+    std::fs::write(
+        &hc,
+        "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {name: k1, namespace: clusters}\nspec: {mode: Kubernetes, kubernetesVersion: v1.34.0}\n",
+    )
+    .unwrap();
+    let created = eventually(WAIT, || {
+        std::future::ready(
+            setup
+                .kubectl(&["apply", "-f", hc.to_str().unwrap()])
+                .status
+                .is_some_and(|s| s.success()),
+        )
+    })
+    .await;
+    assert!(created, "hub-controller installs the HostedCluster CRD");
+
+    // Everything is rendered into clusters-k1, labelled as the cluster's.
+    let rendered = eventually(WAIT, || {
+        std::future::ready(
+            setup
+                .kubectl(&["get", "deployment", "atoll-work-agent", "-n", NS])
+                .status
+                .is_some_and(|s| s.success()),
+        )
+    })
+    .await;
+    assert!(
+        rendered,
+        "the control plane is rendered:\n{}",
+        setup.log("first.log")
+    );
+    let namespace = setup
+        .kubectl(&["get", "namespace", NS, "-o", "json"])
+        .success()
+        .json();
+    assert_eq!(
+        namespace["metadata"]["labels"]["atoll.dev/hosted-cluster"],
+        "clusters.k1"
+    );
+    let etcd = setup.object("statefulset", "etcd");
+    assert_eq!(etcd["spec"]["replicas"], 1);
+    assert_eq!(
+        etcd["spec"]["volumeClaimTemplates"][0]["spec"]["resources"]["requests"]["storage"],
+        "8Gi"
+    );
+    assert!(
+        etcd["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap()
+            .starts_with("registry.k8s.io/etcd:3.6.4")
+    );
+    assert_eq!(flag(&etcd, "client-cert-auth"), "true");
+    let api = setup.object("deployment", "kube-apiserver");
+    assert_eq!(image(&api), "registry.k8s.io/kube-apiserver:v1.34.0");
+    for (name, value) in [
+        ("etcd-servers", "https://etcd-client.clusters-k1.svc:2379"),
+        ("authorization-mode", "Node,RBAC"),
+        ("enable-admission-plugins", "NodeRestriction"),
+        ("enable-bootstrap-token-auth", "true"),
+        ("service-cluster-ip-range", "10.96.0.0/12"),
+    ] {
+        assert_eq!(flag(&api, name), value, "--{name}");
+    }
+    let kcm = setup.object("deployment", "kube-controller-manager");
+    assert_eq!(flag(&kcm, "controllers"), "*,bootstrapsigner,tokencleaner");
+    assert_eq!(flag(&kcm, "use-service-account-credentials"), "true");
+    setup.object("deployment", "kube-scheduler");
+    for service in ["etcd", "etcd-client", "kube-apiserver"] {
+        let s = setup.object("service", service);
+        assert_eq!(
+            s["metadata"]["labels"]["atoll.dev/hosted-cluster"],
+            "clusters.k1"
+        );
+    }
+    let agent = setup.object("deployment", "atoll-work-agent");
+    let env = agent["spec"]["template"]["spec"]["containers"][0]["env"].to_string();
+    assert!(env.contains("ATOLL_KUBECONFIG") && env.contains("ATOLL_JOIN_SECRET_FILE"));
+    assert!(
+        setup
+            .secret(NS, "atoll-agent-bootstrap", "bootstrap-token")
+            .contains('.'),
+        "the agent's bootstrap Secret holds a token"
+    );
+
+    // Every chain verifies with openssl, and the serving certificate holds every SAN.
+    if let Some(sans) = verify_pki(&setup, NS) {
+        let cluster_ip = setup.object("service", "kube-apiserver")["spec"]["clusterIP"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        for san in [
+            "DNS:kubernetes",
+            "DNS:kubernetes.default.svc.cluster.local",
+            "DNS:kube-apiserver.clusters-k1.svc",
+            "IP Address:10.96.0.1",
+            "IP Address:127.0.0.1",
+        ] {
+            assert!(sans.contains(san), "{san} missing from {sans}");
+        }
+        if !cluster_ip.is_empty() {
+            assert!(
+                sans.contains(&format!("IP Address:{cluster_ip}")),
+                "{cluster_ip}: {sans}"
+            );
+        }
+    }
+
+    // A volume that cannot be provisioned (a storage class that does not exist) shows in etcd's
+    // condition, naming the claim and the class.
+    let claim = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": "data-etcd-0",
+            "namespace": NS,
+            "labels": {"atoll.dev/hosted-cluster": "clusters.k1", "app.kubernetes.io/name": "etcd"},
+        },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "missing",
+            "resources": {"requests": {"storage": "8Gi"}},
+        },
+    });
+    let claim_file = write(setup.dir.path(), "claim.json", &claim.to_string());
+    setup
+        .kubectl(&["apply", "-f", claim_file.to_str().unwrap()])
+        .success();
+    assert!(
+        setup
+            .wait_condition("EtcdAvailable", "False", Some("VolumePending"))
+            .await
+    );
+    let (_, _, message) = setup.condition("EtcdAvailable");
+    assert!(
+        message.contains("data-etcd-0") && message.contains("\"missing\""),
+        "{message}"
+    );
+    setup
+        .kubectl(&[
+            "patch",
+            "pvc",
+            "data-etcd-0",
+            "-n",
+            NS,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Bound"}}"#,
+        ])
+        .success();
+
+    // Nothing runs yet: the cluster waits for etcd.
+    assert!(
+        setup
+            .wait_condition("EtcdAvailable", "False", Some("WaitingForReplicas"))
+            .await
+    );
+    let (_, _, message) = setup.condition("Available");
+    assert!(message.contains("etcd"), "{message}");
+    assert_eq!(setup.condition("Progressing").0, "True");
+
+    // Play the controllers: every workload available.
+    setup.play_available("statefulset", "etcd", 1);
+    assert!(setup.wait_condition("EtcdAvailable", "True", None).await);
+    for d in [
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kube-scheduler",
+    ] {
+        setup.play_available("deployment", d, 1);
+    }
+    assert!(
+        setup
+            .wait_condition("Available", "True", Some("AsExpected"))
+            .await,
+        "{:?}",
+        setup.condition("Available")
+    );
+    assert_eq!(setup.condition("Degraded").0, "False");
+    // The agent never runs here: it is said to be joining.
+    assert_eq!(setup.condition("AgentJoined").1, "Joining");
+    let kubeconfig = setup.secret("clusters", "k1-admin-kubeconfig", "kubeconfig");
+    assert!(
+        kubeconfig.contains("server: https://kube-apiserver.clusters-k1.svc:6443"),
+        "{kubeconfig}"
+    );
+    assert!(kubeconfig.contains("client-certificate-data"));
+    // The CLI reads it as it reads every mode's.
+    setup
+        .atoll(&["kubeconfig", "k1"])
+        .success()
+        .stdout_has("https://kube-apiserver.clusters-k1.svc:6443");
+
+    // A downgrade is refused, saying why and what to do; what runs stays.
+    setup.set_version("v1.33.0");
+    assert!(
+        setup
+            .wait_condition("Degraded", "True", Some("DowngradeRefused"))
+            .await
+    );
+    let (_, _, message) = setup.condition("Degraded");
+    assert!(message.contains("set it back to v1.34.0"), "{message}");
+    assert_eq!(
+        image(&setup.object("deployment", "kube-apiserver")),
+        "registry.k8s.io/kube-apiserver:v1.34.0"
+    );
+
+    // An upgrade rolls etcd first, then kube-apiserver, then the controllers, each once the
+    // one before is available at the new version.
+    setup.set_version("v1.35.0");
+    let etcd_first = eventually(WAIT, || {
+        std::future::ready(image(&setup.object("statefulset", "etcd")).ends_with(":3.6.6-0"))
+    })
+    .await;
+    assert!(etcd_first, "etcd rolls first");
+    assert!(
+        setup
+            .wait_condition("Progressing", "True", Some("Upgrading"))
+            .await
+    );
+    assert_eq!(
+        image(&setup.object("deployment", "kube-apiserver")),
+        "registry.k8s.io/kube-apiserver:v1.34.0",
+        "kube-apiserver waits for etcd"
+    );
+    setup.play_available("statefulset", "etcd", 1);
+    let api_next = eventually(WAIT, || {
+        std::future::ready(
+            image(&setup.object("deployment", "kube-apiserver")).ends_with(":v1.35.0"),
+        )
+    })
+    .await;
+    assert!(
+        api_next,
+        "kube-apiserver rolls once etcd is available at its new version"
+    );
+    assert_eq!(
+        image(&setup.object("deployment", "kube-controller-manager")),
+        "registry.k8s.io/kube-controller-manager:v1.34.0",
+        "the controllers wait for kube-apiserver"
+    );
+    setup.play_available("deployment", "kube-apiserver", 1);
+    let controllers_next = eventually(WAIT, || {
+        std::future::ready(
+            image(&setup.object("deployment", "kube-controller-manager")).ends_with(":v1.35.0")
+                && image(&setup.object("deployment", "kube-scheduler")).ends_with(":v1.35.0"),
+        )
+    })
+    .await;
+    assert!(controllers_next, "the controllers roll last");
+    for d in ["kube-controller-manager", "kube-scheduler"] {
+        setup.play_available("deployment", d, 1);
+    }
+    let upgraded = eventually(WAIT, || {
+        let hc = setup
+            .kubectl(&["get", "hostedcluster", "k1", "-n", "clusters", "-o", "json"])
+            .json();
+        std::future::ready(hc["status"]["version"] == "v1.35.0")
+    })
+    .await;
+    assert!(upgraded, "{:?}", setup.condition("Progressing"));
+    assert!(setup.wait_condition("Available", "True", None).await);
+    assert_eq!(setup.condition("Degraded").0, "False");
+
+    // A crash loop: Degraded names the component and its container.
+    setup.play_available("deployment", "kube-scheduler", 0);
+    let pod = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "kube-scheduler-x1",
+            "namespace": NS,
+            "labels": {"atoll.dev/hosted-cluster": "clusters.k1", "app.kubernetes.io/name": "kube-scheduler"},
+        },
+        "spec": {"containers": [{"name": "kube-scheduler", "image": "registry.k8s.io/kube-scheduler:v1.35.0"}]},
+    });
+    let pod_file = write(setup.dir.path(), "pod.json", &pod.to_string());
+    setup
+        .kubectl(&["apply", "-f", pod_file.to_str().unwrap()])
+        .success();
+    let crashing = serde_json::json!({"status": {"containerStatuses": [{
+        "name": "kube-scheduler", "image": "registry.k8s.io/kube-scheduler:v1.35.0", "imageID": "",
+        "ready": false, "restartCount": 5,
+        "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 2m40s restarting failed container"}},
+    }]}});
+    setup
+        .kubectl(&[
+            "patch",
+            "pod",
+            "kube-scheduler-x1",
+            "-n",
+            NS,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &crashing.to_string(),
+        ])
+        .success();
+    assert!(
+        setup
+            .wait_condition("Degraded", "True", Some("CrashLoopBackOff"))
+            .await
+    );
+    let (_, _, message) = setup.condition("Degraded");
+    assert!(
+        message.contains("kube-scheduler") && message.contains("restarted 5 time(s)"),
+        "{message}"
+    );
+    assert_eq!(setup.condition("SchedulerAvailable").1, "CrashLoopBackOff");
+    assert_eq!(setup.condition("Available").0, "False");
+    setup
+        .kubectl(&["delete", "pod", "kube-scheduler-x1", "-n", NS])
+        .success();
+    setup.play_available("deployment", "kube-scheduler", 1);
+    assert!(setup.wait_condition("Available", "True", None).await);
+
+    // The agent's Deployment, run as a process: its command with what its ConfigMap and Secrets
+    // hold, against an API server standing in for the hosted kube-apiserver, joins the hub.
+    let member =
+        Process::apiserver(&setup.dir.path().join("member"), free_addr().unwrap()).unwrap();
+    let config = setup.object("configmap", "atoll-agent");
+    let files = setup.dir.path().join("agent");
+    std::fs::create_dir_all(&files).unwrap();
+    let file = |key: &str| write(&files, key, &setup.secret(NS, "atoll-agent-bootstrap", key));
+    let agent = setup.object("deployment", "atoll-work-agent");
+    let container = &agent["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["command"][0], "work-agent");
+    let mut work_agent = Command::new(atoll_tests::work_agent_binary().unwrap())
+        .env_clear()
+        .env("ATOLL_HUB", config["data"]["ATOLL_HUB"].as_str().unwrap())
+        .env(
+            "ATOLL_CLUSTER_NAME",
+            config["data"]["ATOLL_CLUSTER_NAME"].as_str().unwrap(),
+        )
+        .env("ATOLL_HUB_CA", file("hub-ca.crt"))
+        .env("ATOLL_BOOTSTRAP_TOKEN_FILE", file("bootstrap-token"))
+        .env("ATOLL_JOIN_SECRET_FILE", file("join-secret"))
+        .env("ATOLL_KUBECONFIG", member.kubeconfig())
+        .env("ATOLL_METRICS_ADDR", "127.0.0.1:0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(setup.dir.path().join("agent.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let joined = setup
+        .wait_condition("AgentJoined", "True", Some("Joined"))
+        .await;
+    let _ = work_agent.kill();
+    let _ = work_agent.wait();
+    assert!(
+        joined,
+        "the agent joins:\n{}",
+        std::fs::read_to_string(setup.dir.path().join("agent.log")).unwrap_or_default()
+    );
+    assert!(
+        setup
+            .wait_condition("Progressing", "False", Some("AsExpected"))
+            .await
+    );
+    setup
+        .kubectl(&["get", "clusterprofile", "k1", "-n", "fleet-system"])
+        .success();
+    drop(member);
+
+    // A hub restart re-adopts the PKI without issuing anything again; a Secret deleted by hand
+    // is issued again, and the workloads that mount it restart (their template's digest moves).
+    let serving_before = setup.secret(NS, "kube-apiserver-serving", "tls.crt");
+    let etcd_digest_before = setup.object("statefulset", "etcd")["spec"]["template"]["metadata"]
+        ["annotations"]["atoll.dev/certificates"]
+        .clone();
+    let api_digest_before =
+        setup.object("deployment", "kube-apiserver")["spec"]["template"]["metadata"]["annotations"]
+            ["atoll.dev/certificates"]
+            .clone();
+    setup.stop_controller();
+    setup.start_controller("second.log");
+    setup
+        .kubectl(&["delete", "secret", "kube-apiserver-etcd-client", "-n", NS])
+        .success();
+    let reissued = eventually(WAIT, || {
+        let digest = setup.object("deployment", "kube-apiserver")["spec"]["template"]["metadata"]
+            ["annotations"]["atoll.dev/certificates"]
+            .clone();
+        std::future::ready(digest != api_digest_before)
+    })
+    .await;
+    assert!(
+        reissued,
+        "kube-apiserver restarts with the new certificate:\n{}",
+        setup.log("second.log")
+    );
+    setup.secret(NS, "kube-apiserver-etcd-client", "tls.crt");
+    assert_eq!(
+        setup.secret(NS, "kube-apiserver-serving", "tls.crt"),
+        serving_before
+    );
+    assert_eq!(
+        setup.object("statefulset", "etcd")["spec"]["template"]["metadata"]["annotations"]["atoll.dev/certificates"],
+        etcd_digest_before
+    );
+    let second = setup.log("second.log");
+    assert_eq!(
+        second.matches("issuing a certificate").count(),
+        1,
+        "only the deleted Secret is issued again:\n{second}"
+    );
+
+    // Deletion: the namespace goes with everything in it, and the kubeconfig Secret.
+    setup
+        .kubectl(&[
+            "delete",
+            "hostedcluster",
+            "k1",
+            "-n",
+            "clusters",
+            "--wait=false",
+        ])
+        .success();
+    let gone = eventually(WAIT, || {
+        let ns = setup.kubectl(&["get", "namespace", NS]);
+        let hc = setup.kubectl(&["get", "hostedcluster", "k1", "-n", "clusters"]);
+        std::future::ready(
+            ns.status.is_some_and(|s| !s.success()) && hc.status.is_some_and(|s| !s.success()),
+        )
+    })
+    .await;
+    assert!(
+        gone,
+        "the control plane's namespace and the HostedCluster go:\n{}",
+        setup.log("second.log")
+    );
+    let secret = setup.kubectl(&["get", "secret", "k1-admin-kubeconfig", "-n", "clusters"]);
+    assert!(
+        secret.status.is_some_and(|s| !s.success()),
+        "the kubeconfig Secret goes"
+    );
+
+    // A NodePort cluster, with the hub SIGKILLed just after it is created: the hub started again
+    // converges on one control plane whose chains verify, named by the NodePort at the hub's
+    // host and the extra SAN.
+    let k2 = setup.dir.path().join("k2.yaml");
+    std::fs::write(
+        &k2,
+        "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {name: k2, namespace: clusters}\nspec: {mode: Kubernetes, apiServer: {serviceType: NodePort, port: 30443, extraSANs: [k2.example.com]}}\n",
+    )
+    .unwrap();
+    setup
+        .kubectl(&["apply", "-f", k2.to_str().unwrap()])
+        .success();
+    std::thread::sleep(Duration::from_millis(150));
+    if let Some(mut child) = setup.controller.take() {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    setup.start_controller("third.log");
+    let published = eventually(WAIT, || {
+        let ran = setup.kubectl(&["get", "secret", "k2-admin-kubeconfig", "-n", "clusters"]);
+        std::future::ready(ran.status.is_some_and(|s| s.success()))
+    })
+    .await;
+    assert!(published, "{}", setup.log("third.log"));
+    let kubeconfig = setup.secret("clusters", "k2-admin-kubeconfig", "kubeconfig");
+    assert!(
+        kubeconfig.contains("server: https://hub.example.com:30443"),
+        "{kubeconfig}"
+    );
+    if let Some(sans) = verify_pki(&setup, "clusters-k2") {
+        for san in [
+            "DNS:hub.example.com",
+            "DNS:k2.example.com",
+            "DNS:kube-apiserver.clusters-k2.svc",
+        ] {
+            assert!(sans.contains(san), "{san} missing from {sans}");
+        }
+    }
+    let secrets = setup
+        .kubectl(&["get", "secrets", "-n", "clusters-k2", "-o", "json"])
+        .success()
+        .json();
+    let names: Vec<&str> = secrets["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["metadata"]["name"].as_str())
+        .collect();
+    // 3 CAs, the service-account keys, 10 leaves, the join secret, the agent's bootstrap.
+    assert_eq!(names.len(), 16, "{names:?}");
+
+    // A namespace of the same name that is not the cluster's is neither taken over nor deleted.
+    setup
+        .kubectl(&["create", "namespace", "clusters-k3"])
+        .success();
+    let k3 = setup.dir.path().join("k3.yaml");
+    std::fs::write(
+        &k3,
+        "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {name: k3, namespace: clusters}\nspec: {mode: Kubernetes}\n",
+    )
+    .unwrap();
+    setup
+        .kubectl(&["apply", "-f", k3.to_str().unwrap()])
+        .success();
+    let refused = eventually(WAIT, || {
+        let (s, r, _) = setup.condition_of("k3", "Degraded");
+        std::future::ready(s == "True" && r == "NamespaceInUse")
+    })
+    .await;
+    assert!(refused, "{:?}", setup.condition_of("k3", "Degraded"));
+    let deployments = setup
+        .kubectl(&["get", "deployments", "-n", "clusters-k3", "-o", "json"])
+        .success()
+        .json();
+    assert_eq!(deployments["items"].as_array().map(Vec::len), Some(0));
+    setup
+        .kubectl(&["delete", "hostedcluster", "k3", "-n", "clusters"])
+        .success();
+    setup
+        .kubectl(&["get", "namespace", "clusters-k3"])
+        .success();
+    setup.stop_controller();
+}
+
+/// Verifies every chain of the PKI in `ns` with openssl (and the validity of the leaves and the
+/// cluster CA), and answers the serving certificate's SANs as openssl prints them; `None`
+/// (saying so) when openssl is not on this machine.
+fn verify_pki(setup: &Setup, ns: &str) -> Option<String> {
+    if !which_openssl() {
+        eprintln!(
+            "openssl is not on this machine: the certificate chains are not verified with it"
+        );
+        return None;
+    }
+    let pem = setup.dir.path().join(format!("pem-{ns}"));
+    std::fs::create_dir_all(&pem).unwrap();
+    for (leaf, ca) in [
+        ("kube-apiserver-serving", "ca"),
+        ("kube-apiserver-kubelet-client", "ca"),
+        ("kube-controller-manager-kubeconfig", "ca"),
+        ("kube-scheduler-kubeconfig", "ca"),
+        ("work-agent-kubeconfig", "ca"),
+        ("admin", "ca"),
+        ("front-proxy-client", "front-proxy-ca"),
+        ("kube-apiserver-etcd-client", "etcd-ca"),
+        ("etcd-server", "etcd-ca"),
+        ("etcd-peer", "etcd-ca"),
+    ] {
+        let ca_file = write(&pem, &format!("{ca}.crt"), &setup.secret(ns, ca, "tls.crt"));
+        let leaf_file = write(
+            &pem,
+            &format!("{leaf}.crt"),
+            &setup.secret(ns, leaf, "tls.crt"),
+        );
+        let out = openssl(&[
+            "verify",
+            "-CAfile",
+            ca_file.to_str().unwrap(),
+            leaf_file.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{leaf} does not verify against {ca}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Valid for a year.
+        let end = openssl(&[
+            "x509",
+            "-noout",
+            "-checkend",
+            &(360 * 86400).to_string(),
+            "-in",
+            leaf_file.to_str().unwrap(),
+        ]);
+        assert!(end.status.success(), "{leaf} is valid for a year");
+    }
+    let serving = pem.join("kube-apiserver-serving.crt");
+    let out = openssl(&[
+        "x509",
+        "-noout",
+        "-ext",
+        "subjectAltName",
+        "-in",
+        serving.to_str().unwrap(),
+    ]);
+    let ca = pem.join("ca.crt");
+    let ca_end = openssl(&[
+        "x509",
+        "-noout",
+        "-checkend",
+        &(9 * 365 * 86400).to_string(),
+        "-in",
+        ca.to_str().unwrap(),
+    ]);
+    assert!(
+        ca_end.status.success(),
+        "the cluster CA is valid for ten years"
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn which_openssl() -> bool {
+    Command::new("openssl")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
