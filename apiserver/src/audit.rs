@@ -89,9 +89,11 @@ impl AuditLog {
     }
 }
 
-/// The audit log's file, rotated by size.
+/// The audit log's file, rotated by size (or standard output).
 struct Sink {
     path: PathBuf,
+    stdout: bool,
+    /// The open file; `None` while it could not be opened again (the next write tries).
     out: Option<std::io::BufWriter<std::fs::File>>,
     written: u64,
     max_bytes: u64,
@@ -100,14 +102,16 @@ struct Sink {
 
 impl Sink {
     fn open(path: &Path, max_bytes: u64, max_backups: u32) -> std::io::Result<Sink> {
+        let stdout = path == Path::new("-");
         let mut sink = Sink {
             path: path.to_owned(),
+            stdout,
             out: None,
             written: 0,
             max_bytes,
             max_backups,
         };
-        if path != Path::new("-") {
+        if !stdout {
             sink.reopen()?;
         }
         Ok(sink)
@@ -131,17 +135,24 @@ impl Sink {
     }
 
     fn write(&mut self, line: &[u8]) -> std::io::Result<()> {
-        let Some(out) = self.out.as_mut() else {
+        if self.stdout {
             return std::io::stdout().lock().write_all(line);
-        };
-        if self.max_bytes > 0
+        }
+        let full = self.max_bytes > 0
             && self.written > 0
-            && self.written + line.len() as u64 > self.max_bytes
-        {
-            out.flush()?;
+            && self.written + line.len() as u64 > self.max_bytes;
+        if full {
+            if let Some(out) = self.out.as_mut() {
+                out.flush()?;
+            }
             self.rotate()?;
         }
-        let out = self.out.as_mut().expect("reopened");
+        if self.out.is_none() {
+            self.reopen()?;
+        }
+        let Some(out) = self.out.as_mut() else {
+            return Err(std::io::Error::other("the audit log is not open"));
+        };
         out.write_all(line)?;
         self.written += line.len() as u64;
         Ok(())
@@ -170,8 +181,9 @@ impl Sink {
 
     fn flush(&mut self) -> std::io::Result<()> {
         match self.out.as_mut() {
+            _ if self.stdout => std::io::stdout().lock().flush(),
             Some(out) => out.flush(),
-            None => std::io::stdout().lock().flush(),
+            None => Ok(()),
         }
     }
 }
