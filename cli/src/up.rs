@@ -383,7 +383,9 @@ async fn first_clusters(client: kube::Client, count: u32) -> anyhow::Result<()> 
     };
     match sets.create(&PostParams::default(), &set).await {
         Ok(_) => {}
-        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        // Another replica on the same etcd, started at the same time, made the first clusters
+        // (and the user may have deleted some since): nothing to make again.
+        Err(kube::Error::Api(e)) if e.code == 409 => return Ok(()),
         Err(e) => return Err(e).context("cannot create ClusterSet default"),
     }
     let hosted: Api<HostedCluster> = Api::namespaced(client.clone(), HOSTED_CLUSTERS_NAMESPACE);
