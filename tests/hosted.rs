@@ -1369,4 +1369,37 @@ async fn a_served_cluster_whose_data_directory_is_gone_is_not_made_again_empty()
         .await,
         "the cluster did not serve its data again"
     );
+
+    // A cluster in memory whose directory is gone comes back empty, by its nature, and its
+    // agent joins again as itself (the member record takes the new directory's join secret).
+    hub.atoll(&["hosted", "create", "mem", "--storage", "memory", "--wait"])
+        .success();
+    assert!(hub.process.terminate().unwrap().success());
+    std::fs::remove_dir_all(hub.hosted_dir("clusters", "mem")).unwrap();
+    let log = hub.hub_dir().with_extension("log");
+    let issued = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            // (The log is coloured: the field's name and value are apart.)
+            .filter(|l| l.contains("credential issued") && l.contains("mem"))
+            .count()
+    };
+    let before = issued();
+    hub.start_again();
+    assert!(
+        eventually(Duration::from_secs(30), || std::future::ready(
+            issued() > before
+        ))
+        .await,
+        "the agent of mem did not join again: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !text.contains("has already joined this hub from another agent"),
+        "{text}"
+    );
+    hub.until_condition("clusters", "mem", "Available", "True", None)
+        .await;
 }

@@ -814,6 +814,13 @@ async fn take_place(
     };
     let new_profile = match claim::claim(&ctx.client, hc, &join_secret).await? {
         claim::Claim::Ours(record, version, made) => {
+            let fresh = Some(crate::digest::sha256(join_secret.as_bytes()));
+            let (record, version) = if saved.is_none() && record.join_secret != fresh {
+                tracing::info!(cluster = %key, "the cluster's data directory is new on this hub: its agent joins with the new directory's secret");
+                claim::rekey(&ctx.client, *record, &join_secret).await?
+            } else {
+                (*record, version)
+            };
             ctx.fleet.upsert_record(&record, version);
             made
         }

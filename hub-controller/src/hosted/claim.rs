@@ -118,6 +118,27 @@ fn annotations(hc: &HostedCluster) -> BTreeMap<String, String> {
     )])
 }
 
+/// Gives the member record of a hosted cluster the join secret of its data directory, made anew
+/// (its data was in memory and this hub has no directory for it: another replica served it, or
+/// the directory was lost), so that its agent joins again as itself rather than being refused
+/// as another agent. Answers the record as stored and its resourceVersion.
+pub async fn rekey(
+    client: &kube::Client,
+    mut record: Record,
+    join_secret: &str,
+) -> kube::Result<(Record, u64)> {
+    record.join_secret = Some(sha256(join_secret.as_bytes()));
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
+    let stored = secrets
+        .patch(
+            &record::secret_name(&record.name),
+            &PatchParams::default(),
+            &Patch::Merge(&record.data_patch()),
+        )
+        .await?;
+    Ok((record, record::version(&stored.metadata)))
+}
+
 /// Sets the labels the HostedCluster's spec asks for on its ClusterProfile, removing those it
 /// set before and no longer asks for (the ClusterSet label, set once at creation, and labels
 /// an administrator set stay).
