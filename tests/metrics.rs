@@ -415,6 +415,28 @@ async fn a_scrape_shows_the_requests_the_fleet_and_the_work_a_user_made() {
     assert_eq!(value(&agent, "atoll_agent_apply_errors_total", &[]), 0.0);
     assert!(value(&agent, "atoll_agent_apply_duration_seconds_count", &[]) >= 1.0);
     assert_eq!(get(agent_metrics, "/livez").unwrap().0, 200);
+
+    // Both processes' own figures, named as every Prometheus client library names them.
+    for (who, samples) in [("the hub", &hub), ("the agent", &agent)] {
+        let resident = value(samples, "process_resident_memory_bytes", &[]);
+        assert!(resident > 1_000_000.0, "{who}: resident {resident}");
+        assert!(value(samples, "process_virtual_memory_bytes", &[]) >= resident);
+        assert!(value(samples, "process_open_fds", &[]) >= 3.0, "{who}");
+        assert!(value(samples, "process_max_fds", &[]) >= value(samples, "process_open_fds", &[]));
+        assert!(
+            value(samples, "process_cpu_seconds_total", &[]) > 0.0,
+            "{who}"
+        );
+        let started = value(samples, "process_start_time_seconds", &[]);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        assert!(
+            started > now - 600.0 && started <= now + 1.0,
+            "{who}: started {started}"
+        );
+    }
 }
 
 #[test]

@@ -133,8 +133,10 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// Serves `registry`, ready once everything asked of `readiness` is done.
-    pub fn new(registry: Registry, readiness: Readiness) -> Self {
+    /// Serves `registry`, with the process's own figures ([`crate::process`]), ready once
+    /// everything asked of `readiness` is done.
+    pub fn new(mut registry: Registry, readiness: Readiness) -> Self {
+        registry.register_collector(Box::new(crate::process::ProcessCollector));
         Endpoint {
             registry: Arc::new(registry),
             readiness,

@@ -12,6 +12,7 @@
 //! Prometheus `/metrics` endpoint, with the readiness conditions it reports.
 
 pub mod endpoint;
+pub mod process;
 
 /// The metrics library every crate registers its metrics with (the same version for all).
 pub use prometheus_client;
