@@ -1365,14 +1365,29 @@ impl HubReplica {
     fn sigterm(&mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        for _ in 0..300 {
+        // The hub gives its tasks 30 s to stop, then releases the Lease (at most the renew
+        // deadline): a replica that takes longer than that is stuck.
+        let asked = std::time::Instant::now();
+        for _ in 0..450 {
             if let Ok(Some(status)) = self.child.try_wait() {
+                println!(
+                    "{} stopped {:.1}s after SIGTERM",
+                    self.name,
+                    asked.elapsed().as_secs_f64()
+                );
+                for line in self.log().lines().filter(|l| l.contains("did not stop")) {
+                    println!("{line}");
+                }
                 return status;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
         let _ = self.child.kill();
-        panic!("{} did not stop within 30s of SIGTERM", self.name);
+        panic!(
+            "{} did not stop within 45s of SIGTERM:\n{}",
+            self.name,
+            self.log()
+        );
     }
 }
 

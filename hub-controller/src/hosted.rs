@@ -305,7 +305,7 @@ pub async fn run(
                 of_label(o.metadata.labels.as_ref())
             });
     }
-    controller
+    let controller = controller
         .watches(
             profiles,
             watcher::Config::default()
@@ -325,12 +325,28 @@ pub async fn run(
             if let Err(error) = result {
                 tracing::debug!(%error, "HostedCluster reconcile failed");
             }
-        })
-        .await;
+        });
+    // The controller ends once its reconciles in flight are done. Told to stop within about a
+    // second of the hub starting to lead (Kubernetes mode's watches still starting), it was seen
+    // not to end at all; the control planes below must still be stopped, so it gets a grace.
+    let mut stopped = shutdown.clone();
+    tokio::select! {
+        () = controller => {}
+        () = async {
+            let _ = stopped.wait_for(|s| *s).await;
+            tokio::time::sleep(CONTROLLER_STOP_GRACE).await;
+        } => {
+            tracing::warn!(grace = ?CONTROLLER_STOP_GRACE, "the HostedCluster controller did not end within its grace after the hub's stop; leaving it");
+        }
+    }
     if let Some(planes) = &ctx.planes {
         planes.stop_all().await;
     }
 }
+
+/// How long the HostedCluster controller may take to end once the hub stops, before the hub
+/// stops its control planes without it.
+const CONTROLLER_STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// Tries `what` until it works or the hub stops (`None`).
 async fn retry<T, F, Fut>(shutdown: &watch::Receiver<bool>, what: &str, mut attempt: F) -> Option<T>
