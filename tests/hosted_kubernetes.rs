@@ -4,7 +4,10 @@
 //! checks the objects and flags with kubectl, every certificate chain and SAN with `openssl`,
 //! follows the conditions through start, Available, a refused downgrade, a crash loop, a PKI
 //! Secret deleted by hand (issued again, its workloads restarted, the others kept across a hub
-//! restart), and deletion (the namespace gone).
+//! restart), and deletion (the namespace gone). A second scenario stands an API server in for
+//! the hosted kube-apiserver (with the cluster's own CA) and checks what `kubeadm join` needs
+//! there: the bootstrap token, `cluster-info` readable anonymously, kubeadm's RBAC and
+//! ConfigMaps, `atoll hosted join-command`, and a token past its expiry replaced.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -44,6 +47,11 @@ impl Setup {
 
     /// Starts hub-controller (logging to `log`).
     fn start_controller(&mut self, log: &str) {
+        self.start_controller_with(log, &["--hosted-host", "hub.example.com"]);
+    }
+
+    /// Starts hub-controller with more flags (logging to `log`).
+    fn start_controller_with(&mut self, log: &str, flags: &[&str]) {
         let log = std::fs::File::create(self.dir.path().join(log)).unwrap();
         let child = Command::new(atoll_tests::hub_controller_binary().unwrap())
             .env_clear()
@@ -51,7 +59,7 @@ impl Setup {
             .env("ATOLL_LOG", "info,atoll_hub=debug")
             .args(["--grpc-addr", &free_addr().unwrap().to_string()])
             .args(["--metrics-addr", "127.0.0.1:0"])
-            .args(["--hosted-host", "hub.example.com"])
+            .args(flags)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -764,6 +772,398 @@ async fn scenario() {
     setup
         .kubectl(&["get", "namespace", "clusters-k3"])
         .success();
+    setup.stop_controller();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workers_find_what_kubeadm_join_needs_in_a_kubernetes_mode_cluster() {
+    tokio::time::timeout(Duration::from_secs(300), workers_scenario())
+        .await
+        .expect("the scenario finishes within 5 minutes");
+}
+
+/// A free port of 127.0.0.1 in the NodePort range.
+fn free_node_port() -> u16 {
+    let start = 30000 + (std::process::id() % 2000) as u16;
+    (start..=32767)
+        .chain(30000..start)
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .expect("a free port in 30000-32767")
+}
+
+/// The bootstrap tokens in the hosted API server stand-in: `(id, made by)`.
+fn tokens(kubeconfig: &Path) -> Vec<(String, String)> {
+    let list = atoll_tests::kubectl_at(
+        kubeconfig,
+        &["get", "secrets", "-n", "kube-system", "-o", "json"],
+    )
+    .success()
+    .json();
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["type"] == "bootstrap.kubernetes.io/token")
+        .map(|s| {
+            let name = s["metadata"]["name"].as_str().unwrap();
+            let by = s["metadata"]["labels"]["atoll.dev/bootstrap-token-by"]
+                .as_str()
+                .unwrap_or_default();
+            (
+                name.trim_start_matches("bootstrap-token-").to_owned(),
+                by.to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn workers_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let hub_cluster =
+        Process::apiserver(&dir.path().join("hub-cluster"), free_addr().unwrap()).unwrap();
+    let mut setup = Setup {
+        dir,
+        hub_cluster,
+        controller: None,
+    };
+    // The hub reaches the hosted API server at its published endpoint: the NodePort at
+    // 127.0.0.1, where the stand-in listens.
+    setup.start_controller_with(
+        "workers.log",
+        &[
+            "--hosted-host",
+            "127.0.0.1",
+            "--hosted-api-access",
+            "endpoint",
+        ],
+    );
+    let port = free_node_port();
+    let hc = setup.dir.path().join("k1.yaml");
+    std::fs::write(
+        &hc,
+        format!("apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {{name: k1, namespace: clusters}}\nspec: {{mode: Kubernetes, kubernetesVersion: v1.35.0, apiServer: {{serviceType: NodePort, port: {port}}}}}\n"),
+    )
+    .unwrap();
+    let created = eventually(WAIT, || {
+        std::future::ready(
+            setup
+                .kubectl(&["apply", "-f", hc.to_str().unwrap()])
+                .status
+                .is_some_and(|s| s.success()),
+        )
+    })
+    .await;
+    assert!(created, "hub-controller installs the HostedCluster CRD");
+    let rendered = eventually(WAIT, || {
+        std::future::ready(
+            setup
+                .kubectl(&["get", "deployment", "kube-apiserver", "-n", NS])
+                .status
+                .is_some_and(|s| s.success()),
+        )
+    })
+    .await;
+    assert!(rendered, "{}", setup.log("workers.log"));
+
+    // Before kube-apiserver is available nothing is written, and the CLI says what to wait for.
+    assert!(
+        setup
+            .wait_condition("WorkersJoinable", "False", Some("WaitingForAPIServer"))
+            .await,
+        "{:?}",
+        setup.condition("WorkersJoinable")
+    );
+    setup
+        .atoll(&["hosted", "join-command", "k1"])
+        .failure()
+        .stderr_has("clusters/k1 cannot take workers yet (WaitingForAPIServer)");
+    // A cluster of another mode, or none, is refused naming it.
+    std::fs::write(
+        setup.dir.path().join("k0.yaml"),
+        "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {name: k0, namespace: clusters}\nspec: {mode: Embedded}\n",
+    )
+    .unwrap();
+    setup
+        .kubectl(&[
+            "apply",
+            "-f",
+            setup.dir.path().join("k0.yaml").to_str().unwrap(),
+        ])
+        .success();
+    setup
+        .atoll(&["hosted", "join-command", "k0"])
+        .failure()
+        .stderr_has("clusters/k0 is mode Embedded");
+    setup
+        .atoll(&["hosted", "join-command", "nope"])
+        .failure()
+        .stderr_has("no hosted cluster clusters/nope");
+
+    // The hosted kube-apiserver, stood in for by an API server with the cluster's own CA (so
+    // the hub's admin certificate and the published CA are what it takes and shows), at the
+    // NodePort.
+    let member_dir = setup.dir.path().join("member");
+    std::fs::create_dir_all(&member_dir).unwrap();
+    std::fs::write(member_dir.join("ca.crt"), setup.secret(NS, "ca", "tls.crt")).unwrap();
+    std::fs::write(member_dir.join("ca.key"), setup.secret(NS, "ca", "tls.key")).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&member_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(
+            member_dir.join("ca.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+    }
+    let member =
+        Process::apiserver(&member_dir, format!("127.0.0.1:{port}").parse().unwrap()).unwrap();
+    let member_kubeconfig = member.kubeconfig();
+    let in_member = |args: &[&str]| atoll_tests::kubectl_at(&member_kubeconfig, args);
+
+    // The admin kubeconfig the hub publishes works there.
+    let admin = write(
+        setup.dir.path(),
+        "k1.kubeconfig",
+        &setup.secret("clusters", "k1-admin-kubeconfig", "kubeconfig"),
+    );
+    atoll_tests::kubectl_at(&admin, &["get", "namespace", "kube-public"]).success();
+
+    // Play etcd and kube-apiserver available: the hub writes what kubeadm join needs.
+    setup.play_available("statefulset", "etcd", 1);
+    setup.play_available("deployment", "kube-apiserver", 1);
+    assert!(
+        setup
+            .wait_condition("WorkersJoinable", "True", Some("AsExpected"))
+            .await,
+        "{:?}\n{}",
+        setup.condition("WorkersJoinable"),
+        setup.log("workers.log")
+    );
+    let (_, _, message) = setup.condition("WorkersJoinable");
+    assert!(
+        message.contains(&format!("127.0.0.1:{port}")) && message.contains("join-command k1"),
+        "{message}"
+    );
+    let hub_tokens = tokens(&member_kubeconfig);
+    assert_eq!(hub_tokens.len(), 1, "{hub_tokens:?}");
+    assert_eq!(hub_tokens[0].1, "hub");
+    let token_id = hub_tokens[0].0.clone();
+    let token = in_member(&[
+        "get",
+        "secret",
+        &format!("bootstrap-token-{token_id}"),
+        "-n",
+        "kube-system",
+        "-o",
+        "json",
+    ])
+    .success()
+    .json();
+    let field = |k: &str| {
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(token["data"][k].as_str().unwrap_or_default())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(field("usage-bootstrap-authentication"), "true");
+    assert_eq!(field("usage-bootstrap-signing"), "true");
+    assert_eq!(
+        field("auth-extra-groups"),
+        "system:bootstrappers:kubeadm:default-node-token"
+    );
+    let expires: jiff::Timestamp = field("expiration").parse().unwrap();
+    let left = expires.as_second() - jiff::Timestamp::now().as_second();
+    assert!((23 * 3600..=24 * 3600).contains(&left), "{left}s left");
+    for (kind, name, ns) in [
+        (
+            "role",
+            "kubeadm:bootstrap-signer-clusterinfo",
+            "kube-public",
+        ),
+        (
+            "rolebinding",
+            "kubeadm:bootstrap-signer-clusterinfo",
+            "kube-public",
+        ),
+        ("configmap", "kubeadm-config", "kube-system"),
+        ("configmap", "kubelet-config", "kube-system"),
+        ("role", "kubeadm:nodes-kubeadm-config", "kube-system"),
+        ("rolebinding", "kubeadm:nodes-kubeadm-config", "kube-system"),
+        ("role", "kubeadm:kubelet-config", "kube-system"),
+        ("rolebinding", "kubeadm:kubelet-config", "kube-system"),
+    ] {
+        in_member(&["get", kind, name, "-n", ns]).success();
+    }
+    for name in [
+        "kubeadm:kubelet-bootstrap",
+        "kubeadm:node-autoapprove-bootstrap",
+        "kubeadm:node-autoapprove-certificate-rotation",
+        "kubeadm:get-nodes",
+    ] {
+        in_member(&["get", "clusterrolebinding", name]).success();
+    }
+    let kubeadm_config = in_member(&[
+        "get",
+        "configmap",
+        "kubeadm-config",
+        "-n",
+        "kube-system",
+        "-o",
+        "json",
+    ])
+    .success()
+    .json();
+    let cluster_configuration = kubeadm_config["data"]["ClusterConfiguration"]
+        .as_str()
+        .unwrap();
+    assert!(
+        cluster_configuration.contains("kubernetesVersion: v1.35.0")
+            && cluster_configuration.contains(&format!("controlPlaneEndpoint: 127.0.0.1:{port}")),
+        "{cluster_configuration}"
+    );
+
+    // An anonymous client (no credentials, trusting the cluster CA) reads cluster-info, as
+    // kubeadm join's discovery does, and nothing else.
+    let ca_pem = setup.secret(NS, "ca", "tls.crt");
+    let ca_file = write(setup.dir.path(), "hosted-ca.crt", &ca_pem);
+    let ca_der = base64::engine::general_purpose::STANDARD
+        .decode(
+            ca_pem
+                .lines()
+                .filter(|l| !l.starts_with("-----"))
+                .collect::<String>(),
+        )
+        .unwrap();
+    let mut config = kube::Config::new(format!("https://127.0.0.1:{port}").parse().unwrap());
+    config.root_cert = Some(vec![ca_der]);
+    let anonymous = kube::Client::try_from(config).unwrap();
+    let public: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(anonymous.clone(), "kube-public");
+    let info = public
+        .get("cluster-info")
+        .await
+        .expect("anonymous reads cluster-info");
+    let kubeconfig = info.data.unwrap_or_default()["kubeconfig"].clone();
+    assert!(
+        kubeconfig.contains(&format!("server: https://127.0.0.1:{port}")),
+        "{kubeconfig}"
+    );
+    let ca_data = base64::engine::general_purpose::STANDARD.encode(&ca_pem);
+    assert!(
+        kubeconfig.contains(&ca_data),
+        "cluster-info holds the cluster CA"
+    );
+    let system: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(anonymous, "kube-system");
+    match system.get("kubeadm-config").await {
+        // kube-apiserver answers 403; atoll's API server 401 to a refused anonymous request.
+        Err(kube::Error::Api(e)) => assert!([401, 403].contains(&e.code), "{e:?}"),
+        other => panic!("anonymous reads kubeadm-config: {other:?}"),
+    }
+
+    // The join command: the endpoint, a token that exists, and the CA's hash as openssl makes it.
+    let printed = setup
+        .atoll(&["hosted", "join-command", "k1"])
+        .success()
+        .stdout
+        .trim()
+        .to_owned();
+    let words: Vec<&str> = printed.split_whitespace().collect();
+    assert_eq!(
+        &words[..3],
+        ["kubeadm", "join", &format!("127.0.0.1:{port}")] as [&str; 3],
+        "{printed}"
+    );
+    assert_eq!(words[3], "--token");
+    assert_eq!(
+        words[4].split('.').next(),
+        Some(token_id.as_str()),
+        "{printed}"
+    );
+    assert_eq!(words[4].split('.').nth(1).map(str::len), Some(16));
+    assert_eq!(words[5], "--discovery-token-ca-cert-hash");
+    if which_openssl() {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "openssl x509 -pubkey -noout -in {} | openssl pkey -pubin -outform der | sha256sum",
+                ca_file.display()
+            ))
+            .output()
+            .unwrap();
+        let hex = String::from_utf8(out.stdout).unwrap();
+        let hex = hex.split_whitespace().next().unwrap().to_owned();
+        assert_eq!(words[6], format!("sha256:{hex}"));
+    }
+    // --ttl makes a new token of that length, beside the hub's.
+    let printed = setup
+        .atoll(&["hosted", "join-command", "k1", "--ttl", "30m"])
+        .success()
+        .stdout;
+    let cli_id = printed
+        .split_whitespace()
+        .nth(4)
+        .and_then(|t| t.split('.').next())
+        .unwrap()
+        .to_owned();
+    assert_ne!(cli_id, token_id);
+    assert!(
+        tokens(&member_kubeconfig).contains(&(cli_id.clone(), "cli".to_owned())),
+        "{:?}",
+        tokens(&member_kubeconfig)
+    );
+
+    // A token past its expiry is deleted and the hub's replaced (the hub looks again when the
+    // HostedCluster changes, as at its renewal time).
+    let past = base64::engine::general_purpose::STANDARD.encode("2020-01-01T00:00:00Z");
+    in_member(&[
+        "patch",
+        "secret",
+        &format!("bootstrap-token-{token_id}"),
+        "-n",
+        "kube-system",
+        "--type=merge",
+        "-p",
+        &format!(r#"{{"data":{{"expiration":"{past}"}}}}"#),
+    ])
+    .success();
+    setup
+        .kubectl(&[
+            "annotate",
+            "hostedcluster",
+            "k1",
+            "-n",
+            "clusters",
+            "test/wake=1",
+        ])
+        .success();
+    let replaced = eventually(WAIT, || {
+        let now = tokens(&member_kubeconfig);
+        std::future::ready(
+            !now.iter().any(|(id, _)| *id == token_id)
+                && now.iter().any(|(id, by)| by == "hub" && *id != token_id),
+        )
+    })
+    .await;
+    assert!(
+        replaced,
+        "{:?}\n{}",
+        tokens(&member_kubeconfig),
+        setup.log("workers.log")
+    );
+    let new_id = tokens(&member_kubeconfig)
+        .into_iter()
+        .find(|(_, by)| by == "hub")
+        .unwrap()
+        .0;
+    let named = eventually(WAIT, || {
+        std::future::ready(setup.condition("WorkersJoinable").2.contains(&new_id))
+    })
+    .await;
+    assert!(named, "{:?}", setup.condition("WorkersJoinable"));
+    drop(member);
     setup.stop_controller();
 }
 

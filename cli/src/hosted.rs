@@ -1,5 +1,5 @@
-//! `atoll hosted ...` (HostedClusters: create, list, delete, suspend, resume, backup) and
-//! `atoll kubeconfig NAME`.
+//! `atoll hosted ...` (HostedClusters: create, list, delete, suspend, resume, backup,
+//! join-command) and `atoll kubeconfig NAME`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -525,6 +525,15 @@ async fn member_client(
     let text = kubeconfig_text(client, namespace, name).await?;
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&text)
         .with_context(|| format!("the kubeconfig of {namespace}/{name} cannot be read"))?;
+    client_of(kubeconfig, namespace, name).await
+}
+
+/// A client from a hosted cluster's kubeconfig.
+async fn client_of(
+    kubeconfig: kube::config::Kubeconfig,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<kube::Client> {
     let config = kube::Config::from_custom_kubeconfig(
         kubeconfig,
         &kube::config::KubeConfigOptions::default(),
@@ -602,5 +611,107 @@ pub async fn backup(
         header.objects,
         header.revision
     );
+    Ok(())
+}
+
+/// Prints the `kubeadm join` command of a `mode: Kubernetes` hosted cluster: its endpoint, a
+/// bootstrap token (the one valid longest, or a new one valid `ttl`), and the hash of its CA.
+pub async fn join_command(
+    client: kube::Client,
+    namespace: &str,
+    name: &str,
+    ttl: Option<Duration>,
+) -> anyhow::Result<()> {
+    use atoll_hub::hosted::kubernetes::join;
+    use base64::Engine as _;
+    let hosted: Api<HostedCluster> = Api::namespaced(client.clone(), namespace);
+    let hc = hosted
+        .get_opt(name)
+        .await
+        .map_err(|e| explain(e, "cannot read the HostedCluster"))?
+        .with_context(|| {
+            format!("there is no hosted cluster {namespace}/{name}; see atoll hosted list -A")
+        })?;
+    if hc.spec.mode != HostedMode::Kubernetes {
+        bail!(
+            "hosted cluster {namespace}/{name} is mode {:?}: worker nodes join only mode Kubernetes clusters, whose control plane is a real kube-apiserver on the hub cluster; create one with atoll hosted create NAME --mode kubernetes",
+            hc.spec.mode
+        );
+    }
+    match condition(&hc, join::CONDITION_WORKERS_JOINABLE) {
+        Some((status, _, _)) if status == "True" => {}
+        Some((_, reason, message)) => {
+            bail!("hosted cluster {namespace}/{name} cannot take workers yet ({reason}): {message}")
+        }
+        None => bail!(
+            "hosted cluster {namespace}/{name} cannot take workers yet: the hub has not written what kubeadm join needs; wait until its condition {} is True (kubectl get hostedcluster {name} -n {namespace} -o yaml)",
+            join::CONDITION_WORKERS_JOINABLE
+        ),
+    }
+    let endpoint = hc
+        .status
+        .as_ref()
+        .and_then(|s| s.control_plane_endpoint.clone())
+        .with_context(|| format!("hosted cluster {namespace}/{name} has no endpoint yet"))?;
+    let text = kubeconfig_text(&client, namespace, name).await?;
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&text)
+        .with_context(|| format!("the kubeconfig of {namespace}/{name} cannot be read"))?;
+    let ca = kubeconfig
+        .clusters
+        .first()
+        .and_then(|c| c.cluster.as_ref())
+        .and_then(|c| c.certificate_authority_data.clone())
+        .with_context(|| {
+            format!("the kubeconfig of {namespace}/{name} holds no certificate-authority-data")
+        })?;
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ca.trim())
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .with_context(|| {
+            format!("the certificate-authority-data of {namespace}/{name}'s kubeconfig is not base64 PEM")
+        })?;
+    let hash = join::ca_cert_hash(&ca)
+        .with_context(|| format!("the CA of hosted cluster {namespace}/{name}"))?;
+    let member = client_of(kubeconfig, namespace, name).await?;
+    let secrets: Api<Secret> = Api::namespaced(member, join::TOKEN_NAMESPACE);
+    let what = format!("hosted cluster {namespace}/{name}'s bootstrap tokens");
+    let found: Vec<join::Token> = secrets
+        .list(
+            &ListParams::default()
+                .labels(join::LABEL_TOKEN_BY)
+                .limit(100),
+        )
+        .await
+        .with_context(|| format!("cannot list {what} through its API server"))?
+        .items
+        .into_iter()
+        .filter_map(|s| {
+            let data = s
+                .data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.0))
+                .collect();
+            join::Token::from_secret(&s.metadata.labels.unwrap_or_default(), &data)
+        })
+        .collect();
+    let now = jiff::Timestamp::now();
+    // A worker needs a few minutes to use it: a token about to expire is not printed.
+    let kept = join::usable(&found, now, Duration::from_secs(600)).cloned();
+    let token = match (ttl, kept) {
+        (None, Some(token)) => token,
+        (ttl, _) => {
+            let token =
+                join::Token::generate(now, ttl.unwrap_or(join::DEFAULT_TTL), join::MadeBy::Cli);
+            let secret: Secret = serde_json::from_value(token.secret())?;
+            secrets
+                .create(&PostParams::default(), &secret)
+                .await
+                .with_context(|| format!("cannot create a bootstrap token among {what}"))?;
+            token
+        }
+    };
+    println!("{}", join::join_command(&endpoint, &token, &hash));
     Ok(())
 }

@@ -151,6 +151,16 @@ enum HostedCommand {
         #[arg(long)]
         wait: bool,
     },
+    /// Print the `kubeadm join` command that joins a worker node to a `mode: Kubernetes`
+    /// hosted cluster (a bootstrap token the hub keeps, or a new one with --ttl).
+    JoinCommand {
+        #[command(flatten)]
+        target: HostedTarget,
+        /// Make a new bootstrap token valid this long (such as 2h or 30m) instead of using the
+        /// one the hub keeps.
+        #[arg(long, value_parser = atoll_api::placement::parse_duration)]
+        ttl: Option<std::time::Duration>,
+    },
     /// Take a consistent snapshot of a hosted cluster while it serves: its data, CA and
     /// credentials (`atoll hosted create NAME --restore FILE` brings it back).
     Backup {
@@ -718,6 +728,9 @@ async fn hosted_command(client: kube::Client, command: HostedCommand) -> anyhow:
         }
         HostedCommand::Backup { target, output } => {
             hosted::backup(client, &target.namespace, &target.name, &output).await
+        }
+        HostedCommand::JoinCommand { target, ttl } => {
+            hosted::join_command(client, &target.namespace, &target.name, ttl).await
         }
     }
 }

@@ -87,6 +87,12 @@ pub struct HostedKubernetesFlags {
     /// manifests/agent].
     #[arg(long, env = "ATOLL_HOSTED_AGENT_IMAGE", value_name = "IMAGE")]
     pub hosted_agent_image: Option<String>,
+    /// How the hub reaches `mode: Kubernetes` hosted API servers to write what `kubeadm join`
+    /// needs: `service` (their Service in the hub cluster, for hub-controller running inside
+    /// it) or `endpoint` (their published NodePort or LoadBalancer address, for hub-controller
+    /// running outside it).
+    #[arg(long, env = "ATOLL_HOSTED_API_ACCESS", value_enum, default_value_t = crate::hosted::kubernetes::ApiAccess::Service, value_name = "HOW")]
+    pub hosted_api_access: crate::hosted::kubernetes::ApiAccess,
 }
 
 /// Where hosted clusters with `storage.backend: etcd` keep their data.
@@ -216,6 +222,7 @@ impl Flags {
         if let Some(image) = &k.hosted_agent_image {
             hosted.kubernetes.agent_image = image.clone();
         }
+        hosted.kubernetes.api_access = k.hosted_api_access;
         config
     }
 

@@ -53,17 +53,25 @@ pub struct CertifiedKey {
 }
 
 impl CertificateAuthority {
-    /// Loads `<stem>.crt` and `<stem>.key` from `dir`, or creates them on first start.
+    /// Loads `<stem>.crt` and `<stem>.key` from `dir`, or creates them on first start (named
+    /// `common_name`). A CA found there keeps its own common name, so that what it issues names
+    /// it as the issuer even when another program made it (a hosted cluster's CA given to an
+    /// API server standing in for its kube-apiserver).
     pub fn load_or_create(dir: &Path, stem: &str, common_name: &str) -> Result<Self> {
         let cert_path = dir.join(format!("{stem}.crt"));
         let key_path = dir.join(format!("{stem}.key"));
         if cert_path.exists() && key_path.exists() {
             let cert_pem = read(&cert_path)?;
             let key = KeyPair::from_pem(&read(&key_path)?)?;
+            let common_name = inspect(&cert_pem)
+                .ok()
+                .map(|i| i.common_name)
+                .filter(|cn| !cn.is_empty())
+                .unwrap_or_else(|| common_name.to_owned());
             return Ok(Self {
                 cert_pem,
                 key,
-                common_name: common_name.to_owned(),
+                common_name,
             });
         }
         let ca = Self::generate(common_name)?;

@@ -8,6 +8,8 @@
 //! `atoll.dev/hosted-cluster: <namespace>.<name>`; deleting the HostedCluster deletes the
 //! namespace (owner references cannot cross namespaces).
 
+/// What `kubeadm join` needs inside the hosted cluster.
+pub mod join;
 /// Certificates: what to issue, and issuing it.
 pub mod pki;
 /// The objects of a control plane.
@@ -44,6 +46,10 @@ pub const FIELD_MANAGER: &str = "atoll-hub";
 const JOIN_SECRET: &str = "atoll-join";
 /// How often a settled control plane is looked at again (certificates near their end).
 const RECHECK: Duration = Duration::from_secs(3600);
+/// How long writing what `kubeadm join` needs into a hosted cluster may take.
+const PUBLISH_TIMEOUT: Duration = Duration::from_secs(30);
+/// When a failed write of what `kubeadm join` needs is tried again.
+const PUBLISH_RETRY: Duration = Duration::from_secs(30);
 
 /// How this hub renders `Kubernetes`-mode control planes.
 #[derive(Debug, Clone)]
@@ -58,6 +64,21 @@ pub struct Settings {
     /// The hub's gRPC address as pods of the hub cluster reach it (the first address it
     /// publishes).
     pub hub_address: Option<String>,
+    /// How the hub reaches hosted API servers to write what `kubeadm join` needs.
+    pub api_access: ApiAccess,
+}
+
+/// How the hub reaches a hosted cluster's API server (with the admin certificate of its PKI)
+/// to write the bootstrap token, `cluster-info` and kubeadm's RBAC.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApiAccess {
+    /// Through its Service, `https://kube-apiserver.<namespace>.svc:6443`: hub-controller runs
+    /// inside the hub cluster.
+    #[default]
+    Service,
+    /// Through its published endpoint (the NodePort at the hosted host, or the LoadBalancer's
+    /// address): hub-controller runs outside the hub cluster.
+    Endpoint,
 }
 
 impl Default for Settings {
@@ -67,6 +88,7 @@ impl Default for Settings {
             registry: render::DEFAULT_REGISTRY.to_owned(),
             agent_image: crate::agents::default_image(),
             hub_address: None,
+            api_access: ApiAccess::Service,
         }
     }
 }
@@ -311,6 +333,7 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
     let mut exposure = None;
     let mut claimed = false;
     let mut published = hc.status.as_ref().is_some_and(|s| s.kubeconfig.is_some());
+    let mut admin = None;
     if let Some(target) = target.filter(|_| !problems.iter().any(|p| p.blocks)) {
         let settled = Settled {
             etcd: found
@@ -328,6 +351,7 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
             exposure = Some(rendered.exposure);
             endpoint = rendered.endpoint;
             published |= rendered.published;
+            admin = rendered.admin;
             found = rendered.workloads;
         }
     }
@@ -359,6 +383,27 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
     let all_available = Component::ALL
         .into_iter()
         .all(|c| found.get(&c).is_some_and(|w| w.available(c)));
+    let api_available = found
+        .get(&Component::ApiServer)
+        .is_some_and(|w| w.available(Component::ApiServer));
+    let (workers, look_again) = match (api_available, &admin, &endpoint, rollout) {
+        (true, Some(admin), Some(endpoint), Some(rollout)) => {
+            let internal = exposure
+                .as_ref()
+                .is_none_or(|e| e.kind == ServiceType::ClusterIP);
+            let target = Workers {
+                key: &key,
+                namespace: &namespace,
+                admin,
+                endpoint,
+                internal,
+                version: rollout.api_server.to_string(),
+            };
+            publish_for_workers(ctx, &target).await
+        }
+        (true, Some(_), None, _) => (join::Joinable::WaitingForEndpoint, RECHECK),
+        _ => (join::Joinable::WaitingForAPIServer, RECHECK),
+    };
     let observed = status::Observed {
         name: &key.name,
         namespace: &namespace,
@@ -374,6 +419,7 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
         kubeconfig: published,
         joined,
         ready_after: all_available.then(|| seen.elapsed()),
+        workers,
     };
     let previous = hc.status.clone().unwrap_or_default();
     let next = status::status(&observed, &previous, now);
@@ -388,10 +434,194 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
             .as_ref()
             .is_some_and(|e| e.kind == ServiceType::LoadBalancer && e.load_balancer.is_none());
     Ok(Action::requeue(if pending {
-        Duration::from_secs(30)
+        Duration::from_secs(30).min(look_again)
     } else {
-        RECHECK
+        RECHECK.min(look_again)
     }))
+}
+
+/// The hosted cluster that what `kubeadm join` needs is written into.
+struct Workers<'a> {
+    key: &'a Key,
+    namespace: &'a str,
+    /// The admin client certificate's Secret data (`ca.crt`, `tls.crt`, `tls.key`).
+    admin: &'a pki::Data,
+    /// Where workers reach the API server.
+    endpoint: &'a atoll_api::hosted::Endpoint,
+    /// Whether that is reachable only inside the hub cluster.
+    internal: bool,
+    version: String,
+}
+
+/// Writes what `kubeadm join` needs into the hosted cluster, bounded in time; answers where
+/// that stands and when to look again (the token's renewal, or a retry). Never an error: the
+/// rest of the reconcile does not wait on the hosted API server.
+async fn publish_for_workers(ctx: &Context, target: &Workers<'_>) -> (join::Joinable, Duration) {
+    let server = match ctx.kubernetes.api_access {
+        ApiAccess::Service => format!(
+            "https://{}.{}.svc:{}",
+            pki::API_SERVICE,
+            target.namespace,
+            pki::API_PORT
+        ),
+        ApiAccess::Endpoint => format!("https://{}:{}", target.endpoint.host, target.endpoint.port),
+    };
+    let outcome = tokio::time::timeout(PUBLISH_TIMEOUT, publish(&server, target)).await;
+    let failed = |message: String| {
+        tracing::warn!(cluster = %target.key, %server, %message, "cannot write what kubeadm join needs");
+        (
+            join::Joinable::Failed {
+                server: server.clone(),
+                message,
+            },
+            PUBLISH_RETRY,
+        )
+    };
+    match outcome {
+        Ok(Ok(token)) => {
+            let now = jiff::Timestamp::now();
+            let again = join::renew_in(&token, now);
+            (
+                join::Joinable::Published {
+                    endpoint: target.endpoint.clone(),
+                    internal: target.internal,
+                    token_id: token.id,
+                    expires: token.expires,
+                },
+                again,
+            )
+        }
+        Ok(Err(message)) => failed(message),
+        Err(_) => failed(format!("no answer within {}s", PUBLISH_TIMEOUT.as_secs())),
+    }
+}
+
+/// A client of the hosted API server at `server`, as its admin.
+async fn hosted_client(
+    server: &str,
+    name: &str,
+    admin: &pki::Data,
+) -> Result<kube::Client, String> {
+    let text = |k: &str| admin.get(k).cloned().unwrap_or_default();
+    let kubeconfig = atoll_apiserver::kubeconfig::render_certificate(
+        name,
+        server,
+        &text(pki::CA_CRT),
+        "atoll-admin",
+        &text(pki::TLS_CRT),
+        &text(pki::TLS_KEY),
+    );
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&kubeconfig)
+        .map_err(|e| format!("the admin kubeconfig cannot be read: {e}"))?;
+    let mut config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .map_err(|e| format!("the admin kubeconfig cannot be used: {e}"))?;
+    config.connect_timeout = Some(Duration::from_secs(5));
+    config.read_timeout = Some(Duration::from_secs(15));
+    kube::Client::try_from(config).map_err(|e| format!("cannot make a client: {e}"))
+}
+
+/// Applies what `kubeadm join` reads, deletes expired tokens and makes one when the hub's is
+/// near its end; answers the hub's current token.
+async fn publish(server: &str, target: &Workers<'_>) -> Result<join::Token, String> {
+    let client = hosted_client(server, &target.key.name, target.admin).await?;
+    let ca = target.admin.get(pki::CA_CRT).cloned().unwrap_or_default();
+    let input = join::Input {
+        cluster: &target.key.name,
+        endpoint: target.endpoint,
+        ca_pem: &ca,
+        version: &target.version,
+        service_subnet: pki::SERVICE_CIDR,
+    };
+    for object in join::objects(&input) {
+        apply_to(&client, &object).await?;
+    }
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), join::TOKEN_NAMESPACE);
+    let list = ListParams::default()
+        .labels(join::LABEL_TOKEN_BY)
+        .limit(100);
+    let found: Vec<join::Token> = secrets
+        .list(&list)
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot list the bootstrap tokens in kube-system: {}",
+                error_chain(&e)
+            )
+        })?
+        .items
+        .into_iter()
+        .filter_map(|s| {
+            let data = s
+                .data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.0))
+                .collect();
+            join::Token::from_secret(&s.metadata.labels.unwrap_or_default(), &data)
+        })
+        .collect();
+    let now = jiff::Timestamp::now();
+    let plan = join::plan_tokens(&found, now);
+    for name in &plan.delete {
+        match secrets.delete(name, &DeleteParams::default()).await {
+            Ok(_) => {
+                tracing::info!(cluster = %target.key, secret = %name, "deleted an expired bootstrap token")
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(format!("Secret kube-system/{name}: {}", error_chain(&e))),
+        }
+    }
+    match plan.current {
+        Some(current) if !plan.create => Ok(current),
+        _ => {
+            let token = join::Token::generate(now, join::DEFAULT_TTL, join::MadeBy::Hub);
+            apply_to(&client, &token.secret()).await?;
+            tracing::info!(cluster = %target.key, token = %token.id, "made a bootstrap token for kubeadm join");
+            Ok(token)
+        }
+    }
+}
+
+/// Applies `object` to the hosted cluster; the error names it.
+async fn apply_to(client: &kube::Client, object: &Value) -> Result<(), String> {
+    let namespace = object["metadata"]["namespace"].as_str();
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    dynamic(client, namespace, object)
+        .patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(object),
+        )
+        .await
+        .map(drop)
+        .map_err(|e| format!("{}: {}", describe(object), error_chain(&e)))
+}
+
+/// An error with its sources, for a condition's message.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// `Kind namespace/name` of an object, for messages.
+fn describe(object: &Value) -> String {
+    let meta = &object["metadata"];
+    let name = meta["name"].as_str().unwrap_or_default();
+    let kind = object["kind"].as_str().unwrap_or_default();
+    match meta["namespace"].as_str() {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    }
 }
 
 /// What one rendering applied and read back.
@@ -400,6 +630,8 @@ struct Rendered {
     exposure: status::Exposure,
     endpoint: Option<atoll_api::hosted::Endpoint>,
     published: bool,
+    /// The admin client certificate's Secret data, once issued.
+    admin: Option<pki::Data>,
     workloads: BTreeMap<Component, status::Workload>,
 }
 
@@ -551,6 +783,7 @@ async fn render_and_apply(
         exposure,
         endpoint,
         published,
+        admin: issued.secrets.get(pki::ADMIN).map(|s| s.data.clone()),
         workloads,
     }))
 }

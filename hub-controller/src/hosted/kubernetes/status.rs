@@ -369,6 +369,8 @@ pub struct Observed<'a> {
     pub joined: Option<bool>,
     /// How long after the hub first saw the cluster it became Available, once it has.
     pub ready_after: Option<Duration>,
+    /// Whether what `kubeadm join` needs is written into the cluster.
+    pub workers: super::join::Joinable,
 }
 
 impl Observed<'_> {
@@ -549,6 +551,7 @@ pub fn verdicts(o: &Observed<'_>) -> Vec<Verdict> {
     let mut out = vec![available, progressing, degraded];
     out.extend(components.into_iter().map(|(v, _)| v));
     out.push(agent_joined(o));
+    out.push(super::join::verdict(&o.workers, o.name));
     out
 }
 
@@ -769,6 +772,7 @@ mod tests {
             kubeconfig: true,
             joined: Some(false),
             ready_after: None,
+            workers: super::super::join::Joinable::WaitingForAPIServer,
         }
     }
 
