@@ -115,9 +115,11 @@ fn default_of(binary: &Path, flag: &str) -> String {
     let mut lines = help
         .lines()
         .skip_while(|l| !l.trim_start().starts_with(flag));
-    let block: String = lines
-        .by_ref()
-        .take_while(|l| !l.trim().is_empty())
+    // The flag's line, then its help up to the next flag (clap's long layout, which a flag
+    // with a paragraph of help turns on for all, puts blank lines inside a flag's help).
+    let first = lines.next().unwrap_or_default();
+    let block: String = std::iter::once(first)
+        .chain(lines.take_while(|l| !l.trim_start().starts_with('-')))
         .collect::<Vec<_>>()
         .join(" ");
     let at = block
