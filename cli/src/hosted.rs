@@ -676,7 +676,7 @@ pub async fn join_command(
     let member = client_of(kubeconfig, namespace, name).await?;
     let secrets: Api<Secret> = Api::namespaced(member, join::TOKEN_NAMESPACE);
     let what = format!("hosted cluster {namespace}/{name}'s bootstrap tokens");
-    let found: Vec<join::Token> = secrets
+    let found = secrets
         .list(
             &ListParams::default()
                 .labels(join::LABEL_TOKEN_BY)
@@ -684,18 +684,8 @@ pub async fn join_command(
         )
         .await
         .with_context(|| format!("cannot list {what} through its API server"))?
-        .items
-        .into_iter()
-        .filter_map(|s| {
-            let data = s
-                .data
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, v.0))
-                .collect();
-            join::Token::from_secret(&s.metadata.labels.unwrap_or_default(), &data)
-        })
-        .collect();
+        .items;
+    let found = join::Token::all_in(found);
     let now = jiff::Timestamp::now();
     // A worker needs a few minutes to use it: a token about to expire is not printed.
     let kept = join::usable(&found, now, Duration::from_secs(600)).cloned();

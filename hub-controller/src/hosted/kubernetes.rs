@@ -543,7 +543,7 @@ async fn publish(server: &str, target: &Workers<'_>) -> Result<join::Token, Stri
     let list = ListParams::default()
         .labels(join::LABEL_TOKEN_BY)
         .limit(100);
-    let found: Vec<join::Token> = secrets
+    let found = secrets
         .list(&list)
         .await
         .map_err(|e| {
@@ -552,18 +552,8 @@ async fn publish(server: &str, target: &Workers<'_>) -> Result<join::Token, Stri
                 error_chain(&e)
             )
         })?
-        .items
-        .into_iter()
-        .filter_map(|s| {
-            let data = s
-                .data
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, v.0))
-                .collect();
-            join::Token::from_secret(&s.metadata.labels.unwrap_or_default(), &data)
-        })
-        .collect();
+        .items;
+    let found = join::Token::all_in(found);
     let now = jiff::Timestamp::now();
     let plan = join::plan_tokens(&found, now);
     for name in &plan.delete {

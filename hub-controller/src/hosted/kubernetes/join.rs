@@ -112,6 +112,22 @@ impl Token {
         Duration::from_secs(u64::try_from(left).unwrap_or(0))
     }
 
+    /// The tokens atoll made among `secrets` (listed from a hosted cluster's `kube-system`).
+    pub fn all_in(secrets: Vec<k8s_openapi::api::core::v1::Secret>) -> Vec<Token> {
+        secrets
+            .into_iter()
+            .filter_map(|s| {
+                let data = s
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.0))
+                    .collect();
+                Token::from_secret(&s.metadata.labels.unwrap_or_default(), &data)
+            })
+            .collect()
+    }
+
     /// The token read from its Secret's data (`None` when it is not one atoll made, or not
     /// well formed).
     pub fn from_secret(
