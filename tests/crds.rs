@@ -292,6 +292,16 @@ async fn crds_serve_their_kinds() {
                 kube_api_server: Some("mirror.example.com/kube-apiserver:v1.35.0".into()),
                 ..Default::default()
             }),
+            addons: Some(atoll_api::hosted::HostedAddons {
+                kube_proxy: Some(atoll_api::hosted::Addon {
+                    enabled: false,
+                    image: None,
+                }),
+                core_dns: Some(atoll_api::hosted::Addon {
+                    enabled: true,
+                    image: Some("mirror.example.com:5000/coredns/coredns:v1.13.1".into()),
+                }),
+            }),
         },
         status: None,
     };

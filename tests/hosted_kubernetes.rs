@@ -252,11 +252,11 @@ async fn scenario() {
         controller: None,
     };
     setup.start_controller("first.log");
-    // At 1.34, to upgrade it later.
+    // At 1.33, to upgrade it later (etcd moves from 3.5 to 3.6 on the way).
     let hc = setup.dir.path().join("k1.yaml");
     std::fs::write(
         &hc,
-        "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {name: k1, namespace: clusters}\nspec: {mode: Kubernetes, kubernetesVersion: v1.34.0}\n",
+        "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {name: k1, namespace: clusters}\nspec: {mode: Kubernetes, kubernetesVersion: v1.33.1}\n",
     )
     .unwrap();
     let created = eventually(WAIT, || {
@@ -303,11 +303,11 @@ async fn scenario() {
         etcd["spec"]["template"]["spec"]["containers"][0]["image"]
             .as_str()
             .unwrap()
-            .starts_with("registry.k8s.io/etcd:3.6.4")
+            .starts_with("registry.k8s.io/etcd:3.5.24-0")
     );
     assert_eq!(flag(&etcd, "client-cert-auth"), "true");
     let api = setup.object("deployment", "kube-apiserver");
-    assert_eq!(image(&api), "registry.k8s.io/kube-apiserver:v1.34.0");
+    assert_eq!(image(&api), "registry.k8s.io/kube-apiserver:v1.33.1");
     for (name, value) in [
         ("etcd-servers", "https://etcd-client.clusters-k1.svc:2379"),
         ("authorization-mode", "Node,RBAC"),
@@ -455,17 +455,17 @@ async fn scenario() {
             .await
     );
     let (_, _, message) = setup.condition("Degraded");
-    assert!(message.contains("set it back to v1.34.0"), "{message}");
+    assert!(message.contains("set it back to v1.33.1"), "{message}");
     assert_eq!(
         image(&setup.object("deployment", "kube-apiserver")),
-        "registry.k8s.io/kube-apiserver:v1.34.0"
+        "registry.k8s.io/kube-apiserver:v1.33.1"
     );
 
     // An upgrade rolls etcd first, then kube-apiserver, then the controllers, each once the
     // one before is available at the new version.
-    setup.set_version("v1.35.0");
+    setup.set_version("v1.34.0");
     let etcd_first = eventually(WAIT, || {
-        std::future::ready(image(&setup.object("statefulset", "etcd")).ends_with(":3.6.6-0"))
+        std::future::ready(image(&setup.object("statefulset", "etcd")).ends_with(":3.6.9-0"))
     })
     .await;
     assert!(etcd_first, "etcd rolls first");
@@ -476,13 +476,13 @@ async fn scenario() {
     );
     assert_eq!(
         image(&setup.object("deployment", "kube-apiserver")),
-        "registry.k8s.io/kube-apiserver:v1.34.0",
+        "registry.k8s.io/kube-apiserver:v1.33.1",
         "kube-apiserver waits for etcd"
     );
     setup.play_available("statefulset", "etcd", 1);
     let api_next = eventually(WAIT, || {
         std::future::ready(
-            image(&setup.object("deployment", "kube-apiserver")).ends_with(":v1.35.0"),
+            image(&setup.object("deployment", "kube-apiserver")).ends_with(":v1.34.0"),
         )
     })
     .await;
@@ -492,14 +492,14 @@ async fn scenario() {
     );
     assert_eq!(
         image(&setup.object("deployment", "kube-controller-manager")),
-        "registry.k8s.io/kube-controller-manager:v1.34.0",
+        "registry.k8s.io/kube-controller-manager:v1.33.1",
         "the controllers wait for kube-apiserver"
     );
     setup.play_available("deployment", "kube-apiserver", 1);
     let controllers_next = eventually(WAIT, || {
         std::future::ready(
-            image(&setup.object("deployment", "kube-controller-manager")).ends_with(":v1.35.0")
-                && image(&setup.object("deployment", "kube-scheduler")).ends_with(":v1.35.0"),
+            image(&setup.object("deployment", "kube-controller-manager")).ends_with(":v1.34.0")
+                && image(&setup.object("deployment", "kube-scheduler")).ends_with(":v1.34.0"),
         )
     })
     .await;
@@ -511,7 +511,7 @@ async fn scenario() {
         let hc = setup
             .kubectl(&["get", "hostedcluster", "k1", "-n", "clusters", "-o", "json"])
             .json();
-        std::future::ready(hc["status"]["version"] == "v1.35.0")
+        std::future::ready(hc["status"]["version"] == "v1.34.0")
     })
     .await;
     assert!(upgraded, "{:?}", setup.condition("Progressing"));
@@ -528,14 +528,14 @@ async fn scenario() {
             "namespace": NS,
             "labels": {"atoll.dev/hosted-cluster": "clusters.k1", "app.kubernetes.io/name": "kube-scheduler"},
         },
-        "spec": {"containers": [{"name": "kube-scheduler", "image": "registry.k8s.io/kube-scheduler:v1.35.0"}]},
+        "spec": {"containers": [{"name": "kube-scheduler", "image": "registry.k8s.io/kube-scheduler:v1.34.0"}]},
     });
     let pod_file = write(setup.dir.path(), "pod.json", &pod.to_string());
     setup
         .kubectl(&["apply", "-f", pod_file.to_str().unwrap()])
         .success();
     let crashing = serde_json::json!({"status": {"containerStatuses": [{
-        "name": "kube-scheduler", "image": "registry.k8s.io/kube-scheduler:v1.35.0", "imageID": "",
+        "name": "kube-scheduler", "image": "registry.k8s.io/kube-scheduler:v1.34.0", "imageID": "",
         "ready": false, "restartCount": 5,
         "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 2m40s restarting failed container"}},
     }]}});
@@ -841,7 +841,7 @@ async fn workers_scenario() {
     let hc = setup.dir.path().join("k1.yaml");
     std::fs::write(
         &hc,
-        format!("apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {{name: k1, namespace: clusters}}\nspec: {{mode: Kubernetes, kubernetesVersion: v1.35.0, apiServer: {{serviceType: NodePort, port: {port}}}}}\n"),
+        format!("apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {{name: k1, namespace: clusters}}\nspec: {{mode: Kubernetes, kubernetesVersion: v1.34.0, apiServer: {{serviceType: NodePort, port: {port}}}}}\n"),
     )
     .unwrap();
     let created = eventually(WAIT, || {
@@ -927,6 +927,10 @@ async fn workers_scenario() {
         &setup.secret("clusters", "k1-admin-kubeconfig", "kubeconfig"),
     );
     atoll_tests::kubectl_at(&admin, &["get", "namespace", "kube-public"]).success();
+
+    // A policy in the hosted cluster refuses CoreDNS's Deployment, so that its add-on fails.
+    let policy = write(setup.dir.path(), "no-coredns.yaml", NO_COREDNS_POLICY);
+    in_member(&["apply", "-f", policy.to_str().unwrap()]).success();
 
     // Play etcd and kube-apiserver available: the hub writes what kubeadm join needs.
     setup.play_available("statefulset", "etcd", 1);
@@ -1019,7 +1023,7 @@ async fn workers_scenario() {
         .as_str()
         .unwrap();
     assert!(
-        cluster_configuration.contains("kubernetesVersion: v1.35.0")
+        cluster_configuration.contains("kubernetesVersion: v1.34.0")
             && cluster_configuration.contains(&format!("controlPlaneEndpoint: 127.0.0.1:{port}")),
         "{cluster_configuration}"
     );
@@ -1163,8 +1167,275 @@ async fn workers_scenario() {
     })
     .await;
     assert!(named, "{:?}", setup.condition("WorkersJoinable"));
+    addons_scenario(&setup, &member_kubeconfig, &token_id).await;
     drop(member);
     setup.stop_controller();
+}
+
+/// A ValidatingAdmissionPolicy (and its binding) refusing a Deployment named `coredns`.
+const NO_COREDNS_POLICY: &str = "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: no-coredns}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
+  validations:
+  - {expression: \"object.metadata.name != 'coredns'\", message: CoreDNS is refused by this cluster's policy}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: no-coredns}
+spec: {policyName: no-coredns, validationActions: [Deny]}
+";
+
+impl Setup {
+    /// Wakes the hub for clusters/k1 (as its retry or renewal time would).
+    fn wake(&self, n: u32) {
+        self.kubectl(&[
+            "annotate",
+            "hostedcluster",
+            "k1",
+            "-n",
+            "clusters",
+            "--overwrite",
+            &format!("test/wake={n}"),
+        ])
+        .success();
+    }
+
+    fn patch_spec(&self, spec: &str) -> Ran {
+        self.kubectl(&[
+            "patch",
+            "hostedcluster",
+            "k1",
+            "-n",
+            "clusters",
+            "--type=merge",
+            "-p",
+            &format!(r#"{{"spec":{spec}}}"#),
+        ])
+    }
+}
+
+/// The add-ons in the hosted API server stand-in: a failure named in `AddonsApplied`, both
+/// applied as kubeadm makes them, kube-proxy following an upgrade, invalid add-on settings
+/// refused naming the field, and kube-proxy turned off (what the hub applied removed, the rest
+/// kept).
+async fn addons_scenario(setup: &Setup, member_kubeconfig: &Path, token_id: &str) {
+    let in_member = |args: &[&str]| atoll_tests::kubectl_at(member_kubeconfig, args);
+    // CoreDNS refused by the hosted cluster: the condition names the add-on and the object;
+    // kube-proxy is applied regardless.
+    assert!(
+        setup
+            .wait_condition("AddonsApplied", "False", Some("CoreDNSFailed"))
+            .await,
+        "{:?}\n{}",
+        setup.condition("AddonsApplied"),
+        setup.log("workers.log")
+    );
+    let (_, _, message) = setup.condition("AddonsApplied");
+    assert!(
+        message.contains("Deployment kube-system/coredns")
+            && message.contains("CoreDNS is refused by this cluster's policy"),
+        "{message}"
+    );
+    in_member(&["get", "daemonset", "kube-proxy", "-n", "kube-system"]).success();
+    // The policy gone, the next try applies it.
+    in_member(&["delete", "validatingadmissionpolicybinding", "no-coredns"]).success();
+    setup.wake(1);
+    assert!(
+        setup
+            .wait_condition("AddonsApplied", "True", Some("AsExpected"))
+            .await,
+        "{:?}",
+        setup.condition("AddonsApplied")
+    );
+    let get = |kind: &str, name: &str| {
+        in_member(&["get", kind, name, "-n", "kube-system", "-o", "json"])
+            .success()
+            .json()
+    };
+    let proxy = get("daemonset", "kube-proxy");
+    assert_eq!(image(&proxy), "registry.k8s.io/kube-proxy:v1.34.0");
+    assert_eq!(
+        proxy["spec"]["template"]["spec"]["serviceAccountName"],
+        "kube-proxy"
+    );
+    assert_eq!(proxy["metadata"]["labels"]["atoll.dev/addon"], "kube-proxy");
+    let proxy_config = get("configmap", "kube-proxy");
+    let kubeconfig = proxy_config["data"]["kubeconfig.conf"].as_str().unwrap();
+    let endpoint = setup.condition("WorkersJoinable").2;
+    let port = endpoint
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .unwrap();
+    assert!(
+        kubeconfig.contains(&format!("server: https://127.0.0.1:{port}")),
+        "{kubeconfig}"
+    );
+    assert!(
+        proxy_config["data"]["config.conf"]
+            .as_str()
+            .unwrap()
+            .contains("kind: KubeProxyConfiguration")
+    );
+    for (kind, name) in [
+        ("serviceaccount", "kube-proxy"),
+        ("role", "kube-proxy"),
+        ("rolebinding", "kube-proxy"),
+        ("serviceaccount", "coredns"),
+        ("configmap", "coredns"),
+    ] {
+        in_member(&["get", kind, name, "-n", "kube-system"]).success();
+    }
+    for (kind, name) in [
+        ("clusterrolebinding", "kubeadm:node-proxier"),
+        ("clusterrole", "system:coredns"),
+        ("clusterrolebinding", "system:coredns"),
+    ] {
+        in_member(&["get", kind, name]).success();
+    }
+    let coredns = get("deployment", "coredns");
+    assert_eq!(coredns["spec"]["replicas"], 2);
+    assert_eq!(image(&coredns), "registry.k8s.io/coredns/coredns:v1.12.1");
+    let dns = get("service", "kube-dns");
+    assert_eq!(dns["spec"]["clusterIP"], "10.96.0.10");
+    let corefile = get("configmap", "coredns")["data"]["Corefile"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(corefile.contains("kubernetes cluster.local in-addr.arpa ip6.arpa"));
+    // The DNS address is the one kubelets are given.
+    let kubelet = get("configmap", "kubelet-config")["data"]["kubelet"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(kubelet.contains("- 10.96.0.10"), "{kubelet}");
+    // A joining node's bootstrap token may read kube-proxy's configuration, as kubeadm join does.
+    in_member(&[
+        "auth",
+        "can-i",
+        "get",
+        "configmap/kube-proxy",
+        "-n",
+        "kube-system",
+        "--as",
+        &format!("system:bootstrap:{token_id}"),
+        "--as-group",
+        "system:bootstrappers:kubeadm:default-node-token",
+    ])
+    .success()
+    .stdout_has("yes");
+
+    // Invalid add-on settings are refused, naming the field; nothing changes.
+    setup
+        .patch_spec(r#"{"addons":{"coreDNS":{"image":"CoreDNS:latest"}}}"#)
+        .failure()
+        .stderr_has("spec.addons.coreDNS.image");
+    setup
+        .patch_spec(r#"{"addons":{"kubeProxy":{"enabled":"sometimes"}}}"#)
+        .failure()
+        .stderr_has("spec.addons.kubeProxy.enabled");
+
+    // An upgrade: kube-proxy moves with the control plane, once the controllers did.
+    setup.set_version("v1.35.0");
+    let rolled = |kind: &str, name: &str| {
+        let kind = kind.to_owned();
+        let name = name.to_owned();
+        async move {
+            eventually(WAIT, || {
+                let found = setup.object(&kind, &name);
+                std::future::ready(
+                    found["metadata"]["annotations"]["atoll.dev/kubernetes-version"] == "v1.35.0",
+                )
+            })
+            .await
+        }
+    };
+    assert!(rolled("statefulset", "etcd").await);
+    setup.play_available("statefulset", "etcd", 1);
+    assert!(rolled("deployment", "kube-apiserver").await);
+    assert_eq!(
+        image(&get("daemonset", "kube-proxy")),
+        "registry.k8s.io/kube-proxy:v1.34.0",
+        "kube-proxy waits for the control plane"
+    );
+    setup.play_available("deployment", "kube-apiserver", 1);
+    assert!(rolled("deployment", "kube-controller-manager").await);
+    for d in ["kube-controller-manager", "kube-scheduler"] {
+        setup.play_available("deployment", d, 1);
+    }
+    let moved = eventually(WAIT, || {
+        std::future::ready(
+            image(&get("daemonset", "kube-proxy")) == "registry.k8s.io/kube-proxy:v1.35.0",
+        )
+    })
+    .await;
+    assert!(moved, "{:?}", setup.condition("AddonsApplied"));
+    assert_eq!(
+        image(&get("deployment", "coredns")),
+        "registry.k8s.io/coredns/coredns:v1.13.1"
+    );
+
+    // kube-proxy turned off: what the hub applied of it goes; an object of its names the hub
+    // did not apply (its label taken off) stays.
+    in_member(&[
+        "label",
+        "serviceaccount",
+        "kube-proxy",
+        "-n",
+        "kube-system",
+        "atoll.dev/addon-",
+    ])
+    .success();
+    setup
+        .patch_spec(r#"{"addons":{"kubeProxy":{"enabled":false}}}"#)
+        .success();
+    let removed = eventually(WAIT, || {
+        std::future::ready(
+            in_member(&["get", "daemonset", "kube-proxy", "-n", "kube-system"])
+                .status
+                .is_some_and(|s| !s.success()),
+        )
+    })
+    .await;
+    assert!(removed, "{:?}", setup.condition("AddonsApplied"));
+    assert!(
+        setup
+            .wait_condition("AddonsApplied", "True", Some("AsExpected"))
+            .await
+    );
+    let (_, _, message) = setup.condition("AddonsApplied");
+    assert!(
+        message.contains("kube-proxy off (spec.addons.kubeProxy enabled: false)"),
+        "{message}"
+    );
+    for (kind, name, ns) in [
+        ("configmap", "kube-proxy", Some("kube-system")),
+        ("role", "kube-proxy", Some("kube-system")),
+        ("rolebinding", "kube-proxy", Some("kube-system")),
+        ("clusterrolebinding", "kubeadm:node-proxier", None),
+    ] {
+        let mut args = vec!["get", kind, name];
+        if let Some(ns) = ns {
+            args.extend(["-n", ns]);
+        }
+        in_member(&args).failure().stderr_has("NotFound");
+    }
+    in_member(&["get", "serviceaccount", "kube-proxy", "-n", "kube-system"]).success();
+    in_member(&["get", "deployment", "coredns", "-n", "kube-system"]).success();
+    // kubeadm-config says so, as kubeadm init --skip-phases=addon/kube-proxy records it.
+    let config = get("configmap", "kubeadm-config")["data"]["ClusterConfiguration"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let config: Value = serde_yaml_ng::from_str(&config).unwrap();
+    assert_eq!(config["proxy"]["disabled"], true, "{config}");
+    assert_eq!(config["dns"]["disabled"], false);
+    assert_eq!(config["kubernetesVersion"], "v1.35.0");
 }
 
 /// Verifies every chain of the PKI in `ns` with openssl (and the validity of the leaves and the

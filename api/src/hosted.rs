@@ -109,7 +109,71 @@ pub struct HostedClusterSpec {
     /// the one the hub picks for the version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<HostedImages>,
+    /// Add-ons the hub installs into a `Kubernetes`-mode cluster once its API server is
+    /// available, as kubeadm's `addon` phase does: kube-proxy and CoreDNS, both on unless turned
+    /// off here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addons: Option<HostedAddons>,
 }
+
+/// The add-ons of a `Kubernetes`-mode cluster.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct HostedAddons {
+    /// kube-proxy, a DaemonSet on every node, at the control plane's version.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "kubeProxy")]
+    pub kube_proxy: Option<Addon>,
+    /// CoreDNS, two replicas behind the Service `kube-system/kube-dns` at the tenth address of
+    /// the Service network (the `clusterDNS` kubelets are given).
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "coreDNS")]
+    pub core_dns: Option<Addon>,
+}
+
+impl HostedAddons {
+    /// Whether kube-proxy is installed.
+    pub fn kube_proxy(addons: Option<&HostedAddons>) -> bool {
+        addons
+            .and_then(|a| a.kube_proxy.as_ref())
+            .is_none_or(|a| a.enabled)
+    }
+
+    /// Whether CoreDNS is installed.
+    pub fn core_dns(addons: Option<&HostedAddons>) -> bool {
+        addons
+            .and_then(|a| a.core_dns.as_ref())
+            .is_none_or(|a| a.enabled)
+    }
+}
+
+/// One add-on.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct Addon {
+    /// Whether the hub installs it [default: true]. `false` removes what the hub installed of
+    /// it (the objects it labelled), and leaves the rest.
+    #[serde(default = "enabled_by_default")]
+    pub enabled: bool,
+    /// Its image, replacing the one the hub picks for the control plane's version: an image
+    /// reference, `[registry/]repository[:tag][@sha256:digest]`, the repository in lower case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512), regex(pattern = IMAGE_PATTERN))]
+    pub image: Option<String>,
+}
+
+impl Default for Addon {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            image: None,
+        }
+    }
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+/// What an image reference looks like: a lower-case repository (with an optional registry
+/// host and port), an optional tag, an optional sha256 digest.
+pub const IMAGE_PATTERN: &str = r"^[a-z0-9]+([._-]+[a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$";
 
 /// How many replicas a `Kubernetes`-mode control plane runs.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -472,5 +536,22 @@ mod tests {
         let defaults: HostedClusterSpec = serde_json::from_value(json!({})).unwrap();
         assert_eq!(defaults.mode, HostedMode::Embedded);
         assert!(serde_json::from_value::<HostedClusterSpec>(json!({"mode": "Vm"})).is_err());
+    }
+
+    #[test]
+    fn addons_are_on_unless_turned_off() {
+        let spec: HostedClusterSpec = serde_json::from_value(json!({
+            "mode": "Kubernetes",
+            "addons": {"coreDNS": {"image": "mirror.example.com/coredns:v1.13.1"}, "kubeProxy": {"enabled": false}},
+        }))
+        .unwrap();
+        let addons = spec.addons.as_ref();
+        assert!(HostedAddons::core_dns(addons));
+        assert!(!HostedAddons::kube_proxy(addons));
+        assert!(HostedAddons::kube_proxy(None) && HostedAddons::core_dns(None));
+        assert_eq!(
+            serde_json::to_value(&spec.addons).unwrap(),
+            json!({"kubeProxy": {"enabled": false}, "coreDNS": {"enabled": true, "image": "mirror.example.com/coredns:v1.13.1"}})
+        );
     }
 }

@@ -8,6 +8,8 @@
 //! `atoll.dev/hosted-cluster: <namespace>.<name>`; deleting the HostedCluster deletes the
 //! namespace (owner references cannot cross namespaces).
 
+/// The add-ons applied into the hosted cluster: kube-proxy and CoreDNS.
+pub mod addons;
 /// What `kubeadm join` needs inside the hosted cluster.
 pub mod join;
 /// Certificates: what to issue, and issuing it.
@@ -386,23 +388,32 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
     let api_available = found
         .get(&Component::ApiServer)
         .is_some_and(|w| w.available(Component::ApiServer));
-    let (workers, look_again) = match (api_available, &admin, &endpoint, rollout) {
+    let (workers, addons, look_again) = match (api_available, &admin, &endpoint, rollout) {
         (true, Some(admin), Some(endpoint), Some(rollout)) => {
             let internal = exposure
                 .as_ref()
                 .is_none_or(|e| e.kind == ServiceType::ClusterIP);
-            let target = Workers {
+            let target = Hosted {
                 key: &key,
                 namespace: &namespace,
+                spec: &hc.spec,
                 admin,
                 endpoint,
                 internal,
-                version: rollout.api_server.to_string(),
+                rollout,
             };
-            publish_for_workers(ctx, &target).await
+            write_into_hosted(ctx, &target).await
         }
-        (true, Some(_), None, _) => (join::Joinable::WaitingForEndpoint, RECHECK),
-        _ => (join::Joinable::WaitingForAPIServer, RECHECK),
+        (true, Some(_), None, _) => (
+            join::Joinable::WaitingForEndpoint,
+            addons::Addons::Waiting,
+            RECHECK,
+        ),
+        _ => (
+            join::Joinable::WaitingForAPIServer,
+            addons::Addons::Waiting,
+            RECHECK,
+        ),
     };
     let observed = status::Observed {
         name: &key.name,
@@ -420,6 +431,7 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
         joined,
         ready_after: all_available.then(|| seen.elapsed()),
         workers,
+        addons,
     };
     let previous = hc.status.clone().unwrap_or_default();
     let next = status::status(&observed, &previous, now);
@@ -440,23 +452,64 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
     }))
 }
 
-/// The hosted cluster that what `kubeadm join` needs is written into.
-struct Workers<'a> {
+/// The hosted cluster that the hub writes into: what `kubeadm join` needs, and the add-ons.
+struct Hosted<'a> {
     key: &'a Key,
     namespace: &'a str,
+    spec: &'a HostedClusterSpec,
     /// The admin client certificate's Secret data (`ca.crt`, `tls.crt`, `tls.key`).
     admin: &'a pki::Data,
     /// Where workers reach the API server.
     endpoint: &'a atoll_api::hosted::Endpoint,
     /// Whether that is reachable only inside the hub cluster.
     internal: bool,
-    version: String,
+    /// The version each component is rendered at.
+    rollout: Rollout,
 }
 
-/// Writes what `kubeadm join` needs into the hosted cluster, bounded in time; answers where
-/// that stands and when to look again (the token's renewal, or a retry). Never an error: the
-/// rest of the reconcile does not wait on the hosted API server.
-async fn publish_for_workers(ctx: &Context, target: &Workers<'_>) -> (join::Joinable, Duration) {
+impl Hosted<'_> {
+    /// What `kubeadm join` reads, rendered for this cluster.
+    fn join_input<'a>(
+        &'a self,
+        ca_pem: &'a str,
+        version: &'a str,
+        registry: &'a str,
+    ) -> join::Input<'a> {
+        join::Input {
+            cluster: &self.key.name,
+            namespace: self.namespace,
+            endpoint: self.endpoint,
+            ca_pem,
+            version,
+            service_subnet: pki::SERVICE_CIDR,
+            registry,
+            kube_proxy: addons::Addon::KubeProxy.enabled(self.spec),
+            core_dns: addons::Addon::CoreDns.enabled(self.spec),
+        }
+    }
+
+    /// The add-ons' input: at the version the whole control plane runs (kube-proxy moves once
+    /// the controllers did).
+    fn addons_input<'a>(&'a self, registry: &'a str) -> addons::Input<'a> {
+        addons::Input {
+            spec: self.spec,
+            version: self.rollout.oldest(),
+            registry,
+            endpoint: self.endpoint,
+            pod_subnet: None,
+            dns_ip: join::DNS_SERVICE_IP,
+            dns_domain: join::DNS_DOMAIN,
+        }
+    }
+}
+
+/// Writes into the hosted cluster, each part bounded in time: what `kubeadm join` needs, then
+/// the add-ons. Answers where each stands and when to look again (the token's renewal, or a
+/// retry). Never an error: the rest of the reconcile does not wait on the hosted API server.
+async fn write_into_hosted(
+    ctx: &Context,
+    target: &Hosted<'_>,
+) -> (join::Joinable, addons::Addons, Duration) {
     let server = match ctx.kubernetes.api_access {
         ApiAccess::Service => format!(
             "https://{}.{}.svc:{}",
@@ -466,12 +519,67 @@ async fn publish_for_workers(ctx: &Context, target: &Workers<'_>) -> (join::Join
         ),
         ApiAccess::Endpoint => format!("https://{}:{}", target.endpoint.host, target.endpoint.port),
     };
-    let outcome = tokio::time::timeout(PUBLISH_TIMEOUT, publish(&server, target)).await;
+    let failed_addons = |message: &str| {
+        addons::Addons::Done(
+            addons::Addon::ALL
+                .into_iter()
+                .map(|a| {
+                    (
+                        a,
+                        addons::Outcome::Failed {
+                            message: message.to_owned(),
+                        },
+                    )
+                })
+                .collect(),
+        )
+    };
+    let client = match hosted_client(&server, &target.key.name, target.admin).await {
+        Ok(client) => client,
+        Err(message) => {
+            let joinable = join::Joinable::Failed {
+                server: server.clone(),
+                message: message.clone(),
+            };
+            return (joinable, failed_addons(&message), PUBLISH_RETRY);
+        }
+    };
+    let (joinable, again) = publish_for_workers(ctx, &client, &server, target).await;
+    let registry = &ctx.kubernetes.registry;
+    let input = target.addons_input(registry);
+    let addons = match tokio::time::timeout(PUBLISH_TIMEOUT, apply_addons(&client, &input)).await {
+        Ok(outcomes) => addons::Addons::Done(outcomes),
+        Err(_) => failed_addons(&format!(
+            "the hosted API server at {server} gave no answer within {}s",
+            PUBLISH_TIMEOUT.as_secs()
+        )),
+    };
+    let failed = matches!(&addons, addons::Addons::Done(o) if o.values().any(|o| matches!(o, addons::Outcome::Failed { .. })));
+    if failed {
+        tracing::warn!(cluster = %target.key, %server, "cannot apply the add-ons; retrying");
+    }
+    let again = if failed {
+        again.min(PUBLISH_RETRY)
+    } else {
+        again
+    };
+    (joinable, addons, again)
+}
+
+/// Writes what `kubeadm join` needs into the hosted cluster, bounded in time; answers where
+/// that stands and when to look again (the token's renewal, or a retry).
+async fn publish_for_workers(
+    ctx: &Context,
+    client: &kube::Client,
+    server: &str,
+    target: &Hosted<'_>,
+) -> (join::Joinable, Duration) {
+    let outcome = tokio::time::timeout(PUBLISH_TIMEOUT, publish(ctx, client, target)).await;
     let failed = |message: String| {
         tracing::warn!(cluster = %target.key, %server, %message, "cannot write what kubeadm join needs");
         (
             join::Joinable::Failed {
-                server: server.clone(),
+                server: server.to_owned(),
                 message,
             },
             PUBLISH_RETRY,
@@ -526,18 +634,16 @@ async fn hosted_client(
 
 /// Applies what `kubeadm join` reads, deletes expired tokens and makes one when the hub's is
 /// near its end; answers the hub's current token.
-async fn publish(server: &str, target: &Workers<'_>) -> Result<join::Token, String> {
-    let client = hosted_client(server, &target.key.name, target.admin).await?;
+async fn publish(
+    ctx: &Context,
+    client: &kube::Client,
+    target: &Hosted<'_>,
+) -> Result<join::Token, String> {
     let ca = target.admin.get(pki::CA_CRT).cloned().unwrap_or_default();
-    let input = join::Input {
-        cluster: &target.key.name,
-        endpoint: target.endpoint,
-        ca_pem: &ca,
-        version: &target.version,
-        service_subnet: pki::SERVICE_CIDR,
-    };
+    let version = target.rollout.api_server.to_string();
+    let input = target.join_input(&ca, &version, &ctx.kubernetes.registry);
     for object in join::objects(&input) {
-        apply_to(&client, &object).await?;
+        apply_to(client, &object).await?;
     }
     let secrets: Api<Secret> = Api::namespaced(client.clone(), join::TOKEN_NAMESPACE);
     let list = ListParams::default()
@@ -569,11 +675,77 @@ async fn publish(server: &str, target: &Workers<'_>) -> Result<join::Token, Stri
         Some(current) if !plan.create => Ok(current),
         _ => {
             let token = join::Token::generate(now, join::DEFAULT_TTL, join::MadeBy::Hub);
-            apply_to(&client, &token.secret()).await?;
+            apply_to(client, &token.secret()).await?;
             tracing::info!(cluster = %target.key, token = %token.id, "made a bootstrap token for kubeadm join");
             Ok(token)
         }
     }
+}
+
+/// Applies each add-on the spec asks for and removes what the hub applied of those it turned
+/// off; one add-on's failure stays its own.
+async fn apply_addons(
+    client: &kube::Client,
+    input: &addons::Input<'_>,
+) -> BTreeMap<addons::Addon, addons::Outcome> {
+    let mut out = BTreeMap::new();
+    for addon in addons::Addon::ALL {
+        let objects = addons::objects(addon, input);
+        let done = if addon.enabled(input.spec) {
+            apply_all(client, &objects)
+                .await
+                .map(|()| addons::Outcome::Applied {
+                    image: addons::image(addon, input),
+                })
+        } else {
+            remove_applied(client, addon, &objects)
+                .await
+                .map(|()| addons::Outcome::Removed)
+        };
+        out.insert(
+            addon,
+            done.unwrap_or_else(|message| addons::Outcome::Failed { message }),
+        );
+    }
+    out
+}
+
+/// Applies `objects` in order; the first failure names its object.
+async fn apply_all(client: &kube::Client, objects: &[Value]) -> Result<(), String> {
+    for object in objects {
+        apply_to(client, object).await?;
+    }
+    Ok(())
+}
+
+/// Deletes those of `objects` that the hosted cluster holds with the hub's label for `addon`
+/// (what someone else made under the same name stays).
+async fn remove_applied(
+    client: &kube::Client,
+    addon: addons::Addon,
+    objects: &[Value],
+) -> Result<(), String> {
+    for object in objects.iter().rev() {
+        let namespace = object["metadata"]["namespace"].as_str();
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let api = dynamic(client, namespace, object);
+        let found = match api.get_opt(name).await {
+            Ok(Some(found)) => serde_json::to_value(found).unwrap_or_default(),
+            Ok(None) => continue,
+            Err(e) => return Err(format!("{}: {}", describe(object), error_chain(&e))),
+        };
+        if !addons::applied_by_hub(addon, &found) {
+            continue;
+        }
+        match api.delete(name, &DeleteParams::background()).await {
+            Ok(_) => {
+                tracing::info!(addon = addon.name(), object = %describe(object), "removed an add-on's object")
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => return Err(format!("{}: {}", describe(object), error_chain(&e))),
+        }
+    }
+    Ok(())
 }
 
 /// Applies `object` to the hosted cluster; the error names it.

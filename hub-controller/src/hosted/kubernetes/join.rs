@@ -298,6 +298,8 @@ pub fn join_command(endpoint: &Endpoint, token: &Token, ca_hash: &str) -> String
 pub struct Input<'a> {
     /// The cluster's name.
     pub cluster: &'a str,
+    /// The control plane's namespace on the hub cluster (where its etcd's Service is).
+    pub namespace: &'a str,
     /// Where workers reach its API server.
     pub endpoint: &'a Endpoint,
     /// The cluster CA (PEM).
@@ -306,6 +308,12 @@ pub struct Input<'a> {
     pub version: &'a str,
     /// The Service range.
     pub service_subnet: &'a str,
+    /// Where the control plane's images come from.
+    pub registry: &'a str,
+    /// Whether the hub installs kube-proxy.
+    pub kube_proxy: bool,
+    /// Whether the hub installs CoreDNS.
+    pub core_dns: bool,
 }
 
 /// The `cluster-info` kubeconfig: the API server's external address and the cluster CA, with
@@ -318,16 +326,33 @@ pub fn cluster_info_kubeconfig(endpoint: &Endpoint, ca_pem: &str) -> String {
     )
 }
 
-/// kubeadm's ClusterConfiguration of the cluster (what `kubeadm join` reads from
-/// `kubeadm-config`): its version, endpoint and networks, etcd as external (the hub runs it).
+/// kubeadm's ClusterConfiguration of the cluster (`kubeadm-config`), in `kubeadm.k8s.io/v1beta4`.
+/// `kubeadm join` of a worker decodes it (unknown fields only warn; a bad type, an unknown
+/// `apiVersion` or a version it cannot parse fails the join), defaults it, normalizes
+/// `kubernetesVersion` (a semantic version, at least kubeadm's own minor less one) and splits
+/// `controlPlaneEndpoint` into host and port. It holds what kubeadm's validation asks of a
+/// cluster with external etcd: the etcd the control plane uses (its client Service on the hub
+/// cluster, with the certificate files as kube-apiserver's pod mounts them: absolute paths, the
+/// pair with its CA), the networks, the DNS domain, and whether kube-proxy and CoreDNS are the
+/// cluster's (`proxy.disabled`, `dns.disabled`, as `kubeadm init --skip-phases=addon/...`
+/// records them).
 pub fn cluster_configuration(input: &Input<'_>) -> String {
+    use super::{pki, render};
+    let file = |key| render::path(pki::ETCD_CLIENT, key);
     format!(
-        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: {}\nkubernetesVersion: {}\ncontrolPlaneEndpoint: {}:{}\ncertificatesDir: /etc/kubernetes/pki\nimageRepository: registry.k8s.io\nnetworking:\n  dnsDomain: {DNS_DOMAIN}\n  serviceSubnet: {}\netcd:\n  external:\n    endpoints:\n    - https://etcd-client:2379\n",
+        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: {}\nkubernetesVersion: {}\ncontrolPlaneEndpoint: {}:{}\ncertificatesDir: /etc/kubernetes/pki\nimageRepository: {}\nnetworking:\n  dnsDomain: {DNS_DOMAIN}\n  serviceSubnet: {}\netcd:\n  external:\n    endpoints:\n    - {}\n    caFile: {}\n    certFile: {}\n    keyFile: {}\ndns:\n  disabled: {}\nproxy:\n  disabled: {}\n",
         input.cluster,
         input.version,
         input.endpoint.host,
         input.endpoint.port,
-        input.service_subnet
+        input.registry,
+        input.service_subnet,
+        render::etcd_client_url(input.namespace),
+        file(pki::CA_CRT),
+        file(pki::TLS_CRT),
+        file(pki::TLS_KEY),
+        !input.core_dns,
+        !input.kube_proxy,
     )
 }
 
@@ -697,16 +722,142 @@ mod tests {
             .to_owned()
     }
 
-    #[test]
-    fn the_objects_are_those_kubeadm_makes() {
-        let e = endpoint();
-        let input = Input {
+    fn input(endpoint: &Endpoint) -> Input<'_> {
+        Input {
             cluster: "k1",
-            endpoint: &e,
+            namespace: "clusters-k1",
+            endpoint,
             ca_pem: "-----BEGIN CERTIFICATE-----\n",
             version: "v1.35.0",
             service_subnet: "10.96.0.0/12",
+            registry: "registry.k8s.io",
+            kube_proxy: true,
+            core_dns: false,
+        }
+    }
+
+    /// The fields of kubeadm's v1beta4 ClusterConfiguration (a field not among them makes
+    /// `kubeadm join` warn that the ConfigMap was edited by something other than kubeadm).
+    const CLUSTER_CONFIGURATION_FIELDS: &[&str] = &[
+        "apiVersion",
+        "kind",
+        "etcd",
+        "networking",
+        "kubernetesVersion",
+        "controlPlaneEndpoint",
+        "apiServer",
+        "controllerManager",
+        "scheduler",
+        "dns",
+        "proxy",
+        "certificatesDir",
+        "imageRepository",
+        "featureGates",
+        "clusterName",
+        "encryptionAlgorithm",
+        "certificateValidityPeriod",
+        "caCertificateValidityPeriod",
+    ];
+
+    /// What `kubeadm join` of a worker does with `kubeadm-config` (its `preflight` phase reads
+    /// it with `FetchInitConfigurationFromCluster`): decode the ClusterConfiguration, default
+    /// it, normalize `kubernetesVersion` and split `controlPlaneEndpoint`; and what kubeadm's
+    /// `ValidateClusterConfiguration` asks of it (`ValidateEtcd` for external etcd,
+    /// `ValidateNetworking`, `ValidateAbsolutePath`).
+    #[test]
+    fn kubeadm_config_holds_what_kubeadm_join_reads_and_validates() {
+        let e = endpoint();
+        let input = input(&e);
+        let text = cluster_configuration(&input);
+        let c: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+        assert_eq!(c["apiVersion"], "kubeadm.k8s.io/v1beta4");
+        assert_eq!(c["kind"], "ClusterConfiguration");
+        for field in c.as_object().unwrap().keys() {
+            assert!(
+                CLUSTER_CONFIGURATION_FIELDS.contains(&field.as_str()),
+                "{field} is not a ClusterConfiguration field"
+            );
+        }
+        // A semantic version: v1.MINOR.PATCH.
+        let version = c["kubernetesVersion"].as_str().unwrap();
+        assert!(version.starts_with("v1."), "{version}");
+        assert!(super::super::version::Version::parse(version).is_some());
+        assert_eq!(version.split('.').count(), 3);
+        // host:port, the endpoint workers join.
+        let (host, port) = c["controlPlaneEndpoint"]
+            .as_str()
+            .unwrap()
+            .rsplit_once(':')
+            .unwrap();
+        assert_eq!(host, "hub.example.com");
+        assert_eq!(port.parse::<u16>().unwrap(), 30443);
+        // Networking: a DNS subdomain and a CIDR with room for the DNS Service's tenth address.
+        let domain = c["networking"]["dnsDomain"].as_str().unwrap();
+        assert!(domain.split('.').all(dns_label), "{domain}");
+        let (base, bits) = c["networking"]["serviceSubnet"]
+            .as_str()
+            .unwrap()
+            .split_once('/')
+            .unwrap();
+        let base: std::net::Ipv4Addr = base.parse().unwrap();
+        let bits: u32 = bits.parse().unwrap();
+        assert!(bits <= 28, "at least 10 addresses");
+        let tenth = std::net::Ipv4Addr::from(u32::from(base) + 10);
+        assert_eq!(tenth.to_string(), DNS_SERVICE_IP);
+        assert!(c["certificatesDir"].as_str().unwrap().starts_with('/'));
+        assert_eq!(c["imageRepository"], "registry.k8s.io");
+        // etcd: external only, https endpoints with a host and a port (the control plane's
+        // etcd client Service), the certificate pair with its CA, each an absolute path.
+        assert!(c["etcd"]["local"].is_null());
+        let external = &c["etcd"]["external"];
+        let endpoints = external["endpoints"].as_array().unwrap();
+        assert!(!endpoints.is_empty());
+        for url in endpoints {
+            let uri: http::Uri = url.as_str().unwrap().parse().unwrap();
+            assert_eq!(uri.scheme_str(), Some("https"), "{url}");
+            assert_eq!(uri.host(), Some("etcd-client.clusters-k1.svc"), "{url}");
+            assert_eq!(uri.port_u16(), Some(2379), "{url}");
+        }
+        for file in ["caFile", "certFile", "keyFile"] {
+            assert!(
+                external[file].as_str().unwrap().starts_with('/'),
+                "{file}: {}",
+                external[file]
+            );
+        }
+        // The endpoint is a name etcd's serving certificate holds.
+        let names = super::super::pki::Names {
+            cluster: "k1".into(),
+            namespace: "clusters-k1".into(),
+            etcd_members: 1,
+            service_ip: None,
+            external_host: None,
+            extra_sans: Vec::new(),
         };
+        assert!(
+            names
+                .etcd_server_sans()
+                .contains(&"etcd-client.clusters-k1.svc".to_owned())
+        );
+        // The add-ons as the hub installs them.
+        assert_eq!(c["proxy"]["disabled"], false);
+        assert_eq!(c["dns"]["disabled"], true);
+    }
+
+    fn dns_label(label: &str) -> bool {
+        !label.is_empty()
+            && label.len() <= 63
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+    }
+
+    #[test]
+    fn the_objects_are_those_kubeadm_makes() {
+        let e = endpoint();
+        let input = input(&e);
         let objects = objects(&input);
         let find = |kind: &str, name: &str| {
             objects

@@ -219,6 +219,11 @@ pub fn service_type(spec: &HostedClusterSpec) -> ServiceType {
         .unwrap_or_default()
 }
 
+/// etcd's client URL inside the hub cluster (its client Service in `namespace`).
+pub fn etcd_client_url(namespace: &str) -> String {
+    format!("https://{ETCD_CLIENT_SERVICE}.{namespace}.svc:2379")
+}
+
 /// The path of `key` of Secret `secret` in a pod that mounts it.
 pub fn path(secret: &str, key: &str) -> String {
     format!("{PKI_DIR}/{secret}/{key}")
@@ -335,10 +340,7 @@ pub fn api_server_command(input: &Input<'_>) -> Vec<String> {
     vec![
         "kube-apiserver".to_owned(),
         f("secure-port", API_PORT.to_string()),
-        f(
-            "etcd-servers",
-            format!("https://{ETCD_CLIENT_SERVICE}.{ns}.svc:2379"),
-        ),
+        f("etcd-servers", etcd_client_url(ns)),
         f("etcd-cafile", path(pki::ETCD_CLIENT, pki::CA_CRT)),
         f("etcd-certfile", path(pki::ETCD_CLIENT, pki::TLS_CRT)),
         f("etcd-keyfile", path(pki::ETCD_CLIENT, pki::TLS_KEY)),
@@ -990,7 +992,7 @@ mod tests {
         );
         assert_eq!(
             etcd["spec"]["template"]["spec"]["containers"][0]["image"],
-            "registry.k8s.io/etcd:3.6.6-0"
+            "registry.k8s.io/etcd:3.6.9-0"
         );
         assert_eq!(find(&all, "Deployment", API_SERVER)["spec"]["replicas"], 3);
         assert_eq!(

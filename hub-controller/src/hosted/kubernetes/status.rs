@@ -371,6 +371,8 @@ pub struct Observed<'a> {
     pub ready_after: Option<Duration>,
     /// Whether what `kubeadm join` needs is written into the cluster.
     pub workers: super::join::Joinable,
+    /// Where the add-ons stand in the cluster.
+    pub addons: super::addons::Addons,
 }
 
 impl Observed<'_> {
@@ -552,6 +554,7 @@ pub fn verdicts(o: &Observed<'_>) -> Vec<Verdict> {
     out.extend(components.into_iter().map(|(v, _)| v));
     out.push(agent_joined(o));
     out.push(super::join::verdict(&o.workers, o.name));
+    out.push(super::addons::verdict(&o.addons));
     out
 }
 
@@ -773,6 +776,7 @@ mod tests {
             joined: Some(false),
             ready_after: None,
             workers: super::super::join::Joinable::WaitingForAPIServer,
+            addons: super::super::addons::Addons::Waiting,
         }
     }
 

@@ -5,7 +5,7 @@
 
 use crate::hosted::plan::Problem;
 
-/// A Kubernetes minor this hub renders, and the etcd kubeadm pairs with it.
+/// A Kubernetes minor this hub renders, and the etcd and CoreDNS kubeadm pairs with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Release {
     /// The minor (`35` for 1.35).
@@ -14,24 +14,37 @@ pub struct Release {
     pub default_patch: u32,
     /// The tag of `registry.k8s.io/etcd` for it.
     pub etcd: &'static str,
+    /// The tag of `registry.k8s.io/coredns/coredns` for it.
+    pub coredns: &'static str,
 }
 
 /// The minors this hub renders, oldest first.
+///
+/// etcd follows kubeadm's `SupportedEtcdVersion` (cmd/kubeadm/app/constants/constants.go), each
+/// minor from the newest kubeadm table that lists it: the main branch's at its bump to etcd
+/// 3.6.9 (`34`, `35`, `36` → `3.6.9-0`) for 1.34 and 1.35, and release-1.34's (`31` to `33` →
+/// `3.5.24-0`, `34` → `3.6.5-0`) for 1.33, which the main branch no longer lists (a 3.5 at or
+/// past 3.5.20, from which etcd upgrades to 3.6). CoreDNS follows kubeadm's `CoreDNSVersion`
+/// of each minor's release branch (the same file). Images are overridable (`spec.images`,
+/// `spec.addons`) when a registry lags or a patch moves these.
 pub const RELEASES: &[Release] = &[
     Release {
         minor: 33,
         default_patch: 0,
-        etcd: "3.5.21-0",
+        etcd: "3.5.24-0",
+        coredns: "v1.12.0",
     },
     Release {
         minor: 34,
         default_patch: 0,
-        etcd: "3.6.4-0",
+        etcd: "3.6.9-0",
+        coredns: "v1.12.1",
     },
     Release {
         minor: 35,
         default_patch: 0,
-        etcd: "3.6.6-0",
+        etcd: "3.6.9-0",
+        coredns: "v1.13.1",
     },
 ];
 
@@ -76,7 +89,17 @@ impl Version {
 
     /// The tag of etcd's image for this version.
     pub fn etcd(&self) -> &'static str {
-        release(self.minor).map_or(RELEASES[RELEASES.len() - 1].etcd, |r| r.etcd)
+        self.release().etcd
+    }
+
+    /// The tag of CoreDNS's image for this version.
+    pub fn coredns(&self) -> &'static str {
+        self.release().coredns
+    }
+
+    /// Its release (the newest for a minor this hub does not render).
+    fn release(&self) -> &'static Release {
+        release(self.minor).unwrap_or(&RELEASES[RELEASES.len() - 1])
     }
 }
 
@@ -235,8 +258,10 @@ mod tests {
         ] {
             assert_eq!(Version::parse(bad), None, "{bad}");
         }
-        assert_eq!(v("1.35").etcd(), "3.6.6-0");
-        assert_eq!(v("1.33").etcd(), "3.5.21-0");
+        assert_eq!(v("1.35").etcd(), "3.6.9-0");
+        assert_eq!(v("1.33").etcd(), "3.5.24-0");
+        assert_eq!(v("1.34").coredns(), "v1.12.1");
+        assert_eq!(v("1.35").coredns(), "v1.13.1");
     }
 
     #[test]
@@ -268,8 +293,8 @@ mod tests {
 
     #[test]
     fn an_upgrade_rolls_etcd_then_the_api_server_then_the_controllers() {
-        let old = Rollout::all(v("1.34.0"));
-        let new = v("1.35.0");
+        let old = Rollout::all(v("1.33.0"));
+        let new = v("1.34.0");
         // A new cluster starts at once at its version.
         assert_eq!(rollout(new, None, Settled::default()), Rollout::all(new));
         // etcd's image changes: etcd goes first, the others wait for it.
@@ -340,8 +365,19 @@ mod tests {
             ),
             Rollout::all(new)
         );
+        // A minor with the same etcd (1.34 to 1.35): the API server goes at once.
+        let next = rollout(
+            v("1.35.0"),
+            Some(Rollout::all(new)),
+            Settled {
+                etcd: true,
+                api_server: true,
+            },
+        );
+        assert_eq!(next.api_server, v("1.35.0"));
+        assert_eq!(next.controllers, new);
         // A patch with the same etcd: the API server goes at once.
-        let patch = v("1.35.1");
+        let patch = v("1.34.1");
         let p = rollout(
             patch,
             Some(Rollout::all(new)),
