@@ -1383,17 +1383,7 @@ async fn addons_scenario(setup: &Setup, member_kubeconfig: &Path, token_id: &str
         "registry.k8s.io/coredns/coredns:v1.13.1"
     );
 
-    // kube-proxy turned off: what the hub applied of it goes; an object of its names the hub
-    // did not apply (its label taken off) stays.
-    in_member(&[
-        "label",
-        "serviceaccount",
-        "kube-proxy",
-        "-n",
-        "kube-system",
-        "atoll.dev/addon-",
-    ])
-    .success();
+    // kube-proxy turned off: what the hub applied of it goes.
     setup
         .patch_spec(r#"{"addons":{"kubeProxy":{"enabled":false}}}"#)
         .success();
@@ -1428,8 +1418,33 @@ async fn addons_scenario(setup: &Setup, member_kubeconfig: &Path, token_id: &str
         }
         in_member(&args).failure().stderr_has("NotFound");
     }
-    in_member(&["get", "serviceaccount", "kube-proxy", "-n", "kube-system"]).success();
     in_member(&["get", "deployment", "coredns", "-n", "kube-system"]).success();
+    // A kube-proxy of the user's own under the same names (without the hub's label) stays
+    // through the hub's next reconcile (the one that observes the next generation).
+    let own = write(
+        setup.dir.path(),
+        "own-kube-proxy.yaml",
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: kube-proxy, namespace: kube-system}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: kube-proxy, namespace: kube-system}\ndata: {config.conf: mine}\n",
+    );
+    in_member(&["apply", "-f", own.to_str().unwrap()]).success();
+    setup.patch_spec(r#"{"labels":{"proxy":"own"}}"#).success();
+    let generation = setup
+        .kubectl(&["get", "hostedcluster", "k1", "-n", "clusters", "-o", "json"])
+        .json()["metadata"]["generation"]
+        .clone();
+    let observed = eventually(WAIT, || {
+        let hc = setup
+            .kubectl(&["get", "hostedcluster", "k1", "-n", "clusters", "-o", "json"])
+            .json();
+        std::future::ready(hc["status"]["observedGeneration"] == generation)
+    })
+    .await;
+    assert!(observed, "the hub reconciles generation {generation}");
+    in_member(&["get", "serviceaccount", "kube-proxy", "-n", "kube-system"]).success();
+    assert_eq!(
+        get("configmap", "kube-proxy")["data"]["config.conf"],
+        "mine"
+    );
     // kubeadm-config says so, as kubeadm init --skip-phases=addon/kube-proxy records it.
     let config = get("configmap", "kubeadm-config")["data"]["ClusterConfiguration"]
         .as_str()
