@@ -286,7 +286,8 @@ fn pki_secret(namespace: &str, name: &str, stored: &pki::Stored, labels: &Value)
 }
 
 /// Brings a `Kubernetes`-mode HostedCluster's control plane to what it asks, and writes its
-/// status.
+/// status: read what runs, decide the versions, render and apply, read the pods and volumes,
+/// write into the hosted cluster, then the status.
 pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, Error> {
     let key = super::key_of(hc);
     let seen = *ctx
@@ -295,111 +296,167 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
         .entry(key.clone())
         .or_insert_with(Instant::now);
     let namespace = render::namespace_of(&key);
-    let client = &ctx.client;
     let mut problems = super::spec_problems(hc, ctx, None, None);
     problems.extend(namespace_problem(&key));
-    let ns_api: Api<Namespace> = Api::all(client.clone());
-    let found_ns = ns_api.get_opt(&namespace).await?;
-    if let Some(found) = &found_ns
-        && !ours(found, &key)
-    {
-        problems.push(Problem {
-            reason: "NamespaceInUse",
-            message: format!(
-                "the control plane's namespace {namespace} exists and is not this HostedCluster's (no label {}={}); delete or rename it, or choose another name",
-                render::LABEL_HOSTED_CLUSTER,
-                render::label_of(&key)
-            ),
-            blocks: true,
-        });
-    }
-    let ns_exists = found_ns.as_ref().is_some_and(|n| ours(n, &key));
-    let mut found = if ns_exists {
-        workloads(client, &namespace).await?
+    let ns_exists = namespace_is_ours(ctx, &key, &namespace, &mut problems).await?;
+    let found = if ns_exists {
+        workloads(&ctx.client, &namespace).await?
     } else {
         BTreeMap::new()
     };
-    let running = deployed(&found);
-    let target = match version::check(
-        hc.spec.kubernetes_version.as_deref(),
-        running.map(|r| r.oldest()),
-    ) {
+    let (target, rollout) = plan_rollout(hc, &found, &mut problems);
+    let mut rendered = Rendered::nothing(hc, found);
+    if let Some(plan) = rollout
+        && let Some(now_rendered) =
+            render_and_apply(hc, ctx, &key, &namespace, plan, &mut problems).await?
+    {
+        rendered = Rendered {
+            published: rendered.published || now_rendered.published,
+            ..now_rendered
+        };
+    }
+    let (pods, claims) = if ns_exists || rollout.is_some() {
+        pods_and_claims(&ctx.client, &namespace, &key).await?
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let (workers, addons, look_again) =
+        hosted_writes(ctx, hc, &key, &namespace, &rendered, rollout).await;
+    let now = jiff::Timestamp::now();
+    let all_available = rendered.all_available();
+    let observed = status::Observed {
+        name: &key.name,
+        namespace: &namespace,
+        generation: hc.metadata.generation,
+        problems: &problems,
+        troubles: status::troubles(&pods),
+        pending_claims: status::pending_claims(&claims, now.as_second()),
+        exposure: rendered.exposure,
+        rollout,
+        target,
+        endpoint: rendered.endpoint,
+        kubeconfig: rendered.published,
+        joined: joined(hc, ctx, &key, rendered.claimed),
+        ready_after: all_available.then(|| seen.elapsed()),
+        workloads: rendered.workloads,
+        workers,
+        addons,
+    };
+    let previous = hc.status.clone().unwrap_or_default();
+    let next = status::status(&observed, &previous, now);
+    if next != previous {
+        super::write_status(ctx, &key, &next).await?;
+    }
+    Ok(Action::requeue(next_look(&observed, look_again)))
+}
+
+/// Whether the control plane's namespace exists and is this HostedCluster's; one of that name
+/// that is another's is a problem that blocks.
+async fn namespace_is_ours(
+    ctx: &Context,
+    key: &Key,
+    namespace: &str,
+    problems: &mut Vec<Problem>,
+) -> Result<bool, Error> {
+    let api: Api<Namespace> = Api::all(ctx.client.clone());
+    let Some(found) = api.get_opt(namespace).await? else {
+        return Ok(false);
+    };
+    if ours(&found, key) {
+        return Ok(true);
+    }
+    problems.push(Problem {
+        reason: "NamespaceInUse",
+        message: format!(
+            "the control plane's namespace {namespace} exists and is not this HostedCluster's (no label {}={}); delete or rename it, or choose another name",
+            render::LABEL_HOSTED_CLUSTER,
+            render::label_of(key)
+        ),
+        blocks: true,
+    });
+    Ok(false)
+}
+
+/// The version the spec asks for (a refused one is a problem) and, unless a problem blocks,
+/// the version each component is rendered at now.
+fn plan_rollout(
+    hc: &HostedCluster,
+    found: &BTreeMap<Component, status::Workload>,
+    problems: &mut Vec<Problem>,
+) -> (Option<version::Version>, Option<Rollout>) {
+    let running = deployed(found);
+    let asked = hc.spec.kubernetes_version.as_deref();
+    let target = match version::check(asked, running.map(|r| r.oldest())) {
         Ok(v) => Some(v),
         Err(problem) => {
             problems.push(problem);
             None
         }
     };
-    let mut rollout = None;
-    let mut endpoint = None;
-    let mut exposure = None;
-    let mut claimed = false;
-    let mut published = hc.status.as_ref().is_some_and(|s| s.kubeconfig.is_some());
-    let mut admin = None;
-    if let Some(target) = target.filter(|_| !problems.iter().any(|p| p.blocks)) {
-        let settled = Settled {
-            etcd: found
-                .get(&Component::Etcd)
-                .is_some_and(|w| w.settled(Component::Etcd)),
-            api_server: found
-                .get(&Component::ApiServer)
-                .is_some_and(|w| w.settled(Component::ApiServer)),
-        };
-        let plan = version::rollout(target, running, settled);
-        rollout = Some(plan);
-        let rendered = render_and_apply(hc, ctx, &key, &namespace, plan, &mut problems).await?;
-        if let Some(rendered) = rendered {
-            claimed = rendered.claimed;
-            exposure = Some(rendered.exposure);
-            endpoint = rendered.endpoint;
-            published |= rendered.published;
-            admin = rendered.admin;
-            found = rendered.workloads;
-        }
+    let settled = |c| found.get(&c).is_some_and(|w| w.settled(c));
+    let settled = Settled {
+        etcd: settled(Component::Etcd),
+        api_server: settled(Component::ApiServer),
+    };
+    let rollout = target
+        .filter(|_| !problems.iter().any(|p| p.blocks))
+        .map(|t| version::rollout(t, running, settled));
+    (target, rollout)
+}
+
+/// The pods and volume claims of the control plane.
+async fn pods_and_claims(
+    client: &kube::Client,
+    namespace: &str,
+    key: &Key,
+) -> Result<(Vec<Pod>, Vec<PersistentVolumeClaim>), Error> {
+    let selector = format!("{}={}", render::LABEL_HOSTED_CLUSTER, render::label_of(key));
+    let list = ListParams::default().labels(&selector);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
+    Ok((pods.list(&list).await?.items, pvcs.list(&list).await?.items))
+}
+
+/// Whether the cluster's agent joined: from the inventory when the cluster is this
+/// HostedCluster's now; when not rendered now (a refused spec), a member this HostedCluster
+/// made keeps saying whether its agent joined.
+fn joined(hc: &HostedCluster, ctx: &Context, key: &Key, claimed: bool) -> Option<bool> {
+    if claimed {
+        return super::inventory_view(ctx, key, &Phase::Running);
     }
-    let selector = format!(
-        "{}={}",
-        render::LABEL_HOSTED_CLUSTER,
-        render::label_of(&key)
-    );
-    let (pods, claims) = if ns_exists || rollout.is_some() {
-        let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-        let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &namespace);
-        let list = ListParams::default().labels(&selector);
-        (pods.list(&list).await?.items, pvcs.list(&list).await?.items)
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    let now = jiff::Timestamp::now();
-    let joined = if claimed {
-        super::inventory_view(ctx, &key, &Phase::Running)
-    } else {
-        // Not rendered now (a refused spec): a member this HostedCluster made keeps saying
-        // whether its agent joined.
-        let uid = hc.metadata.uid.as_deref();
-        ctx.fleet
-            .get(&key.name)
-            .filter(|m| m.hosted_by.as_deref() == uid && uid.is_some())
-            .map(|m| m.accepted && m.credential.is_some())
-    };
-    let all_available = Component::ALL
-        .into_iter()
-        .all(|c| found.get(&c).is_some_and(|w| w.available(c)));
-    let api_available = found
+    let uid = hc.metadata.uid.as_deref();
+    ctx.fleet
+        .get(&key.name)
+        .filter(|m| m.hosted_by.as_deref() == uid && uid.is_some())
+        .map(|m| m.accepted && m.credential.is_some())
+}
+
+/// Writes into the hosted cluster once kube-apiserver is available and has an endpoint;
+/// otherwise says what that waits for.
+async fn hosted_writes(
+    ctx: &Context,
+    hc: &HostedCluster,
+    key: &Key,
+    namespace: &str,
+    rendered: &Rendered,
+    rollout: Option<Rollout>,
+) -> (join::Joinable, addons::Addons, Duration) {
+    let api_available = rendered
+        .workloads
         .get(&Component::ApiServer)
         .is_some_and(|w| w.available(Component::ApiServer));
-    let (workers, addons, look_again) = match (api_available, &admin, &endpoint, rollout) {
+    match (api_available, &rendered.admin, &rendered.endpoint, rollout) {
         (true, Some(admin), Some(endpoint), Some(rollout)) => {
-            let internal = exposure
-                .as_ref()
-                .is_none_or(|e| e.kind == ServiceType::ClusterIP);
             let target = Hosted {
-                key: &key,
-                namespace: &namespace,
+                key,
+                namespace,
                 spec: &hc.spec,
                 admin,
                 endpoint,
-                internal,
+                internal: rendered
+                    .exposure
+                    .as_ref()
+                    .is_none_or(|e| e.kind == ServiceType::ClusterIP),
                 rollout,
             };
             write_into_hosted(ctx, &target).await
@@ -414,42 +471,24 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
             addons::Addons::Waiting,
             RECHECK,
         ),
-    };
-    let observed = status::Observed {
-        name: &key.name,
-        namespace: &namespace,
-        generation: hc.metadata.generation,
-        problems: &problems,
-        workloads: found,
-        troubles: status::troubles(&pods),
-        pending_claims: status::pending_claims(&claims, now.as_second()),
-        exposure,
-        rollout,
-        target,
-        endpoint,
-        kubeconfig: published,
-        joined,
-        ready_after: all_available.then(|| seen.elapsed()),
-        workers,
-        addons,
-    };
-    let previous = hc.status.clone().unwrap_or_default();
-    let next = status::status(&observed, &previous, now);
-    if next != previous {
-        super::write_status(ctx, &key, &next).await?;
     }
-    // Deadlines (a pending volume or load balancer) and certificates near their end are looked
-    // at again without a change to wake the controller.
+}
+
+/// When to look again without a change to wake the controller: soon while a deadline runs (a
+/// pending volume or load balancer), else at the recheck of certificates near their end, or
+/// sooner when the hosted cluster asks (a token's renewal, a retry).
+fn next_look(observed: &status::Observed<'_>, look_again: Duration) -> Duration {
     let pending = !observed.pending_claims.is_empty()
         || observed
             .exposure
             .as_ref()
             .is_some_and(|e| e.kind == ServiceType::LoadBalancer && e.load_balancer.is_none());
-    Ok(Action::requeue(if pending {
-        Duration::from_secs(30).min(look_again)
+    let base = if pending {
+        Duration::from_secs(30)
     } else {
-        RECHECK.min(look_again)
-    }))
+        RECHECK
+    };
+    base.min(look_again)
 }
 
 /// The hosted cluster that the hub writes into: what `kubeadm join` needs, and the add-ons.
@@ -519,21 +558,6 @@ async fn write_into_hosted(
         ),
         ApiAccess::Endpoint => format!("https://{}:{}", target.endpoint.host, target.endpoint.port),
     };
-    let failed_addons = |message: &str| {
-        addons::Addons::Done(
-            addons::Addon::ALL
-                .into_iter()
-                .map(|a| {
-                    (
-                        a,
-                        addons::Outcome::Failed {
-                            message: message.to_owned(),
-                        },
-                    )
-                })
-                .collect(),
-        )
-    };
     let client = match hosted_client(&server, &target.key.name, target.admin).await {
         Ok(client) => client,
         Err(message) => {
@@ -541,7 +565,7 @@ async fn write_into_hosted(
                 server: server.clone(),
                 message: message.clone(),
             };
-            return (joinable, failed_addons(&message), PUBLISH_RETRY);
+            return (joinable, addons::Addons::failed(&message), PUBLISH_RETRY);
         }
     };
     let (joinable, again) = publish_for_workers(ctx, &client, &server, target).await;
@@ -549,12 +573,12 @@ async fn write_into_hosted(
     let input = target.addons_input(registry);
     let addons = match tokio::time::timeout(PUBLISH_TIMEOUT, apply_addons(&client, &input)).await {
         Ok(outcomes) => addons::Addons::Done(outcomes),
-        Err(_) => failed_addons(&format!(
+        Err(_) => addons::Addons::failed(&format!(
             "the hosted API server at {server} gave no answer within {}s",
             PUBLISH_TIMEOUT.as_secs()
         )),
     };
-    let failed = matches!(&addons, addons::Addons::Done(o) if o.values().any(|o| matches!(o, addons::Outcome::Failed { .. })));
+    let failed = addons.any_failed();
     if failed {
         tracing::warn!(cluster = %target.key, %server, "cannot apply the add-ons; retrying");
     }
@@ -786,15 +810,58 @@ fn describe(object: &Value) -> String {
     }
 }
 
-/// What one rendering applied and read back.
+/// What one reconcile rendered and read back (nothing, when a problem blocks rendering).
 struct Rendered {
+    /// Whether the cluster's place in the inventory is this HostedCluster's.
     claimed: bool,
-    exposure: status::Exposure,
+    /// How the API server's Service is exposed.
+    exposure: Option<status::Exposure>,
+    /// Where users reach the API server.
     endpoint: Option<atoll_api::hosted::Endpoint>,
+    /// Whether the kubeconfig Secret is published.
     published: bool,
     /// The admin client certificate's Secret data, once issued.
     admin: Option<pki::Data>,
+    /// The workloads, as applied (or found).
     workloads: BTreeMap<Component, status::Workload>,
+}
+
+impl Rendered {
+    /// Whether every component's workload is available.
+    fn all_available(&self) -> bool {
+        Component::ALL
+            .into_iter()
+            .all(|c| self.workloads.get(&c).is_some_and(|w| w.available(c)))
+    }
+
+    /// Nothing rendered now: the workloads `found`, the kubeconfig as the status says.
+    fn nothing(hc: &HostedCluster, found: BTreeMap<Component, status::Workload>) -> Self {
+        Self {
+            claimed: false,
+            exposure: None,
+            endpoint: None,
+            published: hc.status.as_ref().is_some_and(|s| s.kubeconfig.is_some()),
+            admin: None,
+            workloads: found,
+        }
+    }
+}
+
+/// The names the control plane's certificates hold, before its Service has an address.
+fn pki_names(hc: &HostedCluster, key: &Key, namespace: &str) -> pki::Names {
+    pki::Names {
+        cluster: key.name.clone(),
+        namespace: namespace.to_owned(),
+        etcd_members: render::etcd_members(&hc.spec),
+        service_ip: None,
+        external_host: None,
+        extra_sans: hc
+            .spec
+            .api_server
+            .as_ref()
+            .map(|a| a.extra_sans.clone())
+            .unwrap_or_default(),
+    }
 }
 
 /// Renders the control plane at `rollout` and applies it: the namespace, the cluster's place in
@@ -816,33 +883,20 @@ async fn render_and_apply(
         &settings.registry,
         &settings.agent_image,
     );
-    let mut names = pki::Names {
-        cluster: key.name.clone(),
-        namespace: namespace.to_owned(),
-        etcd_members: render::etcd_members(&hc.spec),
-        service_ip: None,
-        external_host: None,
-        extra_sans: hc
-            .spec
-            .api_server
-            .as_ref()
-            .map(|a| a.extra_sans.clone())
-            .unwrap_or_default(),
-    };
     let agent = ctx.agents.clone().unwrap_or_default();
-    let digests = render::Digests::default();
     let hub_address = settings
         .hub_address
         .clone()
         .unwrap_or_else(|| agent.url.clone());
-    let first_names = names.clone();
+    let first_names = pki_names(hc, key, namespace);
+    let no_digests = render::Digests::default();
     let base = render::Input {
         key,
         spec: &hc.spec,
         names: &first_names,
         rollout,
         images: &images,
-        digests: &digests,
+        digests: &no_digests,
         agent: render::AgentJoin {
             hub_address: &hub_address,
             hub_ca_pem: &agent.ca_pem,
@@ -851,47 +905,16 @@ async fn render_and_apply(
         },
     };
     let labels = json!({render::LABEL_HOSTED_CLUSTER: render::label_of(key), render::LABEL_MANAGED_BY: "atoll"});
-    apply_object(client, &render::namespace(&base)).await?;
-    let join = join_secret(client, namespace, &labels).await?;
-    let place = Place {
-        dir: None,
-        etcd_prefix: None,
-    };
-    let claimed = super::take_place(hc, ctx, key, None, place, problems, Some(&join)).await?;
-    if !claimed {
+    let Some(join) = claim_place(hc, ctx, &base, &labels, problems).await? else {
         return Ok(None);
-    }
-    let mut api_service = None;
-    for service in render::services(&base) {
-        let applied = apply_object(client, &service).await?;
-        if service["metadata"]["name"] == pki::API_SERVICE {
-            api_service = Some(applied);
-        }
-    }
-    let api_service: Service = api_service
-        .map(|d| serde_json::to_value(d).and_then(serde_json::from_value))
-        .transpose()
-        .map_err(kube::Error::SerdeError)?
-        .unwrap_or_default();
+    };
+    let api_service = apply_services(client, &base).await?;
     let now = jiff::Timestamp::now().as_second();
     let exposure = status::exposure(&api_service, now);
     let endpoint = status::endpoint(&exposure, namespace, &ctx.hosted_host);
-    names.service_ip = exposure
-        .cluster_ip
-        .as_deref()
-        .and_then(|ip| ip.parse().ok());
-    names.external_host = match exposure.kind {
-        ServiceType::ClusterIP => None,
-        _ => endpoint.as_ref().map(|e| e.host.clone()),
-    };
+    let names = first_names.exposed(&exposure, endpoint.as_ref());
     let issued = issue_pki(client, key, namespace, &names, &labels, now).await?;
-    let digests = render::Digests {
-        etcd: pki::digest(&issued.secrets, render::ETCD_SECRETS),
-        api_server: pki::digest(&issued.secrets, render::API_SERVER_SECRETS),
-        controller_manager: pki::digest(&issued.secrets, render::CONTROLLER_MANAGER_SECRETS),
-        scheduler: pki::digest(&issued.secrets, render::SCHEDULER_SECRETS),
-        agent: pki::digest(&issued.secrets, render::AGENT_SECRETS),
-    };
+    let digests = render::digests(&issued.secrets);
     let input = render::Input {
         names: &names,
         digests: &digests,
@@ -901,53 +924,102 @@ async fn render_and_apply(
         },
         ..base.clone()
     };
-    let mut workloads = BTreeMap::new();
-    for object in render::workloads(&input) {
-        let applied = apply_object(client, &object).await?;
-        let value = serde_json::to_value(&applied).map_err(kube::Error::SerdeError)?;
-        let component = applied
-            .metadata
-            .name
-            .as_deref()
-            .and_then(|n| Component::ALL.into_iter().find(|c| c.name() == n));
-        match (component, object["kind"].as_str()) {
-            (Some(c @ Component::Etcd), Some("StatefulSet")) => {
-                let set: StatefulSet =
-                    serde_json::from_value(value).map_err(kube::Error::SerdeError)?;
-                workloads.insert(c, status::of_stateful_set(&set));
-            }
-            (Some(c), Some("Deployment")) => {
-                let d: Deployment =
-                    serde_json::from_value(value).map_err(kube::Error::SerdeError)?;
-                workloads.insert(c, status::of_deployment(&d));
-            }
-            _ => {}
-        }
-    }
-    let mut published = false;
-    if let (Some(endpoint), Some(admin)) = (&endpoint, issued.secrets.get(pki::ADMIN)) {
-        let server = format!("https://{}:{}", endpoint.host, endpoint.port);
-        let text = |k: &str| admin.data.get(k).cloned().unwrap_or_default();
-        let ca = text(pki::CA_CRT);
-        let kubeconfig = atoll_apiserver::kubeconfig::render_certificate(
-            &key.name,
-            &server,
-            &ca,
-            "atoll-admin",
-            &text(pki::TLS_CRT),
-            &text(pki::TLS_KEY),
-        );
-        super::publish_text(hc, ctx, key, &server, &ca, kubeconfig, true).await?;
-        published = true;
-    }
+    let workloads = apply_workloads(client, &input).await?;
+    let admin = issued.secrets.get(pki::ADMIN).map(|s| s.data.clone());
+    let published =
+        publish_admin_kubeconfig(hc, ctx, key, endpoint.as_ref(), admin.as_ref()).await?;
     Ok(Some(Rendered {
-        claimed,
-        exposure,
+        claimed: true,
+        exposure: Some(exposure),
         endpoint,
         published,
-        admin: issued.secrets.get(pki::ADMIN).map(|s| s.data.clone()),
+        admin,
         workloads,
     }))
+}
+
+/// Applies the control plane's namespace and takes the cluster's place in the inventory, with
+/// its agent's join secret (made once, kept in the namespace); `None` when the name is
+/// another's.
+async fn claim_place(
+    hc: &HostedCluster,
+    ctx: &Context,
+    base: &render::Input<'_>,
+    labels: &Value,
+    problems: &mut Vec<Problem>,
+) -> Result<Option<String>, Error> {
+    apply_object(&ctx.client, &render::namespace(base)).await?;
+    let join = join_secret(&ctx.client, &base.names.namespace, labels).await?;
+    let place = Place {
+        dir: None,
+        etcd_prefix: None,
+    };
+    let claimed = super::take_place(hc, ctx, base.key, None, place, problems, Some(&join)).await?;
+    Ok(claimed.then_some(join))
+}
+
+/// Applies the control plane's Services; answers the API server's as the server holds it.
+async fn apply_services(
+    client: &kube::Client,
+    input: &render::Input<'_>,
+) -> Result<Service, Error> {
+    let mut api_service = None;
+    for service in render::services(input) {
+        let applied = apply_object(client, &service).await?;
+        if service["metadata"]["name"] == pki::API_SERVICE {
+            api_service = Some(applied);
+        }
+    }
+    Ok(api_service
+        .map(|d| serde_json::to_value(d).and_then(serde_json::from_value))
+        .transpose()
+        .map_err(kube::Error::SerdeError)?
+        .unwrap_or_default())
+}
+
+/// Applies the workloads; answers each component's as the server holds it.
+async fn apply_workloads(
+    client: &kube::Client,
+    input: &render::Input<'_>,
+) -> Result<BTreeMap<Component, status::Workload>, Error> {
+    let mut workloads = BTreeMap::new();
+    for object in render::workloads(input) {
+        let applied = apply_object(client, &object).await?;
+        let value = serde_json::to_value(&applied).map_err(kube::Error::SerdeError)?;
+        if let Some((component, workload)) =
+            status::of_applied(&value).map_err(kube::Error::SerdeError)?
+        {
+            workloads.insert(component, workload);
+        }
+    }
+    Ok(workloads)
+}
+
+/// Publishes the admin kubeconfig (at `endpoint`, with the admin client certificate) beside
+/// the HostedCluster, once both are known; answers whether it did.
+async fn publish_admin_kubeconfig(
+    hc: &HostedCluster,
+    ctx: &Context,
+    key: &Key,
+    endpoint: Option<&atoll_api::hosted::Endpoint>,
+    admin: Option<&pki::Data>,
+) -> Result<bool, Error> {
+    let (Some(endpoint), Some(admin)) = (endpoint, admin) else {
+        return Ok(false);
+    };
+    let server = format!("https://{}:{}", endpoint.host, endpoint.port);
+    let text = |k: &str| admin.get(k).cloned().unwrap_or_default();
+    let ca = text(pki::CA_CRT);
+    let kubeconfig = atoll_apiserver::kubeconfig::render_certificate(
+        &key.name,
+        &server,
+        &ca,
+        "atoll-admin",
+        &text(pki::TLS_CRT),
+        &text(pki::TLS_KEY),
+    );
+    super::publish_text(hc, ctx, key, &server, &ca, kubeconfig, true).await?;
+    Ok(true)
 }
 
 /// The PKI of the control plane for `names`: what the Secrets found are kept, what their plan

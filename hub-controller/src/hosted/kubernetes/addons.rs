@@ -398,6 +398,24 @@ pub enum Addons {
     Done(BTreeMap<Addon, Outcome>),
 }
 
+impl Addons {
+    /// Every add-on failed for one reason (the hosted API server out of reach).
+    pub fn failed(message: &str) -> Addons {
+        let failed = |a| {
+            let outcome = Outcome::Failed {
+                message: message.to_owned(),
+            };
+            (a, outcome)
+        };
+        Addons::Done(Addon::ALL.into_iter().map(failed).collect())
+    }
+
+    /// Whether an add-on failed (and is tried again soon).
+    pub fn any_failed(&self) -> bool {
+        matches!(self, Addons::Done(o) if o.values().any(|o| matches!(o, Outcome::Failed { .. })))
+    }
+}
+
 /// The `AddonsApplied` condition: the first failure (its reason naming the add-on, its message
 /// the object), else what is applied and what is off.
 pub fn verdict(addons: &Addons) -> Verdict {

@@ -127,6 +127,26 @@ pub struct Names {
 }
 
 impl Names {
+    /// These names once the API server's Service is `exposure` and users reach it at
+    /// `endpoint`: its cluster IP, and the external address unless it is a ClusterIP Service.
+    pub fn exposed(
+        &self,
+        exposure: &super::status::Exposure,
+        endpoint: Option<&atoll_api::hosted::Endpoint>,
+    ) -> Names {
+        Names {
+            service_ip: exposure
+                .cluster_ip
+                .as_deref()
+                .and_then(|ip| ip.parse().ok()),
+            external_host: match exposure.kind {
+                atoll_api::hosted::ServiceType::ClusterIP => None,
+                _ => endpoint.map(|e| e.host.clone()),
+            },
+            ..self.clone()
+        }
+    }
+
     /// The API server's address inside the hub cluster.
     pub fn internal_server(&self) -> String {
         format!("https://{API_SERVICE}.{}.svc:{API_PORT}", self.namespace)
@@ -465,109 +485,124 @@ pub fn issue(
     existing: &BTreeMap<String, Data>,
     plan: &Plan,
 ) -> Result<Issued, atoll_pki::Error> {
-    let mut secrets = BTreeMap::new();
-    let mut changed = Vec::new();
+    let mut issued = Issued {
+        secrets: BTreeMap::new(),
+        changed: Vec::new(),
+    };
+    let mut record = |secret: &str, stored: Stored, fresh: bool| {
+        issued.secrets.insert(secret.to_owned(), stored);
+        if fresh {
+            issued.changed.push((secret.to_owned(), plan.why(secret)));
+        }
+    };
     let mut cas = BTreeMap::new();
     for ca in Authority::ALL {
-        let authority = match plan.decision(ca.secret()) {
-            Some(Decision::Keep) => {
-                let data = existing.get(ca.secret()).cloned().unwrap_or_default();
-                let cert = data.get(TLS_CRT).cloned().unwrap_or_default();
-                let key = data.get(TLS_KEY).cloned().unwrap_or_default();
-                CertificateAuthority::from_pem(&cert, &key, ca.common_name())?
-            }
-            other => {
-                let why = match other {
-                    Some(Decision::Issue(why)) => why.clone(),
-                    _ => "missing".to_owned(),
-                };
-                changed.push((ca.secret().to_owned(), why));
-                CertificateAuthority::generate_valid_for(ca.common_name(), CA_VALIDITY)?
-            }
-        };
-        secrets.insert(
-            ca.secret().to_owned(),
-            Stored {
-                type_: TLS,
-                data: Data::from([
-                    (TLS_CRT.to_owned(), authority.cert_pem().to_owned()),
-                    (TLS_KEY.to_owned(), authority.key_pem()),
-                ]),
-            },
-        );
+        let (authority, fresh) = authority(ca, existing, plan)?;
+        let data = Data::from([
+            (TLS_CRT.to_owned(), authority.cert_pem().to_owned()),
+            (TLS_KEY.to_owned(), authority.key_pem()),
+        ]);
+        record(ca.secret(), Stored { type_: TLS, data }, fresh);
         cas.insert(ca, authority);
     }
-    match (
-        plan.decision(SERVICE_ACCOUNT),
-        existing.get(SERVICE_ACCOUNT),
-    ) {
-        (Some(Decision::Keep), Some(data)) => {
-            secrets.insert(
-                SERVICE_ACCOUNT.to_owned(),
-                Stored {
-                    type_: "Opaque",
-                    data: data.clone(),
-                },
-            );
-        }
-        (decision, _) => {
-            let why = match decision {
-                Some(Decision::Issue(why)) => why.clone(),
-                _ => "missing".to_owned(),
-            };
-            let (private, public) = atoll_pki::generate_key_pair()?;
-            secrets.insert(
-                SERVICE_ACCOUNT.to_owned(),
-                Stored {
-                    type_: "Opaque",
-                    data: Data::from([(SA_KEY.to_owned(), private), (SA_PUB.to_owned(), public)]),
-                },
-            );
-            changed.push((SERVICE_ACCOUNT.to_owned(), why));
-        }
-    }
+    let (stored, fresh) = service_account(existing, plan)?;
+    record(SERVICE_ACCOUNT, stored, fresh);
     for w in wanted {
-        let keep = matches!(plan.decision(w.secret), Some(Decision::Keep));
-        if keep && let Some(data) = existing.get(w.secret) {
-            secrets.insert(
-                w.secret.to_owned(),
+        let kept = matches!(plan.decision(w.secret), Some(Decision::Keep));
+        match existing.get(w.secret).filter(|_| kept) {
+            Some(data) => record(
+                w.secret,
                 Stored {
                     type_: TLS,
                     data: data.clone(),
                 },
-            );
-            continue;
+                false,
+            ),
+            None => {
+                if let Some(ca) = cas.get(&w.issuer) {
+                    record(w.secret, leaf_secret(w, ca)?, true);
+                }
+            }
         }
-        let why = match plan.decision(w.secret) {
+    }
+    Ok(issued)
+}
+
+impl Plan {
+    /// Why `secret` is issued (`missing` when the plan does not say).
+    fn why(&self, secret: &str) -> String {
+        match self.decision(secret) {
             Some(Decision::Issue(why)) => why.clone(),
             _ => "missing".to_owned(),
-        };
-        let Some(ca) = cas.get(&w.issuer) else {
-            continue;
-        };
-        let issued = ca.issue(&w.leaf)?;
-        let mut data = Data::from([
-            (TLS_CRT.to_owned(), issued.cert_pem.clone()),
-            (TLS_KEY.to_owned(), issued.key_pem.clone()),
-            (CA_CRT.to_owned(), ca.cert_pem().to_owned()),
-        ]);
-        if let Some((cluster, server)) = &w.kubeconfig {
-            data.insert(
-                KUBECONFIG.to_owned(),
-                atoll_apiserver::kubeconfig::render_certificate(
-                    cluster,
-                    server,
-                    ca.cert_pem(),
-                    &w.leaf.common_name,
-                    &issued.cert_pem,
-                    &issued.key_pem,
-                ),
-            );
         }
-        secrets.insert(w.secret.to_owned(), Stored { type_: TLS, data });
-        changed.push((w.secret.to_owned(), why));
     }
-    Ok(Issued { secrets, changed })
+}
+
+/// The CA `ca`: the one found when the plan keeps it, else a new one (`true`).
+fn authority(
+    ca: Authority,
+    existing: &BTreeMap<String, Data>,
+    plan: &Plan,
+) -> Result<(CertificateAuthority, bool), atoll_pki::Error> {
+    if let Some(Decision::Keep) = plan.decision(ca.secret()) {
+        let data = existing.get(ca.secret()).cloned().unwrap_or_default();
+        let text = |k: &str| data.get(k).cloned().unwrap_or_default();
+        let found =
+            CertificateAuthority::from_pem(&text(TLS_CRT), &text(TLS_KEY), ca.common_name())?;
+        return Ok((found, false));
+    }
+    let fresh = CertificateAuthority::generate_valid_for(ca.common_name(), CA_VALIDITY)?;
+    Ok((fresh, true))
+}
+
+/// The service-account key pair: the one found when the plan keeps it, else a new one (`true`).
+fn service_account(
+    existing: &BTreeMap<String, Data>,
+    plan: &Plan,
+) -> Result<(Stored, bool), atoll_pki::Error> {
+    if let (Some(Decision::Keep), Some(data)) = (
+        plan.decision(SERVICE_ACCOUNT),
+        existing.get(SERVICE_ACCOUNT),
+    ) {
+        let stored = Stored {
+            type_: "Opaque",
+            data: data.clone(),
+        };
+        return Ok((stored, false));
+    }
+    let (private, public) = atoll_pki::generate_key_pair()?;
+    let data = Data::from([(SA_KEY.to_owned(), private), (SA_PUB.to_owned(), public)]);
+    Ok((
+        Stored {
+            type_: "Opaque",
+            data,
+        },
+        true,
+    ))
+}
+
+/// A new leaf `w` signed by `ca`: certificate, key, the CA, and its kubeconfig when it has one.
+fn leaf_secret(w: &Wanted, ca: &CertificateAuthority) -> Result<Stored, atoll_pki::Error> {
+    let issued = ca.issue(&w.leaf)?;
+    let mut data = Data::from([
+        (TLS_CRT.to_owned(), issued.cert_pem.clone()),
+        (TLS_KEY.to_owned(), issued.key_pem.clone()),
+        (CA_CRT.to_owned(), ca.cert_pem().to_owned()),
+    ]);
+    if let Some((cluster, server)) = &w.kubeconfig {
+        data.insert(
+            KUBECONFIG.to_owned(),
+            atoll_apiserver::kubeconfig::render_certificate(
+                cluster,
+                server,
+                ca.cert_pem(),
+                &w.leaf.common_name,
+                &issued.cert_pem,
+                &issued.key_pem,
+            ),
+        );
+    }
+    Ok(Stored { type_: TLS, data })
 }
 
 /// A digest of the Secrets `names` (their every key and value): a workload's pod template

@@ -110,6 +110,17 @@ pub struct Digests {
     pub agent: String,
 }
 
+/// The digests of the certificates each workload mounts, from the Secrets of the PKI.
+pub fn digests(secrets: &std::collections::BTreeMap<String, pki::Stored>) -> Digests {
+    Digests {
+        etcd: pki::digest(secrets, ETCD_SECRETS),
+        api_server: pki::digest(secrets, API_SERVER_SECRETS),
+        controller_manager: pki::digest(secrets, CONTROLLER_MANAGER_SECRETS),
+        scheduler: pki::digest(secrets, SCHEDULER_SECRETS),
+        agent: pki::digest(secrets, AGENT_SECRETS),
+    }
+}
+
 /// The Secrets each workload mounts.
 pub const ETCD_SECRETS: &[&str] = &[pki::ETCD_SERVER, pki::ETCD_PEER];
 /// The Secrets kube-apiserver mounts.

@@ -125,6 +125,25 @@ fn version_of(
         .and_then(|v| Version::parse(v))
 }
 
+/// The component and status of a workload as the server answered its apply (`None` for an
+/// object that is not a component's workload, such as the agent's Deployment).
+pub fn of_applied(
+    object: &serde_json::Value,
+) -> Result<Option<(Component, Workload)>, serde_json::Error> {
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let Some(component) = Component::of_label(name) else {
+        return Ok(None);
+    };
+    let workload = match (component, object["kind"].as_str()) {
+        (Component::Etcd, Some("StatefulSet")) => {
+            of_stateful_set(&serde_json::from_value(object.clone())?)
+        }
+        (_, Some("Deployment")) => of_deployment(&serde_json::from_value(object.clone())?),
+        _ => return Ok(None),
+    };
+    Ok(Some((component, workload)))
+}
+
 /// What a Deployment's status says.
 pub fn of_deployment(d: &Deployment) -> Workload {
     let status = d.status.clone().unwrap_or_default();
@@ -401,130 +420,163 @@ impl Observed<'_> {
     }
 }
 
-/// A component's condition, and whether what it says degrades the cluster.
+/// What a component's condition says, and whether it degrades the cluster.
+struct Finding {
+    status: &'static str,
+    reason: &'static str,
+    message: String,
+    degrades: bool,
+}
+
+impl Finding {
+    /// Not available: `reason`, `message`, and whether a person is needed.
+    fn not(reason: &'static str, message: String, degrades: bool) -> Self {
+        Self {
+            status: "False",
+            reason,
+            message,
+            degrades,
+        }
+    }
+}
+
+/// A component's condition, and whether what it says degrades the cluster: available; else
+/// what is wrong with its pods, its rollout or its volume; else what it waits for.
 fn component(o: &Observed<'_>, c: Component) -> (Verdict, bool) {
-    let verdict =
-        |status, reason, message: String| Verdict::new(c.condition(), status, reason, message);
-    let Some(w) = o.workloads.get(&c) else {
-        return match o.blocking() {
-            Some(p) => (verdict("False", p.reason, p.message.clone()), false),
-            None => (
-                verdict(
-                    "False",
-                    "NotRendered",
-                    format!(
-                        "the hub is rendering {} {}/{}",
-                        c.kind(),
-                        o.namespace,
-                        c.name()
-                    ),
-                ),
-                false,
-            ),
-        };
+    let finding = match o.workloads.get(&c) {
+        None => not_rendered(o, c),
+        Some(w) if w.available(c) => serving(o, c, w),
+        Some(w) => trouble(o, c)
+            .or_else(|| rollout_failed(o, c, w))
+            .or_else(|| volume_pending(o, c))
+            .unwrap_or_else(|| waiting(o, c, w)),
     };
-    if w.available(c) {
-        let at = w.version.map(|v| format!(" at {v}")).unwrap_or_default();
-        return (
-            verdict(
-                "True",
-                "AsExpected",
-                format!(
-                    "{} {}/{}{at} has {} of {} replica(s) available",
-                    c.kind(),
-                    o.namespace,
-                    c.name(),
-                    w.available,
-                    w.replicas
-                ),
+    let verdict = Verdict::new(
+        c.condition(),
+        finding.status,
+        finding.reason,
+        finding.message,
+    );
+    (verdict, finding.degrades)
+}
+
+/// A component not rendered: a problem of the spec blocks it, or the hub is rendering it.
+fn not_rendered(o: &Observed<'_>, c: Component) -> Finding {
+    match o.blocking() {
+        Some(p) => Finding::not(p.reason, p.message.clone(), false),
+        None => Finding::not(
+            "NotRendered",
+            format!(
+                "the hub is rendering {} {}/{}",
+                c.kind(),
+                o.namespace,
+                c.name()
             ),
             false,
-        );
+        ),
     }
-    if let Some(t) = o.troubles.iter().find(|t| t.component == c) {
-        return (
-            verdict("False", t.reason, format!("{}: {}", c.name(), t.message)),
-            true,
-        );
+}
+
+/// An available component: its replicas and version.
+fn serving(o: &Observed<'_>, c: Component, w: &Workload) -> Finding {
+    let at = w.version.map(|v| format!(" at {v}")).unwrap_or_default();
+    Finding {
+        status: "True",
+        reason: "AsExpected",
+        message: format!(
+            "{} {}/{}{at} has {} of {} replica(s) available",
+            c.kind(),
+            o.namespace,
+            c.name(),
+            w.available,
+            w.replicas
+        ),
+        degrades: false,
     }
-    if let Some(failure) = &w.failure {
-        return (
-            verdict(
-                "False",
-                "RolloutFailed",
-                format!(
-                    "Deployment {}/{} cannot roll out: {failure}",
-                    o.namespace,
-                    c.name()
-                ),
-            ),
-            true,
-        );
+}
+
+/// What is wrong with the component's pods (a crash loop, an image that does not pull).
+fn trouble(o: &Observed<'_>, c: Component) -> Option<Finding> {
+    let t = o.troubles.iter().find(|t| t.component == c)?;
+    Some(Finding::not(
+        t.reason,
+        format!("{}: {}", c.name(), t.message),
+        true,
+    ))
+}
+
+/// A rollout its controller gave up on.
+fn rollout_failed(o: &Observed<'_>, c: Component, w: &Workload) -> Option<Finding> {
+    let failure = w.failure.as_ref()?;
+    Some(Finding::not(
+        "RolloutFailed",
+        format!(
+            "Deployment {}/{} cannot roll out: {failure}",
+            o.namespace,
+            c.name()
+        ),
+        true,
+    ))
+}
+
+/// etcd's volume still Pending (degrading past [`PENDING_DEADLINE`]).
+fn volume_pending(o: &Observed<'_>, c: Component) -> Option<Finding> {
+    if c != Component::Etcd {
+        return None;
     }
-    if c == Component::Etcd
-        && let Some(claim) = o.pending_claims.first()
-    {
-        let class = match &claim.storage_class {
-            Some(class) => format!("storage class {class:?} (spec.storage.storageClassName)"),
-            None => "the hub cluster's default storage class".to_owned(),
-        };
-        let late = claim.age >= PENDING_DEADLINE;
-        return (
-            verdict(
-                "False",
-                "VolumePending",
-                format!(
-                    "etcd waits for PersistentVolumeClaim {}/{}, Pending{} from {class}{}",
-                    o.namespace,
-                    claim.name,
-                    if late {
-                        format!(" for more than {}", format_duration(PENDING_DEADLINE))
-                    } else {
-                        String::new()
-                    },
-                    if late {
-                        "; check that the storage class exists and can provision volumes"
-                    } else {
-                        ""
-                    }
-                ),
-            ),
-            late,
-        );
-    }
+    let claim = o.pending_claims.first()?;
+    let class = match &claim.storage_class {
+        Some(class) => format!("storage class {class:?} (spec.storage.storageClassName)"),
+        None => "the hub cluster's default storage class".to_owned(),
+    };
+    let late = claim.age >= PENDING_DEADLINE;
+    let (since, hint) = if late {
+        (
+            format!(" for more than {}", format_duration(PENDING_DEADLINE)),
+            "; check that the storage class exists and can provision volumes",
+        )
+    } else {
+        (String::new(), "")
+    };
+    Some(Finding::not(
+        "VolumePending",
+        format!(
+            "etcd waits for PersistentVolumeClaim {}/{}, Pending{since} from {class}{hint}",
+            o.namespace, claim.name
+        ),
+        late,
+    ))
+}
+
+/// What an unavailable component waits for: the one before it, or its own pods.
+fn waiting(o: &Observed<'_>, c: Component, w: &Workload) -> Finding {
     let waits_for = match c {
         Component::Etcd => None,
         Component::ApiServer => Some(Component::Etcd),
         Component::ControllerManager | Component::Scheduler => Some(Component::ApiServer),
     };
     if let Some(before) = waits_for.filter(|b| !o.available(*b)) {
-        return (
-            verdict(
-                "False",
-                "WaitingForDependency",
-                format!(
-                    "{} waits for {} to be available ({} of {} replica(s) available)",
-                    c.name(),
-                    before.name(),
-                    w.available,
-                    w.replicas
-                ),
+        return Finding::not(
+            "WaitingForDependency",
+            format!(
+                "{} waits for {} to be available ({} of {} replica(s) available)",
+                c.name(),
+                before.name(),
+                w.available,
+                w.replicas
             ),
             false,
         );
     }
-    (
-        verdict(
-            "False",
-            "WaitingForReplicas",
-            format!(
-                "{} {}/{} has {} of {} replica(s) available; waiting for its pods to be ready",
-                c.kind(),
-                o.namespace,
-                c.name(),
-                w.available,
-                w.replicas
-            ),
+    Finding::not(
+        "WaitingForReplicas",
+        format!(
+            "{} {}/{} has {} of {} replica(s) available; waiting for its pods to be ready",
+            c.kind(),
+            o.namespace,
+            c.name(),
+            w.available,
+            w.replicas
         ),
         false,
     )
