@@ -302,6 +302,11 @@ async fn crds_serve_their_kinds() {
                     image: Some("mirror.example.com:5000/coredns/coredns:v1.13.1".into()),
                 }),
             }),
+            network: Some(atoll_api::hosted::HostedNetwork {
+                pod_cidr: Some("10.244.0.0/16".into()),
+                service_cidr: Some("10.100.0.0/16".into()),
+                dns_service_ip: Some("10.100.0.53".into()),
+            }),
         },
         status: None,
     };

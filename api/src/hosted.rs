@@ -13,6 +13,9 @@ use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+/// The networks of a `Kubernetes`-mode cluster, resolved and checked.
+pub mod network;
+
 /// Condition: the control plane serves (its API server and datastore are up).
 pub const CONDITION_AVAILABLE: &str = "Available";
 /// Condition: the hub is bringing the control plane to what the spec asks.
@@ -114,6 +117,46 @@ pub struct HostedClusterSpec {
     /// off here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addons: Option<HostedAddons>,
+    /// The networks of a `Kubernetes`-mode cluster: its pods', its Services' and the DNS
+    /// Service's address. Set when the cluster is created: a change afterwards is refused (the
+    /// hub keeps rendering the networks the control plane was made with), as kube-apiserver
+    /// cannot move its Service network in place. `Embedded` and `Process` ignore it, as they do
+    /// `images`. IPv4 single-stack only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<HostedNetwork>,
+}
+
+/// The networks of a `Kubernetes`-mode cluster.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub struct HostedNetwork {
+    /// The pod network, an IPv4 CIDR such as `10.244.0.0/16`, from which kube-controller-manager
+    /// gives each node a /24 (`--cluster-cidr`, `--allocate-node-cidrs`), kube-proxy's
+    /// `clusterCIDR` and kubeadm's `podSubnet`. Unset: none, as kubeadm leaves it; the CNI
+    /// then manages pod addresses alone (Calico, Cilium), and one that reads nodes'
+    /// `podCIDR` (flannel) needs it set.
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "podCIDR")]
+    #[schemars(length(max = 43), extend("x-kubernetes-validations" = [{"rule": "isCIDR(self) && cidr(self).ip().family() == 4", "message": "must be an IPv4 CIDR such as 10.244.0.0/16 (IPv6 is not supported)"}]))]
+    pub pod_cidr: Option<String>,
+    /// The Service network, an IPv4 CIDR of at most a /12 [default: `10.96.0.0/12`]: its
+    /// first address is the cluster's `kubernetes` Service (a SAN of the API server's
+    /// certificate); kube-apiserver's `--service-cluster-ip-range` and kubeadm's
+    /// `serviceSubnet`. It may not overlap `podCIDR`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        rename = "serviceCIDR"
+    )]
+    #[schemars(length(max = 43), extend("x-kubernetes-validations" = [{"rule": "isCIDR(self) && cidr(self).ip().family() == 4", "message": "must be an IPv4 CIDR such as 10.96.0.0/12 (IPv6 is not supported)"}]))]
+    pub service_cidr: Option<String>,
+    /// The address of the `kube-system/kube-dns` Service, in `serviceCIDR`, which kubelets are
+    /// given as `clusterDNS` [default: the tenth address of `serviceCIDR`].
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        rename = "dnsServiceIP"
+    )]
+    #[schemars(length(max = 39), extend("x-kubernetes-validations" = [{"rule": "isIP(self) && ip(self).family() == 4", "message": "must be an IPv4 address such as 10.96.0.10 (IPv6 is not supported)"}]))]
+    pub dns_service_ip: Option<String>,
 }
 
 /// The add-ons of a `Kubernetes`-mode cluster.
