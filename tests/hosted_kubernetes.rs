@@ -5,8 +5,10 @@
 //! follows the conditions through start, Available, a refused downgrade, a crash loop, a PKI
 //! Secret deleted by hand (issued again, its workloads restarted, the others kept across a hub
 //! restart), and deletion (the namespace gone). A second scenario stands an API server in for
-//! the hosted kube-apiserver (with the cluster's own CA) and checks what `kubeadm join` needs
-//! there: the bootstrap token, `cluster-info` readable anonymously, kubeadm's RBAC and
+//! the hosted kube-apiserver (with the cluster's own CA), for a cluster with networks of its own
+//! (in its flags, serving certificate, `kubeadm-config`, `kubelet-config`, kube-proxy's
+//! configuration and the `kube-dns` Service; a change of them and bad ones refused naming the
+//! field), and checks what `kubeadm join` needs there: the bootstrap token, `cluster-info` readable anonymously, kubeadm's RBAC and
 //! ConfigMaps, `atoll hosted join-command`, a token past its expiry replaced, and the add-ons
 //! (kube-proxy and CoreDNS: applied, a failure named, an upgrade followed, one turned off). A
 //! third starts the rendered etcd for real (Debian's etcd 3.4) with the hub's certificates and
@@ -844,7 +846,7 @@ async fn workers_scenario() {
     let hc = setup.dir.path().join("k1.yaml");
     std::fs::write(
         &hc,
-        format!("apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {{name: k1, namespace: clusters}}\nspec: {{mode: Kubernetes, kubernetesVersion: v1.34.0, apiServer: {{serviceType: NodePort, port: {port}}}}}\n"),
+        format!("apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {{name: k1, namespace: clusters}}\nspec: {{mode: Kubernetes, kubernetesVersion: v1.34.0, apiServer: {{serviceType: NodePort, port: {port}}}, network: {{podCIDR: 10.244.0.0/16, serviceCIDR: 10.100.0.0/16}}}}\n"),
     )
     .unwrap();
     let created = eventually(WAIT, || {
@@ -867,6 +869,7 @@ async fn workers_scenario() {
     })
     .await;
     assert!(rendered, "{}", setup.log("workers.log"));
+    networks_scenario(&setup).await;
 
     // Before kube-apiserver is available nothing is written, and the CLI says what to wait for.
     assert!(
@@ -1028,6 +1031,12 @@ async fn workers_scenario() {
     assert!(
         cluster_configuration.contains("kubernetesVersion: v1.34.0")
             && cluster_configuration.contains(&format!("controlPlaneEndpoint: 127.0.0.1:{port}")),
+        "{cluster_configuration}"
+    );
+    // The cluster's own networks, as kubeadm records them.
+    assert!(
+        cluster_configuration.contains("  serviceSubnet: 10.100.0.0/16\n")
+            && cluster_configuration.contains("  podSubnet: 10.244.0.0/16\n"),
         "{cluster_configuration}"
     );
 
@@ -1226,6 +1235,118 @@ impl Setup {
 /// applied as kubeadm makes them, kube-proxy following an upgrade, invalid add-on settings
 /// refused naming the field, and kube-proxy turned off (what the hub applied removed, the rest
 /// kept).
+/// The networks of clusters/k1 (pods 10.244.0.0/16, Services 10.100.0.0/16) in its flags and
+/// serving certificate; a change of them refused, naming the field, while the control plane
+/// keeps its own; bad networks of new clusters refused naming the field, by the schema or by a
+/// condition.
+async fn networks_scenario(setup: &Setup) {
+    let api = setup.object("deployment", "kube-apiserver");
+    assert_eq!(flag(&api, "service-cluster-ip-range"), "10.100.0.0/16");
+    let kcm = setup.object("deployment", "kube-controller-manager");
+    for (name, value) in [
+        ("service-cluster-ip-range", "10.100.0.0/16"),
+        ("cluster-cidr", "10.244.0.0/16"),
+        ("allocate-node-cidrs", "true"),
+    ] {
+        assert_eq!(flag(&kcm, name), value, "--{name}");
+    }
+    if which_openssl() {
+        let serving = write(
+            setup.dir.path(),
+            "k1-serving.crt",
+            &setup.secret(NS, "kube-apiserver-serving", "tls.crt"),
+        );
+        let out = openssl(&[
+            "x509",
+            "-noout",
+            "-ext",
+            "subjectAltName",
+            "-in",
+            serving.to_str().unwrap(),
+        ]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let sans: Vec<&str> = text.split([',', '\n']).map(str::trim).collect();
+        assert!(
+            sans.contains(&"IP Address:10.100.0.1") && !sans.contains(&"IP Address:10.96.0.1"),
+            "the kubernetes Service's address is the first of the cluster's Service network: {text}"
+        );
+    }
+
+    // A change of the Service network is refused naming the field; the control plane keeps its own.
+    let patch = |service: &str| {
+        setup
+            .kubectl(&[
+                "patch",
+                "hostedcluster",
+                "k1",
+                "-n",
+                "clusters",
+                "--type=merge",
+                "-p",
+                &format!(r#"{{"spec":{{"network":{{"serviceCIDR":"{service}"}}}}}}"#),
+            ])
+            .success();
+    };
+    patch("10.64.0.0/16");
+    assert!(
+        setup
+            .wait_condition("Degraded", "True", Some("ImmutableFieldChanged"))
+            .await,
+        "{:?}",
+        setup.condition("Degraded")
+    );
+    let (_, _, message) = setup.condition("Degraded");
+    assert!(
+        message.starts_with("spec.network.serviceCIDR cannot change")
+            && message.contains("runs with 10.100.0.0/16 (asked: 10.64.0.0/16)"),
+        "{message}"
+    );
+    let api = setup.object("deployment", "kube-apiserver");
+    assert_eq!(flag(&api, "service-cluster-ip-range"), "10.100.0.0/16");
+    patch("10.100.0.0/16");
+    assert!(
+        setup.wait_condition("Degraded", "False", None).await,
+        "{:?}",
+        setup.condition("Degraded")
+    );
+
+    // A network that is not IPv4 is refused by the schema, naming the field.
+    let bad = |name: &str, network: &str| {
+        let file = write(
+            setup.dir.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "apiVersion: atoll.dev/v1alpha1\nkind: HostedCluster\nmetadata: {{name: {name}, namespace: clusters}}\nspec: {{mode: Kubernetes, network: {network}}}\n"
+            ),
+        );
+        setup.kubectl(&["apply", "-f", file.to_str().unwrap()])
+    };
+    bad("k2", "{serviceCIDR: 'fd00::/108'}")
+        .failure()
+        .stderr_has("spec.network.serviceCIDR: Invalid value")
+        .stderr_has("IPv6 is not supported");
+    // Networks that overlap are refused by a condition naming the field, and nothing is made.
+    bad("k3", "{podCIDR: 10.96.0.0/16}").success();
+    let refused = eventually(WAIT, || {
+        std::future::ready(setup.condition_of("k3", "Degraded").1 == "InvalidNetwork")
+    })
+    .await;
+    let (_, _, message) = setup.condition_of("k3", "Degraded");
+    assert!(refused, "{message}");
+    assert!(
+        message.starts_with(
+            "spec.network.podCIDR: 10.96.0.0/16 overlaps the Service network 10.96.0.0/12"
+        ),
+        "{message}"
+    );
+    setup
+        .kubectl(&["get", "namespace", "clusters-k3"])
+        .failure();
+    setup
+        .kubectl(&["delete", "hostedcluster", "k3", "-n", "clusters"])
+        .success();
+}
+
 async fn addons_scenario(setup: &Setup, member_kubeconfig: &Path, token_id: &str) {
     let in_member = |args: &[&str]| atoll_tests::kubectl_at(member_kubeconfig, args);
     // CoreDNS refused by the hosted cluster: the condition names the add-on and the object;
@@ -1304,8 +1425,10 @@ async fn addons_scenario(setup: &Setup, member_kubeconfig: &Path, token_id: &str
     let coredns = get("deployment", "coredns");
     assert_eq!(coredns["spec"]["replicas"], 2);
     assert_eq!(image(&coredns), "registry.k8s.io/coredns/coredns:v1.12.1");
+    // At the tenth address of the cluster's Service network (which the stand-in's own range,
+    // 10.96.0.0/12, holds).
     let dns = get("service", "kube-dns");
-    assert_eq!(dns["spec"]["clusterIP"], "10.96.0.10");
+    assert_eq!(dns["spec"]["clusterIP"], "10.100.0.10");
     let corefile = get("configmap", "coredns")["data"]["Corefile"]
         .as_str()
         .unwrap()
@@ -1316,7 +1439,18 @@ async fn addons_scenario(setup: &Setup, member_kubeconfig: &Path, token_id: &str
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(kubelet.contains("- 10.96.0.10"), "{kubelet}");
+    assert!(
+        kubelet.contains("clusterDNS:\n- 10.100.0.10\n"),
+        "{kubelet}"
+    );
+    // kube-proxy knows the pod network.
+    assert!(
+        proxy_config["data"]["config.conf"]
+            .as_str()
+            .unwrap()
+            .contains("clusterCIDR: \"10.244.0.0/16\""),
+        "{proxy_config}"
+    );
     // A joining node's bootstrap token may read kube-proxy's configuration, as kubeadm join does.
     in_member(&[
         "auth",

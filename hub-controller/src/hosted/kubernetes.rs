@@ -2,7 +2,8 @@
 //! kube-scheduler and the cluster's agent rendered as workloads of the hub cluster, in the
 //! namespace `<namespace>-<name>`, with a PKI the hub generates and keeps in Secrets there. This
 //! file is the thin I/O of one reconcile: read what runs, decide with the pure modules
-//! ([`version`] which version each component rolls to, [`pki`] which certificates to issue,
+//! ([`version`] which version each component rolls to, [`network`] which networks it has,
+//! [`pki`] which certificates to issue,
 //! [`render`] the objects, [`status`] the conditions), apply with server-side apply (field
 //! manager `atoll-hub`, forced), read back, and write the status. Every object carries the label
 //! `atoll.dev/hosted-cluster: <namespace>.<name>`; deleting the HostedCluster deletes the
@@ -12,6 +13,8 @@
 pub mod addons;
 /// What `kubeadm join` needs inside the hosted cluster.
 pub mod join;
+/// The networks a control plane is rendered with.
+pub mod network;
 /// Certificates: what to issue, and issuing it.
 pub mod pki;
 /// The objects of a control plane.
@@ -24,6 +27,7 @@ pub mod version;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use atoll_api::hosted::network::Network;
 use atoll_api::hosted::{HostedCluster, HostedClusterSpec, ServiceType};
 use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod, Secret, Service};
@@ -304,11 +308,17 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
     } else {
         BTreeMap::new()
     };
+    let made = found
+        .get(&Component::ApiServer)
+        .map(|w| network::made_with(w.network.as_deref()));
+    let (network, network_problems) = network::plan(hc.spec.network.as_ref(), made);
+    problems.extend(network_problems);
     let (target, rollout) = plan_rollout(hc, &found, &mut problems);
     let mut rendered = Rendered::nothing(hc, found);
     if let Some(plan) = rollout
+        && let Some(network) = &network
         && let Some(now_rendered) =
-            render_and_apply(hc, ctx, &key, &namespace, plan, &mut problems).await?
+            render_and_apply(hc, ctx, &key, &namespace, plan, network, &mut problems).await?
     {
         rendered = Rendered {
             published: rendered.published || now_rendered.published,
@@ -321,7 +331,7 @@ pub(super) async fn apply(hc: &HostedCluster, ctx: &Context) -> Result<Action, E
         (Vec::new(), Vec::new())
     };
     let (workers, addons, look_again) =
-        hosted_writes(ctx, hc, &key, &namespace, &rendered, rollout).await;
+        hosted_writes(ctx, hc, &key, &namespace, &rendered, rollout.zip(network)).await;
     let now = jiff::Timestamp::now();
     let all_available = rendered.all_available();
     let observed = status::Observed {
@@ -439,14 +449,14 @@ async fn hosted_writes(
     key: &Key,
     namespace: &str,
     rendered: &Rendered,
-    rollout: Option<Rollout>,
+    rollout: Option<(Rollout, Network)>,
 ) -> (join::Joinable, addons::Addons, Duration) {
     let api_available = rendered
         .workloads
         .get(&Component::ApiServer)
         .is_some_and(|w| w.available(Component::ApiServer));
     match (api_available, &rendered.admin, &rendered.endpoint, rollout) {
-        (true, Some(admin), Some(endpoint), Some(rollout)) => {
+        (true, Some(admin), Some(endpoint), Some((rollout, network))) => {
             let target = Hosted {
                 key,
                 namespace,
@@ -458,6 +468,9 @@ async fn hosted_writes(
                     .as_ref()
                     .is_none_or(|e| e.kind == ServiceType::ClusterIP),
                 rollout,
+                network,
+                pod_subnet: network.pod.map(|p| p.to_string()),
+                dns_ip: network.dns.to_string(),
             };
             write_into_hosted(ctx, &target).await
         }
@@ -504,6 +517,12 @@ struct Hosted<'a> {
     internal: bool,
     /// The version each component is rendered at.
     rollout: Rollout,
+    /// The cluster's networks.
+    network: Network,
+    /// Its pod network, as kube-proxy's `clusterCIDR` holds it.
+    pod_subnet: Option<String>,
+    /// The `kube-dns` Service's address.
+    dns_ip: String,
 }
 
 impl Hosted<'_> {
@@ -520,7 +539,7 @@ impl Hosted<'_> {
             endpoint: self.endpoint,
             ca_pem,
             version,
-            service_subnet: pki::SERVICE_CIDR,
+            network: &self.network,
             registry,
             kube_proxy: addons::Addon::KubeProxy.enabled(self.spec),
             core_dns: addons::Addon::CoreDns.enabled(self.spec),
@@ -535,8 +554,8 @@ impl Hosted<'_> {
             version: self.rollout.oldest(),
             registry,
             endpoint: self.endpoint,
-            pod_subnet: None,
-            dns_ip: join::DNS_SERVICE_IP,
+            pod_subnet: self.pod_subnet.as_deref(),
+            dns_ip: &self.dns_ip,
             dns_domain: join::DNS_DOMAIN,
         }
     }
@@ -848,11 +867,12 @@ impl Rendered {
 }
 
 /// The names the control plane's certificates hold, before its Service has an address.
-fn pki_names(hc: &HostedCluster, key: &Key, namespace: &str) -> pki::Names {
+fn pki_names(hc: &HostedCluster, key: &Key, namespace: &str, network: &Network) -> pki::Names {
     pki::Names {
         cluster: key.name.clone(),
         namespace: namespace.to_owned(),
         etcd_members: render::etcd_members(&hc.spec),
+        kubernetes_service_ip: network.kubernetes_service_ip().into(),
         service_ip: None,
         external_host: None,
         extra_sans: hc
@@ -873,6 +893,7 @@ async fn render_and_apply(
     key: &Key,
     namespace: &str,
     rollout: Rollout,
+    network: &Network,
     problems: &mut Vec<Problem>,
 ) -> Result<Option<Rendered>, Error> {
     let client = &ctx.client;
@@ -888,12 +909,13 @@ async fn render_and_apply(
         .hub_address
         .clone()
         .unwrap_or_else(|| agent.url.clone());
-    let first_names = pki_names(hc, key, namespace);
+    let first_names = pki_names(hc, key, namespace, network);
     let no_digests = render::Digests::default();
     let base = render::Input {
         key,
         spec: &hc.spec,
         names: &first_names,
+        network,
         rollout,
         images: &images,
         digests: &no_digests,

@@ -46,8 +46,6 @@ pub const KUBEADM_CONFIG: &str = "kubeadm-config";
 pub const KUBELET_CONFIG: &str = "kubelet-config";
 /// The cluster's DNS domain.
 pub const DNS_DOMAIN: &str = "cluster.local";
-/// The address of the cluster's DNS Service (the tenth of the Service range, as kubeadm picks).
-pub const DNS_SERVICE_IP: &str = "10.96.0.10";
 
 /// Who made a bootstrap token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -306,8 +304,9 @@ pub struct Input<'a> {
     pub ca_pem: &'a str,
     /// The version kube-apiserver runs (`v1.X.Y`).
     pub version: &'a str,
-    /// The Service range.
-    pub service_subnet: &'a str,
+    /// The cluster's networks (kubeadm's `serviceSubnet` and `podSubnet`, the kubelets'
+    /// `clusterDNS`).
+    pub network: &'a atoll_api::hosted::network::Network,
     /// Where the control plane's images come from.
     pub registry: &'a str,
     /// Whether the hub installs kube-proxy.
@@ -340,13 +339,18 @@ pub fn cluster_configuration(input: &Input<'_>) -> String {
     use super::{pki, render};
     let file = |key| render::path(pki::ETCD_CLIENT, key);
     format!(
-        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: {}\nkubernetesVersion: {}\ncontrolPlaneEndpoint: {}:{}\ncertificatesDir: /etc/kubernetes/pki\nimageRepository: {}\nnetworking:\n  dnsDomain: {DNS_DOMAIN}\n  serviceSubnet: {}\netcd:\n  external:\n    endpoints:\n    - {}\n    caFile: {}\n    certFile: {}\n    keyFile: {}\ndns:\n  disabled: {}\nproxy:\n  disabled: {}\n",
+        "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nclusterName: {}\nkubernetesVersion: {}\ncontrolPlaneEndpoint: {}:{}\ncertificatesDir: /etc/kubernetes/pki\nimageRepository: {}\nnetworking:\n  dnsDomain: {DNS_DOMAIN}\n  serviceSubnet: {}\n{}etcd:\n  external:\n    endpoints:\n    - {}\n    caFile: {}\n    certFile: {}\n    keyFile: {}\ndns:\n  disabled: {}\nproxy:\n  disabled: {}\n",
         input.cluster,
         input.version,
         input.endpoint.host,
         input.endpoint.port,
         input.registry,
-        input.service_subnet,
+        input.network.service,
+        input
+            .network
+            .pod
+            .map(|p| format!("  podSubnet: {p}\n"))
+            .unwrap_or_default(),
         render::etcd_client_url(input.namespace),
         file(pki::CA_CRT),
         file(pki::TLS_CRT),
@@ -356,11 +360,12 @@ pub fn cluster_configuration(input: &Input<'_>) -> String {
     )
 }
 
-/// The KubeletConfiguration every joining kubelet takes (`kubelet-config`): the cluster's DNS,
-/// the systemd cgroup driver, webhook authentication and authorization, rotated certificates.
-pub fn kubelet_configuration() -> String {
+/// The KubeletConfiguration every joining kubelet takes (`kubelet-config`): the cluster's DNS
+/// (the `kube-dns` Service's address `dns`), the systemd cgroup driver, webhook authentication
+/// and authorization, rotated certificates.
+pub fn kubelet_configuration(dns: std::net::Ipv4Addr) -> String {
     format!(
-        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\nclusterDNS:\n- {DNS_SERVICE_IP}\nclusterDomain: {DNS_DOMAIN}\nauthentication:\n  anonymous:\n    enabled: false\n  webhook:\n    enabled: true\n  x509:\n    clientCAFile: /etc/kubernetes/pki/ca.crt\nauthorization:\n  mode: Webhook\nrotateCertificates: true\nserverTLSBootstrap: false\nstaticPodPath: /etc/kubernetes/manifests\n"
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\nclusterDNS:\n- {dns}\nclusterDomain: {DNS_DOMAIN}\nauthentication:\n  anonymous:\n    enabled: false\n  webhook:\n    enabled: true\n  x509:\n    clientCAFile: /etc/kubernetes/pki/ca.crt\nauthorization:\n  mode: Webhook\nrotateCertificates: true\nserverTLSBootstrap: false\nstaticPodPath: /etc/kubernetes/manifests\n"
     )
 }
 
@@ -480,7 +485,7 @@ pub fn objects(input: &Input<'_>) -> Vec<Value> {
             TOKEN_NAMESPACE,
             KUBELET_CONFIG,
             "kubelet",
-            kubelet_configuration(),
+            kubelet_configuration(input.network.dns),
         ),
         reader_role(TOKEN_NAMESPACE, "kubeadm:kubelet-config", KUBELET_CONFIG),
         binding(
@@ -722,6 +727,13 @@ mod tests {
             .to_owned()
     }
 
+    const DEFAULT_NETWORK: atoll_api::hosted::network::Network =
+        atoll_api::hosted::network::Network {
+            pod: None,
+            service: atoll_api::hosted::network::DEFAULT_SERVICE_CIDR,
+            dns: std::net::Ipv4Addr::new(10, 96, 0, 10),
+        };
+
     fn input(endpoint: &Endpoint) -> Input<'_> {
         Input {
             cluster: "k1",
@@ -729,7 +741,7 @@ mod tests {
             endpoint,
             ca_pem: "-----BEGIN CERTIFICATE-----\n",
             version: "v1.35.0",
-            service_subnet: "10.96.0.0/12",
+            network: &DEFAULT_NETWORK,
             registry: "registry.k8s.io",
             kube_proxy: true,
             core_dns: false,
@@ -758,6 +770,34 @@ mod tests {
         "certificateValidityPeriod",
         "caCertificateValidityPeriod",
     ];
+
+    #[test]
+    fn the_clusters_networks_go_into_kubeadm_config_and_kubelet_config() {
+        let e = endpoint();
+        let asked = atoll_api::hosted::HostedNetwork {
+            pod_cidr: Some("10.244.0.0/16".into()),
+            service_cidr: Some("10.100.0.0/16".into()),
+            dns_service_ip: Some("10.100.0.53".into()),
+        };
+        let network = atoll_api::hosted::network::resolve(Some(&asked)).unwrap();
+        let custom = Input {
+            network: &network,
+            ..input(&e)
+        };
+        let c: serde_json::Value =
+            serde_yaml_ng::from_str(&cluster_configuration(&custom)).unwrap();
+        assert_eq!(c["networking"]["serviceSubnet"], "10.100.0.0/16");
+        assert_eq!(c["networking"]["podSubnet"], "10.244.0.0/16");
+        assert_eq!(c["networking"]["dnsDomain"], "cluster.local");
+        let kubelet: serde_json::Value =
+            serde_yaml_ng::from_str(&kubelet_configuration(network.dns)).unwrap();
+        assert_eq!(kubelet["clusterDNS"], json!(["10.100.0.53"]));
+        // Without a pod network, no podSubnet, as kubeadm leaves it.
+        let none: serde_json::Value =
+            serde_yaml_ng::from_str(&cluster_configuration(&input(&e))).unwrap();
+        assert_eq!(none["networking"]["serviceSubnet"], "10.96.0.0/12");
+        assert!(none["networking"].get("podSubnet").is_none(), "{none}");
+    }
 
     /// What `kubeadm join` of a worker does with `kubeadm-config` (its `preflight` phase reads
     /// it with `FetchInitConfigurationFromCluster`): decode the ClusterConfiguration, default
@@ -803,7 +843,7 @@ mod tests {
         let bits: u32 = bits.parse().unwrap();
         assert!(bits <= 28, "at least 10 addresses");
         let tenth = std::net::Ipv4Addr::from(u32::from(base) + 10);
-        assert_eq!(tenth.to_string(), DNS_SERVICE_IP);
+        assert_eq!(tenth, input.network.dns);
         assert!(c["certificatesDir"].as_str().unwrap().starts_with('/'));
         assert_eq!(c["imageRepository"], "registry.k8s.io");
         // etcd: external only, https endpoints with a host and a port (the control plane's
@@ -830,6 +870,7 @@ mod tests {
             cluster: "k1".into(),
             namespace: "clusters-k1".into(),
             etcd_members: 1,
+            kubernetes_service_ip: "10.96.0.1".parse().unwrap(),
             service_ip: None,
             external_host: None,
             extra_sans: Vec::new(),

@@ -20,10 +20,6 @@ pub const RENEW_BEFORE: Duration = Duration::from_secs(30 * DAY);
 /// Seconds in a day.
 const DAY: u64 = 86_400;
 
-/// The Service CIDR of hosted clusters (kubeadm's default).
-pub const SERVICE_CIDR: &str = "10.96.0.0/12";
-/// Its first address: the hosted cluster's own `kubernetes` Service.
-pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 /// The port kube-apiserver serves on.
 pub const API_PORT: i32 = 6443;
 /// The API server's Service on the hub cluster.
@@ -118,6 +114,9 @@ pub struct Names {
     pub namespace: String,
     /// How many etcd members run.
     pub etcd_members: u32,
+    /// The first address of the hosted cluster's Service network: its own `kubernetes`
+    /// Service.
+    pub kubernetes_service_ip: IpAddr,
     /// The address of the API server's Service on the hub cluster, once it has one.
     pub service_ip: Option<IpAddr>,
     /// The address users reach the API server at from outside the hub cluster, once known.
@@ -176,7 +175,7 @@ impl Names {
         .to_vec();
         sans.extend(self.service(API_SERVICE));
         sans.extend(["localhost".to_owned(), "127.0.0.1".to_owned()]);
-        sans.push(KUBERNETES_SERVICE_IP.to_owned());
+        sans.push(self.kubernetes_service_ip.to_string());
         sans.extend(self.service_ip.map(|ip| ip.to_string()));
         sans.extend(self.external_host.clone());
         sans.extend(self.extra_sans.iter().cloned());
@@ -633,6 +632,7 @@ mod tests {
             cluster: "c1".into(),
             namespace: "clusters-c1".into(),
             etcd_members: 3,
+            kubernetes_service_ip: "10.96.0.1".parse().unwrap(),
             service_ip: Some("10.0.0.17".parse().unwrap()),
             external_host: Some("c1.example.com".into()),
             extra_sans: vec!["api.c1.example.com".into(), "192.0.2.10".into()],
@@ -780,5 +780,19 @@ mod tests {
             p.issues().collect::<Vec<_>>(),
             [(API_SERVING, "its names changed")]
         );
+        // So does another Service network (the `kubernetes` Service's address), before the
+        // control plane is made.
+        let mut renumbered = names();
+        renumbered.kubernetes_service_ip = "10.100.0.1".parse().unwrap();
+        let wanted = super::wanted(&renumbered);
+        let p = plan(&wanted, &data_of(&issued), now());
+        assert_eq!(
+            p.issues().collect::<Vec<_>>(),
+            [(API_SERVING, "its names changed")]
+        );
+        let again = issue(&wanted, &data_of(&issued), &p).unwrap();
+        let read = atoll_pki::inspect(&again.secrets[API_SERVING].data[TLS_CRT]).unwrap();
+        assert!(read.ip_addresses.contains(&"10.100.0.1".parse().unwrap()));
+        assert!(!read.ip_addresses.contains(&"10.96.0.1".parse().unwrap()));
     }
 }

@@ -2,6 +2,7 @@
 //! spec, the versions its components roll to, and the digests of the certificates each mounts.
 //! Pure: the controller applies what these functions return.
 
+use atoll_api::hosted::network::Network;
 use atoll_api::hosted::{Availability, HostedClusterSpec, ServiceType};
 use serde_json::{Value, json};
 
@@ -166,6 +167,8 @@ pub struct Input<'a> {
     pub spec: &'a HostedClusterSpec,
     /// The control plane's names (its namespace among them).
     pub names: &'a pki::Names,
+    /// Its networks.
+    pub network: &'a Network,
     /// The version of each component.
     pub rollout: Rollout,
     /// The image of each component.
@@ -406,7 +409,10 @@ pub fn api_server_command(input: &Input<'_>) -> Vec<String> {
         f("requestheader-username-headers", "X-Remote-User".to_owned()),
         f("authorization-mode", "Node,RBAC".to_owned()),
         f("enable-admission-plugins", "NodeRestriction".to_owned()),
-        f("service-cluster-ip-range", pki::SERVICE_CIDR.to_owned()),
+        f(
+            "service-cluster-ip-range",
+            input.network.service.to_string(),
+        ),
         f("enable-bootstrap-token-auth", "true".to_owned()),
         f("allow-privileged", "true".to_owned()),
     ]
@@ -416,7 +422,7 @@ pub fn api_server_command(input: &Input<'_>) -> Vec<String> {
 pub fn controller_manager_command(input: &Input<'_>) -> Vec<String> {
     let kubeconfig = path(pki::CONTROLLER_MANAGER_KUBECONFIG, pki::KUBECONFIG);
     let f = |flag: &str, value: String| format!("--{flag}={value}");
-    vec![
+    let mut command = vec![
         "kube-controller-manager".to_owned(),
         f("kubeconfig", kubeconfig.clone()),
         f("authentication-kubeconfig", kubeconfig.clone()),
@@ -438,9 +444,18 @@ pub fn controller_manager_command(input: &Input<'_>) -> Vec<String> {
         ),
         f("use-service-account-credentials", "true".to_owned()),
         f("controllers", "*,bootstrapsigner,tokencleaner".to_owned()),
-        f("service-cluster-ip-range", pki::SERVICE_CIDR.to_owned()),
+        f(
+            "service-cluster-ip-range",
+            input.network.service.to_string(),
+        ),
         f("leader-elect", "true".to_owned()),
-    ]
+    ];
+    // As kubeadm renders it with a pod subnet: nodes get their share of the pod network.
+    if let Some(pods) = input.network.pod {
+        command.push(f("allocate-node-cidrs", "true".to_owned()));
+        command.push(f("cluster-cidr", pods.to_string()));
+    }
+    command
 }
 
 /// kube-scheduler's command line.
@@ -597,13 +612,17 @@ fn api_server(input: &Input<'_>) -> Value {
         ],
     });
     let replicas = if input.ha() { 3 } else { 1 };
-    deployment(
+    let mut deployment = deployment(
         input,
         API_SERVER,
         replicas,
         &input.rollout.api_server.to_string(),
         template(input, API_SERVER, &input.digests.api_server, pod),
-    )
+    );
+    // What the control plane is made with, kept so that a later change of the spec's is seen.
+    deployment["metadata"]["annotations"][super::network::ANNOTATION_NETWORK] =
+        json!(input.network.to_record());
+    deployment
 }
 
 /// kube-controller-manager's Deployment.
@@ -767,6 +786,7 @@ mod tests {
             cluster: "c1".into(),
             namespace: "clusters-c1".into(),
             etcd_members: 1,
+            kubernetes_service_ip: "10.96.0.1".parse().unwrap(),
             service_ip: None,
             external_host: None,
             extra_sans: vec![],
@@ -776,6 +796,7 @@ mod tests {
     fn render_with(spec: &HostedClusterSpec) -> Vec<Value> {
         let key = key();
         let names = names();
+        let network = atoll_api::hosted::network::resolve(spec.network.as_ref()).unwrap();
         let rollout = Rollout::all(Version::parse("1.35.0").unwrap());
         let images = images(
             spec,
@@ -794,6 +815,7 @@ mod tests {
             key: &key,
             spec,
             names: &names,
+            network: &network,
             rollout,
             images: &images,
             digests: &digests,
@@ -929,6 +951,46 @@ mod tests {
         // The CA's key stays out of the API server's pod.
         let volumes = api["spec"]["template"]["spec"]["volumes"].to_string();
         assert!(!volumes.contains(r#"{"key":"tls.key","path":"tls.key"}],"secretName":"ca""#));
+    }
+
+    #[test]
+    fn the_networks_go_into_the_flags_and_are_recorded_on_kube_apiserver() {
+        let spec: HostedClusterSpec = serde_json::from_value(json!({
+            "mode": "Kubernetes",
+            "network": {"podCIDR": "10.244.0.0/16", "serviceCIDR": "10.100.0.0/16"},
+        }))
+        .unwrap();
+        let all = render_with(&spec);
+        let api = find(&all, "Deployment", API_SERVER);
+        let flag_of = |workload: &Value, name| flag(&command(workload), name);
+        assert_eq!(
+            flag_of(api, "service-cluster-ip-range").as_deref(),
+            Some("10.100.0.0/16")
+        );
+        let kcm = find(&all, "Deployment", CONTROLLER_MANAGER);
+        for (name, value) in [
+            ("service-cluster-ip-range", "10.100.0.0/16"),
+            ("cluster-cidr", "10.244.0.0/16"),
+            ("allocate-node-cidrs", "true"),
+        ] {
+            assert_eq!(flag_of(kcm, name).as_deref(), Some(value), "--{name}");
+        }
+        let record = "podCIDR=10.244.0.0/16,serviceCIDR=10.100.0.0/16,dnsServiceIP=10.100.0.10";
+        assert_eq!(
+            api["metadata"]["annotations"][super::super::network::ANNOTATION_NETWORK],
+            record
+        );
+        let (_, read) = super::super::status::of_applied(api).unwrap().unwrap();
+        assert_eq!(read.network.as_deref(), Some(record));
+        // Without a pod network kube-controller-manager gives nodes none, as kubeadm leaves it.
+        let plain = render_with(&HostedClusterSpec::default());
+        let kcm = find(&plain, "Deployment", CONTROLLER_MANAGER);
+        assert_eq!(flag_of(kcm, "cluster-cidr"), None);
+        assert_eq!(flag_of(kcm, "allocate-node-cidrs"), None);
+        assert_eq!(
+            flag_of(kcm, "service-cluster-ip-range").as_deref(),
+            Some("10.96.0.0/12")
+        );
     }
 
     #[test]

@@ -94,6 +94,8 @@ pub struct Workload {
     pub version: Option<Version>,
     /// Why its rollout failed, from its conditions.
     pub failure: Option<String>,
+    /// The networks it records having been made with (kube-apiserver's).
+    pub network: Option<String>,
 }
 
 impl Workload {
@@ -167,6 +169,12 @@ pub fn of_deployment(d: &Deployment) -> Workload {
         current: status.observed_generation.unwrap_or(0) >= d.metadata.generation.unwrap_or(0),
         version: version_of(&d.metadata),
         failure,
+        network: d
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(super::network::ANNOTATION_NETWORK))
+            .cloned(),
     }
 }
 
@@ -180,6 +188,7 @@ pub fn of_stateful_set(s: &StatefulSet) -> Workload {
         current: status.observed_generation.unwrap_or(0) >= s.metadata.generation.unwrap_or(0),
         version: version_of(&s.metadata),
         failure: None,
+        network: None,
     }
 }
 
@@ -793,6 +802,7 @@ mod tests {
             current: true,
             version: Version::parse("1.35.0"),
             failure: None,
+            network: None,
         }
     }
 
