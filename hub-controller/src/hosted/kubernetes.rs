@@ -3,9 +3,9 @@
 //! namespace `<namespace>-<name>`, with a PKI the hub generates and keeps in Secrets there. This
 //! file is the thin I/O of one reconcile: read what runs, decide with the pure modules
 //! ([`version`] which version each component rolls to, [`network`] which networks it has,
-//! [`pki`] which certificates to issue,
-//! [`render`] the objects, [`status`] the conditions), apply with server-side apply (field
-//! manager `atoll-hub`, forced), read back, and write the status. Every object carries the label
+//! [`pki`] which certificates to issue, [`render`] the objects, [`status`] the conditions),
+//! apply with server-side apply (field manager `atoll-hub`, forced), read back, and write the
+//! status. Every object carries the label
 //! `atoll.dev/hosted-cluster: <namespace>.<name>`; deleting the HostedCluster deletes the
 //! namespace (owner references cannot cross namespaces).
 
@@ -449,13 +449,18 @@ async fn hosted_writes(
     key: &Key,
     namespace: &str,
     rendered: &Rendered,
-    rollout: Option<(Rollout, Network)>,
+    rendered_at: Option<(Rollout, Network)>,
 ) -> (join::Joinable, addons::Addons, Duration) {
     let api_available = rendered
         .workloads
         .get(&Component::ApiServer)
         .is_some_and(|w| w.available(Component::ApiServer));
-    match (api_available, &rendered.admin, &rendered.endpoint, rollout) {
+    match (
+        api_available,
+        &rendered.admin,
+        &rendered.endpoint,
+        rendered_at,
+    ) {
         (true, Some(admin), Some(endpoint), Some((rollout, network))) => {
             let target = Hosted {
                 key,

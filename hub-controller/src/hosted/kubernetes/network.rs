@@ -37,17 +37,26 @@ pub fn plan(
     };
     let problems = match resolved {
         Err(problems) => invalid(problems, false),
-        Ok(asked) => made
-            .changes(&asked)
-            .into_iter()
-            .map(|(field, was, now)| Problem {
-                reason: "ImmutableFieldChanged",
-                message: format!(
-                    "{field} cannot change once the control plane is made (kube-apiserver cannot move its networks in place): it runs with {was} (asked: {now}); set it back, or create a new cluster with the networks you want and move the workloads"
-                ),
-                blocks: false,
-            })
-            .collect(),
+        Ok(resolved) => {
+            let dns_defaulted = asked.is_none_or(|a| a.dns_service_ip.is_none());
+            made.changes(&resolved)
+                .into_iter()
+                .map(|(field, was, now)| {
+                    let now = if field == network::DNS_SERVICE_IP && dns_defaulted {
+                        format!("{now}, the default for the Service network asked")
+                    } else {
+                        now
+                    };
+                    Problem {
+                        reason: "ImmutableFieldChanged",
+                        message: format!(
+                            "{field} cannot change once the control plane is made (kube-apiserver cannot move its networks in place): it runs with {was} (asked: {now}); set it back, or create a new cluster with the networks you want and move the workloads"
+                        ),
+                        blocks: false,
+                    }
+                })
+                .collect()
+        }
     };
     (Some(made), problems)
 }
@@ -118,7 +127,12 @@ mod tests {
             "{messages:?}"
         );
         // The DNS address follows the Service network by default, so it changes too.
-        assert!(messages[1].starts_with("spec.network.dnsServiceIP cannot change"));
+        assert!(
+            messages[1].starts_with("spec.network.dnsServiceIP cannot change")
+                && messages[1]
+                    .contains("(asked: 10.64.0.10, the default for the Service network asked)"),
+            "{messages:?}"
+        );
         // A pod network added later is a change as well.
         let (_, problems) = plan(
             Some(&asked(Some("10.244.0.0/16"), Some("10.100.0.0/16"))),
