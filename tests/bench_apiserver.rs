@@ -1249,7 +1249,8 @@ impl CpuSample {
             return CpuUse::default();
         }
         let percent = |now: u64, then: u64| {
-            now.saturating_sub(then) as f64 / clock_ticks_per_second() / elapsed * 100.0
+            now.saturating_sub(then) as f64 / atoll_tests::clock_ticks_per_second() / elapsed
+                * 100.0
         };
         let ours = self.process.saturating_sub(earlier.process);
         let all = self.machine.saturating_sub(earlier.machine);
@@ -1260,19 +1261,6 @@ impl CpuSample {
             other: percent(all.saturating_sub(ours), 0),
         }
     }
-}
-
-fn clock_ticks_per_second() -> f64 {
-    static TICKS: OnceLock<f64> = OnceLock::new();
-    *TICKS.get_or_init(|| {
-        std::process::Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|out| String::from_utf8(out.stdout).ok())
-            .and_then(|text| text.trim().parse().ok())
-            .unwrap_or(100.0)
-    })
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -15,8 +15,11 @@
 //! write), against ConfigMaps with no policy bound; the binding is made and removed between
 //! rounds (the target: under 15%).
 //!
+//! Each table also gives this process's CPU time per write (server and clients together), which
+//! other work on the machine moves less than the rates.
+//!
 //! Run with `cargo bench -p atoll-tests --bench cel_rules` (`-- --quick` for a smoke run; `cargo test
-//! --benches` runs it quick too).
+//! --benches` runs it quick too; `-- --only rules` or `-- --only policy` runs one table).
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -205,7 +208,7 @@ async fn measure_policy(
     client: &kube::Client,
     count: usize,
     rounds: usize,
-) -> anyhow::Result<Vec<(Vec<Duration>, Vec<Duration>)>> {
+) -> anyhow::Result<[Vec<Round>; 2]> {
     let resource = |group: &str, kind: &str, plural: &str| {
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural)
     };
@@ -232,40 +235,58 @@ async fn measure_policy(
     );
     let policy: DynamicObject = serde_json::from_value(policy())?;
     policies.create(&PostParams::default(), &policy).await?;
-    let mut measured: Vec<(Vec<Duration>, Vec<Duration>)> = vec![(Vec::new(), Vec::new()); 2];
+    let mut measured: [Vec<Round>; 2] = Default::default();
     for r in 0..rounds {
         let order: [usize; 2] = if r % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
             bind(&bindings, &config_maps, i == 1).await?;
-            let Round { creates, updates } =
-                config_map_round(&config_maps, &format!("cm-{i}-{r}"), count).await?;
-            measured[i].0.push(creates);
-            measured[i].1.push(updates);
+            measured[i].push(config_map_round(&config_maps, &format!("cm-{i}-{r}"), count).await?);
         }
     }
     Ok(measured)
 }
 
 /// Prints one table: the medians of the plain (`measured[0]`) and the checked
-/// (`measured[1]`) writes.
-fn table(measured: &[(Vec<Duration>, Vec<Duration>)], count: usize, columns: [&str; 2]) {
+/// (`measured[1]`) writes, in writes per second and in this process's CPU time per write.
+fn table(measured: &[Vec<Round>; 2], count: usize, columns: [&str; 2]) {
     let rate = |d: Duration| count as f64 / d.as_secs_f64();
-    println!("| op | {} /s | {} /s | slower by |", columns[0], columns[1]);
-    println!("|---|---:|---:|---:|");
-    for (op, pick) in [("create", 0usize), ("merge patch", 1)] {
-        let times = |i: usize| {
-            if pick == 0 {
-                measured[i].0.clone()
-            } else {
-                measured[i].1.clone()
-            }
+    let tick = 1e6 / atoll_tests::clock_ticks_per_second();
+    println!(
+        "| op | {0} /s | {1} /s | slower by | CPU µs per write, {0} | {1} | more CPU by |",
+        columns[0], columns[1]
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for (op, updates) in [("create", false), ("merge patch", true)] {
+        let wall = |i: usize| {
+            median(
+                measured[i]
+                    .iter()
+                    .map(|r| if updates { r.updates } else { r.creates })
+                    .collect(),
+            )
         };
-        let (plain, checked) = (median(times(0)), median(times(1)));
+        let cpu = |i: usize| {
+            let mut ticks: Vec<u64> = measured[i]
+                .iter()
+                .map(|r| {
+                    if updates {
+                        r.updates_cpu
+                    } else {
+                        r.creates_cpu
+                    }
+                })
+                .collect();
+            ticks.sort();
+            ticks[ticks.len() / 2] as f64 * tick / count as f64
+        };
+        let (plain, checked) = (wall(0), wall(1));
+        let (plain_cpu, checked_cpu) = (cpu(0), cpu(1));
         println!(
-            "| {op} | {:.0} | {:.0} | {:+.1}% |",
+            "| {op} | {:.0} | {:.0} | {:+.1}% | {plain_cpu:.0} | {checked_cpu:.0} | {:+.1}% |",
             rate(plain),
             rate(checked),
-            (checked.as_secs_f64() / plain.as_secs_f64() - 1.0) * 100.0
+            (checked.as_secs_f64() / plain.as_secs_f64() - 1.0) * 100.0,
+            (checked_cpu / plain_cpu - 1.0) * 100.0
         );
     }
 }
@@ -273,6 +294,11 @@ fn table(measured: &[(Vec<Duration>, Vec<Duration>)], count: usize, columns: [&s
 struct Round {
     creates: Duration,
     updates: Duration,
+    /// CPU time of this process (server and clients) over the creates and the updates, in
+    /// clock ticks: what the checks cost, less moved than wall time by other work on the
+    /// machine.
+    creates_cpu: u64,
+    updates_cpu: u64,
 }
 
 async fn round(
@@ -298,6 +324,8 @@ async fn writes(
     what: &str,
 ) -> anyhow::Result<Round> {
     let make = &make;
+    let cpu = || atoll_tests::cpu_ticks(std::path::Path::new("/proc/self/stat")).unwrap_or(0);
+    let cpu_before = cpu();
     let started = Instant::now();
     let results: Vec<_> = stream::iter(names)
         .map(|name| async move { api.create(&PostParams::default(), &make(name)).await })
@@ -305,9 +333,11 @@ async fn writes(
         .collect()
         .await;
     let creates = started.elapsed();
+    let creates_cpu = cpu() - cpu_before;
     for result in results {
         result.with_context(|| format!("create a {what}"))?;
     }
+    let cpu_before = cpu();
     let started = Instant::now();
     let results: Vec<_> = stream::iter(names)
         .map(|name| async move {
@@ -318,10 +348,16 @@ async fn writes(
         .collect()
         .await;
     let updates = started.elapsed();
+    let updates_cpu = cpu() - cpu_before;
     for result in results {
         result.with_context(|| format!("update a {what}"))?;
     }
-    Ok(Round { creates, updates })
+    Ok(Round {
+        creates,
+        updates,
+        creates_cpu,
+        updates_cpu,
+    })
 }
 
 fn median(mut values: Vec<Duration>) -> Duration {
@@ -335,8 +371,37 @@ async fn main() -> anyhow::Result<()> {
     let quick = args.iter().any(|a| a == "--quick") || !args.iter().any(|a| a == "--bench");
     let (count, rounds) = if quick { (50, 1) } else { (10_000, 5) };
 
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .map(|i| args.get(i + 1).map(String::as_str).unwrap_or_default());
+    let (rules, policy) = match only {
+        None => (true, true),
+        Some("rules") => (true, false),
+        Some("policy") => (false, true),
+        Some(other) => anyhow::bail!("--only {other:?}: expected `rules` or `policy`"),
+    };
+
     let server = TestServer::start(StorageKind::Memory).await?;
     let client = server.client().await?;
+    if rules {
+        measure_rules(&client, count, rounds).await?;
+    }
+    if policy {
+        let measured = measure_policy(&client, count, rounds).await?;
+        println!(
+            "\n## ConfigMap writes under a ValidatingAdmissionPolicy matching every ConfigMap against no policy\n"
+        );
+        println!(
+            "{count} ConfigMaps per round, {CLIENTS} clients, median of {rounds} rounds; the binding is made and removed between rounds.\n"
+        );
+        table(&measured, count, ["no policy", "with the policy"]);
+    }
+    Ok(())
+}
+
+/// The custom resource's writes with and without its 20 rules, and their table.
+async fn measure_rules(client: &kube::Client, count: usize, rounds: usize) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let mut apis = Vec::new();
     for (plural, kind, schema) in [
@@ -373,15 +438,13 @@ async fn main() -> anyhow::Result<()> {
         }
     }
 
-    let mut measured: Vec<(Vec<Duration>, Vec<Duration>)> = vec![(Vec::new(), Vec::new()); 2];
+    let mut measured: [Vec<Round>; 2] = Default::default();
     for r in 0..rounds {
         // Each kind goes first in every other round, so that neither gains from its place.
         let order: [usize; 2] = if r % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
             let (kind, api) = &apis[i];
-            let Round { creates, updates } = round(api, kind, r, count).await?;
-            measured[i].0.push(creates);
-            measured[i].1.push(updates);
+            measured[i].push(round(api, kind, r, count).await?);
         }
     }
     println!(
@@ -392,13 +455,5 @@ async fn main() -> anyhow::Result<()> {
     );
     table(&measured, count, ["without rules", "with 20 rules"]);
 
-    let measured = measure_policy(&client, count, rounds).await?;
-    println!(
-        "\n## ConfigMap writes under a ValidatingAdmissionPolicy matching every ConfigMap against no policy\n"
-    );
-    println!(
-        "{count} ConfigMaps per round, {CLIENTS} clients, median of {rounds} rounds; the binding is made and removed between rounds.\n"
-    );
-    table(&measured, count, ["no policy", "with the policy"]);
     Ok(())
 }

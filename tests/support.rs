@@ -707,6 +707,22 @@ pub fn cpu_ticks(path: &Path) -> Option<u64> {
     Some(utime + stime)
 }
 
+/// The kernel's clock ticks per second (`getconf CLK_TCK`), the unit of [`cpu_ticks`]. Linux
+/// has counted `/proc` times in 100ths of a second on every architecture for decades (the
+/// value `USER_HZ` is fixed in its ABI), so 100 stands in when `getconf` cannot be run.
+pub fn clock_ticks_per_second() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|out| String::from_utf8(out.stdout).ok())
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
+}
+
 /// Busy time of the whole machine (all but idle and iowait), in clock ticks.
 pub fn machine_busy_ticks() -> Option<u64> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;

@@ -65,7 +65,7 @@ pub struct Request<'a> {
     pub kind: (&'a str, &'a str, &'a str),
     /// The other served versions of the resource (what `matchPolicy: Equivalent` also
     /// matches).
-    pub equivalent_versions: &'a [String],
+    pub equivalent_versions: &'a Versions<'a>,
     pub name: &'a str,
     /// Empty for cluster-scoped resources.
     pub namespace: &'a str,
@@ -76,8 +76,52 @@ pub struct Request<'a> {
     pub old_object: Option<&'a Value>,
     pub user: &'a User,
     pub dry_run: bool,
-    /// The admission request's own uid.
-    pub uid: &'a str,
+    /// The admission request's own uid, made the first time an expression reads it (one per
+    /// request, whichever policies read it).
+    pub uid: &'a std::sync::OnceLock<String>,
+}
+
+/// The served versions of a request's resource, listed from the catalog the first time
+/// matching needs them (only a rule that does not list the request's own version does).
+pub struct Versions<'a> {
+    of: Option<(&'a crate::registry::Catalog, &'a str, &'a str)>,
+    listed: std::sync::OnceLock<Vec<String>>,
+}
+
+impl<'a> Versions<'a> {
+    /// The versions `catalog` serves of `resource` (plural) in `group`.
+    pub fn of(catalog: &'a crate::registry::Catalog, group: &'a str, resource: &'a str) -> Self {
+        Versions {
+            of: Some((catalog, group, resource)),
+            listed: Default::default(),
+        }
+    }
+
+    /// These versions.
+    pub fn known(versions: Vec<String>) -> Self {
+        Versions {
+            of: None,
+            listed: versions.into(),
+        }
+    }
+
+    pub fn get(&self) -> &[String] {
+        self.listed.get_or_init(|| match self.of {
+            Some((catalog, group, resource)) => catalog
+                .versions_of(group, resource)
+                .map(|t| t.version.clone())
+                .collect(),
+            None => Vec::new(),
+        })
+    }
+}
+
+impl std::fmt::Debug for Versions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.listed.get().into_iter().flatten())
+            .finish()
+    }
 }
 
 /// What evaluation reads besides the request.

@@ -128,5 +128,94 @@ impl Expr {
     }
 }
 
+impl Expr {
+    /// The field paths through which this expression reads variable `name`: each use of it as
+    /// the root of a chain of field selections (`name.a.b`, `has(name.a.b)`, `name.?a`) or of
+    /// indexes by a string literal (`name.a['b']`) gives the chain's path, and the expression
+    /// reads nothing of the variable but what lies at or below those paths. `None` when it
+    /// uses the variable otherwise (whole, as an argument, as a comprehension's range), or a
+    /// dotted name starting with it; what a comprehension variable of the same name shadows
+    /// does not count.
+    pub fn selected_paths(&self, name: &str) -> Option<Vec<Vec<Arc<str>>>> {
+        let mut paths = Vec::new();
+        // (node, whether `name` is shadowed there); an explicit stack, so no recursion.
+        let mut pending: Vec<(&Expr, bool)> = vec![(self, false)];
+        while let Some((node, shadowed)) = pending.pop() {
+            if !shadowed && let Some(path) = node.path_from(name) {
+                paths.push(path);
+                continue;
+            }
+            match &node.kind {
+                ExprKind::Literal(_) => {}
+                ExprKind::Ident(ident) => {
+                    let root = ident.split('.').next().unwrap_or(ident);
+                    if !shadowed && root == name {
+                        return None;
+                    }
+                }
+                ExprKind::Select { operand, .. } => pending.push((operand, shadowed)),
+                ExprKind::Call { target, args, .. } => {
+                    pending.extend(target.iter().map(|t| (&**t, shadowed)));
+                    pending.extend(args.iter().map(|arg| (arg, shadowed)));
+                }
+                ExprKind::List { elements, .. } => {
+                    pending.extend(elements.iter().map(|e| (e, shadowed)));
+                }
+                ExprKind::Map { entries } => {
+                    for entry in entries {
+                        pending.push((&entry.key, shadowed));
+                        pending.push((&entry.value, shadowed));
+                    }
+                }
+                ExprKind::Struct { fields, .. } => {
+                    pending.extend(fields.iter().map(|f| (&f.value, shadowed)));
+                }
+                ExprKind::Comprehension(c) => {
+                    let by_accu = shadowed || &*c.accu_var == name;
+                    let by_iter =
+                        by_accu || &*c.iter_var == name || c.iter_var2.as_deref() == Some(name);
+                    pending.push((&c.iter_range, shadowed));
+                    pending.push((&c.accu_init, shadowed));
+                    pending.push((&c.loop_condition, by_iter));
+                    pending.push((&c.loop_step, by_iter));
+                    pending.push((&c.result, by_accu));
+                }
+            }
+        }
+        Some(paths)
+    }
+
+    /// The path of fields this node selects from variable `name`, when it is such a chain
+    /// with at least one step.
+    fn path_from(&self, name: &str) -> Option<Vec<Arc<str>>> {
+        let mut path = Vec::new();
+        let mut node = self;
+        loop {
+            match &node.kind {
+                ExprKind::Ident(ident) if &**ident == name && !path.is_empty() => {
+                    path.reverse();
+                    return Some(path);
+                }
+                ExprKind::Select { operand, field, .. } => {
+                    path.push(field.clone());
+                    node = operand;
+                }
+                ExprKind::Call {
+                    target: None,
+                    function,
+                    args,
+                } if matches!(&**function, "_[_]" | "_[?_]") && args.len() == 2 => {
+                    let ExprKind::Literal(Literal::String(key)) = &args[1].kind else {
+                        return None;
+                    };
+                    path.push(key.clone());
+                    node = &args[0];
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
 /// The accumulator variable cel-go's macros use (`@result`), which no user name can shadow.
 pub const ACCUMULATOR: &str = "@result";

@@ -93,6 +93,13 @@ impl Program {
         eval::references(&self.expr, name)
     }
 
+    /// The field paths through which the expression reads variable `name`, or `None` when it
+    /// reads it otherwise ([`ast::Expr::selected_paths`]): what of a large value must be
+    /// bound for this expression to see all it can see.
+    pub fn selected_paths(&self, name: &str) -> Option<Vec<Vec<Arc<str>>>> {
+        self.expr.selected_paths(name)
+    }
+
     /// The static cost estimate Kubernetes computes when a CRD rule or a policy expression is
     /// written: cel-go's estimator (`checker/cost.go`) with Kubernetes' library estimates
     /// (`apiserver/pkg/cel/library/cost.go`) and presence tests free. `sizes` bounds the

@@ -15,6 +15,7 @@ use super::policies::{
     AUTHORIZER, Binding, Compiled, NAMESPACE_OBJECT, OBJECT, OLD_OBJECT, PARAMS, Policy, PolicySet,
     REQUEST, REQUEST_RESOURCE, Reads, VARIABLES,
 };
+use super::values::Fields;
 use super::{Lookup, Request, matching, values};
 use crate::validation::cel::{Charged, eval_charged, usable_message};
 
@@ -73,8 +74,8 @@ struct Decision {
 /// Decides `request` by every binding of `set`.
 pub fn evaluate(set: &PolicySet, request: &Request<'_>, lookup: &dyn Lookup) -> Outcome {
     let mut outcome = Outcome::default();
-    let mut values = RequestValues::new(request);
-    for (policy, binding) in set.hooks() {
+    let mut values = RequestValues::new(request, set);
+    for (policy, binding) in set.hooks().iter() {
         if matching::reads_namespace_labels(&policy.match_constraints)
             || matching::reads_namespace_labels(&binding.match_resources)
         {
@@ -98,7 +99,7 @@ pub fn evaluate(set: &PolicySet, request: &Request<'_>, lookup: &dyn Lookup) -> 
                     old_object: old_object.as_ref(),
                     ..*request
                 };
-                let mut values = RequestValues::new(&converted);
+                let mut values = RequestValues::new(&converted, set);
                 decide(policy, binding, &mut values, lookup, &mut outcome);
             }
         }
@@ -169,6 +170,9 @@ fn at_version(object: &Value, request: &Request<'_>, version: &str) -> Value {
 /// reads it, once per request.
 struct RequestValues<'r> {
     request: &'r Request<'r>,
+    /// What of `object` and `oldObject` the policies can see.
+    object_fields: &'r Fields,
+    old_object_fields: &'r Fields,
     object: Option<Cel>,
     old_object: Option<Cel>,
     request_value: Option<Cel>,
@@ -180,9 +184,11 @@ struct RequestValues<'r> {
 }
 
 impl<'r> RequestValues<'r> {
-    fn new(request: &'r Request<'r>) -> RequestValues<'r> {
+    fn new(request: &'r Request<'r>, set: &'r PolicySet) -> RequestValues<'r> {
         RequestValues {
             request,
+            object_fields: &set.object_fields,
+            old_object_fields: &set.old_object_fields,
             object: None,
             old_object: None,
             request_value: None,
@@ -216,15 +222,21 @@ impl<'r> RequestValues<'r> {
         let request = self.request;
         let mut activation = Activation::new();
         if reads.object {
-            let object = self
-                .object
-                .get_or_insert_with(|| request.object.map_or(Cel::Null, values::json));
+            let fields = self.object_fields;
+            let object = self.object.get_or_insert_with(|| {
+                request
+                    .object
+                    .map_or(Cel::Null, |o| values::json_fields(o, fields))
+            });
             activation = activation.bind(OBJECT, object.clone());
         }
         if reads.old_object {
-            let old = self
-                .old_object
-                .get_or_insert_with(|| request.old_object.map_or(Cel::Null, values::json));
+            let fields = self.old_object_fields;
+            let old = self.old_object.get_or_insert_with(|| {
+                request
+                    .old_object
+                    .map_or(Cel::Null, |o| values::json_fields(o, fields))
+            });
             activation = activation.bind(OLD_OBJECT, old.clone());
         }
         if reads.request {

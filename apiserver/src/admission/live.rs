@@ -51,6 +51,7 @@ impl Policies {
                 let object = (event.kind != EventKind::Delete).then(|| event.object().as_ref());
                 apply(&mut set, &event.key, object);
             }
+            set.settle();
             state.set = Arc::new(set);
             return state.set.clone();
         }
@@ -71,6 +72,7 @@ impl Policies {
         for event in &bindings {
             apply(&mut set, &event.key, Some(event.object()));
         }
+        set.settle();
         *state = State {
             loaded: true,
             seen: at.min(at_bindings),
@@ -80,7 +82,8 @@ impl Policies {
     }
 }
 
-/// Takes in one change of a policy or binding (`None`: deleted).
+/// Takes in one change of a policy or binding (`None`: deleted); [`PolicySet::settle`] once
+/// after the last.
 fn apply(set: &mut PolicySet, key: &str, object: Option<&Value>) {
     if let Some(name) = key.strip_prefix(POLICIES) {
         match object {
@@ -209,13 +212,9 @@ impl PolicyAdmission {
         let meta = &object.or(old).map_or(&Value::Null, |o| o)["metadata"];
         let name = meta["name"].as_str().unwrap_or_default();
         let namespace = meta["namespace"].as_str().unwrap_or_default();
-        let equivalent_versions: Vec<String> = self
-            .catalog
-            .versions_of(&rt.group, &rt.plural)
-            .map(|t| t.version.clone())
-            .collect();
-        // Each admission request has its own uid, as upstream's.
-        let uid = uuid::Uuid::new_v4().to_string();
+        let equivalent_versions = super::Versions::of(&self.catalog, &rt.group, &rt.plural);
+        // Each admission request has its own uid, as upstream's (made when read).
+        let uid = std::sync::OnceLock::new();
         let request = Request {
             operation,
             group: &rt.group,

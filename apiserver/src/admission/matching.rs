@@ -71,6 +71,7 @@ pub fn matched_version<'a>(constraints: &Value, request: &Request<'a>) -> Option
         strings(r, "apiVersions").find_map(|listed_version| {
             request
                 .equivalent_versions
+                .get()
                 .iter()
                 .find(|v| v.as_str() == listed_version && *v != request.version)
                 .map(String::as_str)
@@ -173,6 +174,7 @@ pub fn rule_matches(rule: &Value, request: &Request<'_>, exact: bool) -> bool {
     !exact
         && request
             .equivalent_versions
+            .get()
             .iter()
             .any(|v| listed(versions.clone(), v))
 }

@@ -8,6 +8,8 @@ use atoll_cel::library::authz;
 use atoll_cel::{Env, Program, Type};
 use serde_json::Value;
 
+use super::values::Fields;
+
 /// The variables every policy expression may use (all dynamic: objects of any kind arrive).
 pub const OBJECT: &str = "object";
 pub const OLD_OBJECT: &str = "oldObject";
@@ -91,6 +93,9 @@ pub struct Policy {
     /// Which of the request's variables any expression (variables' included) reads: the
     /// others are neither computed nor bound.
     pub reads: Reads,
+    /// What of `object` and of `oldObject` the expressions can see.
+    pub object_fields: Fields,
+    pub old_object_fields: Fields,
     pub validations: Vec<Validation>,
     pub audit_annotations: Vec<(String, Compiled)>,
 }
@@ -163,6 +168,14 @@ impl Policy {
         };
         let read_anywhere =
             |name: &str| every().any(|c| c.program.as_ref().is_ok_and(|p| p.references(name)));
+        let fields_of = |name: &str| {
+            let mut fields = Fields::none();
+            for program in every().filter_map(|c| c.program.as_ref().ok()) {
+                fields.add(program.selected_paths(name));
+            }
+            fields
+        };
+        let (object_fields, old_object_fields) = (fields_of(OBJECT), fields_of(OLD_OBJECT));
         let reads = Reads {
             object: read_anywhere(OBJECT),
             old_object: read_anywhere(OLD_OBJECT),
@@ -174,6 +187,8 @@ impl Policy {
             name: text(&object["metadata"], "name").to_owned(),
             uses_variables,
             reads,
+            object_fields,
+            old_object_fields,
             ignore_failures: text(&spec, "failurePolicy") == "Ignore",
             match_constraints: spec.get("matchConstraints").cloned().unwrap_or(Value::Null),
             param_kind,
@@ -263,34 +278,60 @@ impl Binding {
     }
 }
 
-/// The policies and bindings in force.
+/// The policies and bindings in force. A change of `policies` or `bindings` takes effect with
+/// [`PolicySet::settle`], which works out what each request then needs.
 #[derive(Debug, Default, Clone)]
 pub struct PolicySet {
     /// By name.
     pub policies: std::collections::BTreeMap<String, Arc<Policy>>,
     /// By name.
     pub bindings: std::collections::BTreeMap<String, Arc<Binding>>,
+    /// The hooks as of the last settle (none before it: [`PolicySet::hooks`] lists them).
+    settled: Option<Vec<Hook>>,
+    /// What of `object` and `oldObject` any policy can see (all of them until settled).
+    pub object_fields: Arc<Fields>,
+    pub old_object_fields: Arc<Fields>,
 }
+
+/// A binding with the policy it names.
+pub type Hook = (Arc<Policy>, Arc<Binding>);
 
 impl PolicySet {
     pub fn is_empty(&self) -> bool {
         self.bindings.is_empty()
     }
 
+    /// Takes in the changes of `policies` and `bindings`: the hooks, in the order they are
+    /// evaluated, and what of the objects any policy sees.
+    pub fn settle(&mut self) {
+        let (mut object, mut old_object) = (Fields::none(), Fields::none());
+        for policy in self.policies.values() {
+            object.merge(&policy.object_fields);
+            old_object.merge(&policy.old_object_fields);
+        }
+        self.object_fields = Arc::new(object);
+        self.old_object_fields = Arc::new(old_object);
+        self.settled = None;
+        self.settled = Some(self.hooks().into_owned());
+    }
+
     /// Each binding with the policy it names, by policy then binding name (bindings of missing
     /// policies are left out, as upstream ignores them).
-    pub fn hooks(&self) -> Vec<(&Arc<Policy>, &Arc<Binding>)> {
-        let mut hooks: Vec<_> = self
+    pub fn hooks(&self) -> std::borrow::Cow<'_, [Hook]> {
+        if let Some(hooks) = &self.settled {
+            return std::borrow::Cow::Borrowed(hooks);
+        }
+        let mut hooks: Vec<Hook> = self
             .bindings
             .values()
             .filter_map(|binding| {
                 self.policies
                     .get(&binding.policy_name)
-                    .map(|policy| (policy, binding))
+                    .map(|policy| (policy.clone(), binding.clone()))
             })
             .collect();
         hooks.sort_by(|a, b| (&a.0.name, &a.1.name).cmp(&(&b.0.name, &b.1.name)));
-        hooks
+        std::borrow::Cow::Owned(hooks)
     }
 }
 

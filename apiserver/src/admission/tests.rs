@@ -126,6 +126,7 @@ fn set(policy: Value, binding: Value) -> PolicySet {
     let b = Binding::read(&binding);
     set.policies.insert(p.name.clone(), Arc::new(p));
     set.bindings.insert(b.name.clone(), Arc::new(b));
+    set.settle();
     set
 }
 
@@ -153,7 +154,7 @@ fn run_as(
         groups: vec!["devs".into()],
         extra: Default::default(),
     };
-    let versions = ["v1".to_owned()];
+    let versions = Versions::known(vec!["v1".to_owned()]);
     let request = Request {
         operation: Operation::Create,
         group: "apps",
@@ -169,7 +170,7 @@ fn run_as(
         old_object: None,
         user: &user,
         dry_run: false,
-        uid: "",
+        uid: &Default::default(),
     };
     evaluate(set, &request, lookup)
 }
@@ -448,6 +449,64 @@ fn match_conditions_and_variables() {
 }
 
 #[test]
+fn policies_see_the_fields_they_select_as_if_given_the_whole_object() {
+    use super::values::{Fields, json_fields};
+    let policy = replicas_policy(json!({"validations": [
+        {"expression": "object.spec.replicas <= 5"},
+        {"expression": "has(object.metadata.labels) && object.metadata.labels['app'] == 'web'"},
+        {"expression": "!has(object.status)", "message": "no status on create"}]}));
+    let set = set(policy, binding(&["Deny"], json!({})));
+    let leaf = |path: &[&str]| {
+        let mut fields = Fields::none();
+        fields.add(Some(vec![path.iter().map(|p| Arc::from(*p)).collect()]));
+        fields
+    };
+    let mut expected = leaf(&["spec", "replicas"]);
+    expected.merge(&leaf(&["metadata", "labels"]));
+    expected.merge(&leaf(&["status"]));
+    assert_eq!(*set.object_fields, expected);
+    assert_eq!(*set.old_object_fields, Fields::none());
+
+    let mut object = deployment(1, json!({"app": "web"}));
+    object["metadata"]["managedFields"] =
+        json!([{"manager": "kubectl", "fieldsV1": {"f:spec": {}}}]);
+    assert!(run(&set, &object, "", "test").denial.is_none());
+    object["status"] = json!({"replicas": 0});
+    let denial = run(&set, &object, "", "test").denial.expect("denied");
+    assert_eq!(
+        denial.message(),
+        "ValidatingAdmissionPolicy 'demo-policy.example.com' with binding 'demo-binding' denied request: no status on create"
+    );
+    // Only what is selected is converted; a selection through what is no object sees it whole.
+    let seen = json_fields(&object, &set.object_fields);
+    let atoll_cel::Value::Map(map) = &seen else {
+        panic!("{seen:?}")
+    };
+    let keys: Vec<String> = map.entries.keys().map(|k| format!("{k:?}")).collect();
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    let mut fields = Fields::none();
+    fields.add(Some(vec![vec![
+        Arc::from("spec"),
+        Arc::from("replicas"),
+        Arc::from("x"),
+    ]]));
+    assert!(matches!(
+        json_fields(&json!({"spec": {"replicas": 1}}), &fields),
+        atoll_cel::Value::Map(_)
+    ));
+
+    // A policy reading the whole object makes every policy see it whole.
+    let mut both = set.clone();
+    let whole = Policy::compile(&json!({"metadata": {"name": "whole"}, "spec": {
+        "validations": [{"expression": "object.all(k, k != 'x')"}]}}));
+    both.policies.insert("whole".into(), Arc::new(whole));
+    both.settle();
+    let mut expected = Fields::none();
+    expected.add(None);
+    assert_eq!(*both.object_fields, expected);
+}
+
+#[test]
 fn request_and_namespace_object_are_visible() {
     let policy = replicas_policy(json!({"validations": [
         {"expression": "request.operation == 'CREATE' && request.kind.kind == 'Deployment' && request.resource.resource == 'deployments' && request.namespace == 'test' && request.name == 'web' && 'devs' in request.userInfo.groups && !request.dryRun"},
@@ -496,7 +555,7 @@ fn gateway_apis_safe_upgrades_policy() {
             "metadata": {"name": "widgets.gateway.networking.k8s.io", "annotations": annotations},
             "spec": {"group": "gateway.networking.k8s.io"}})
     };
-    let versions = ["v1".to_owned()];
+    let versions = Versions::known(vec!["v1".to_owned()]);
     let decide = |object: &Value| {
         let request = Request {
             operation: Operation::Create,
@@ -513,7 +572,7 @@ fn gateway_apis_safe_upgrades_policy() {
             old_object: None,
             user: &user,
             dry_run: false,
-            uid: "",
+            uid: &Default::default(),
         };
         evaluate(&set, &request, &fake())
     };
@@ -696,7 +755,7 @@ fn a_policy_matched_at_an_equivalent_version_sees_the_object_at_that_version() {
         groups: Vec::new(),
         extra: Default::default(),
     };
-    let versions = ["v2".to_owned(), "v1".to_owned()];
+    let versions = Versions::known(vec!["v2".to_owned(), "v1".to_owned()]);
     let decide = |set: &PolicySet, object: &Value| {
         let request = Request {
             operation: Operation::Create,
@@ -713,7 +772,7 @@ fn a_policy_matched_at_an_equivalent_version_sees_the_object_at_that_version() {
             old_object: None,
             user: &user,
             dry_run: false,
-            uid: "",
+            uid: &Default::default(),
         };
         evaluate(set, &request, &fake())
     };

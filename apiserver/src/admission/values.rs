@@ -3,6 +3,7 @@
 //! `AdmissionRequest` fields) and the `namespaceObject` (the Namespace without its managed
 //! fields and owners).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use atoll_cel::{Key, Map, Value as Cel};
@@ -34,6 +35,85 @@ pub fn json(value: &Value) -> Cel {
     }
 }
 
+/// What of an object (`object`, `oldObject`) policies can see: everything, or only the fields
+/// at some paths, each with all below it. Expressions that read an object only through chains
+/// of field selections (`object.metadata.labels`, `has(object.data)`) see nothing else of it,
+/// so that only those fields are made CEL values: most of a write's object (its managed
+/// fields, a Pod's spec under a policy on labels) is never converted.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Fields {
+    #[default]
+    All,
+    /// The fields named, each with what of it is seen.
+    Some(BTreeMap<Arc<str>, Fields>),
+}
+
+impl Fields {
+    /// Nothing (before any expression's paths are added).
+    pub fn none() -> Fields {
+        Fields::Some(BTreeMap::new())
+    }
+
+    /// Adds what one expression sees: its paths, or everything (`None`).
+    pub fn add(&mut self, paths: Option<Vec<Vec<Arc<str>>>>) {
+        match paths {
+            None => *self = Fields::All,
+            Some(paths) => {
+                for path in paths {
+                    self.insert(&path);
+                }
+            }
+        }
+    }
+
+    /// Adds what `other` sees.
+    pub fn merge(&mut self, other: &Fields) {
+        match other {
+            Fields::All => *self = Fields::All,
+            Fields::Some(fields) => {
+                if let Fields::Some(mine) = self {
+                    for (name, below) in fields {
+                        mine.entry(name.clone())
+                            .or_insert_with(Fields::none)
+                            .merge(below);
+                    }
+                }
+            }
+        }
+    }
+
+    fn insert(&mut self, path: &[Arc<str>]) {
+        let Fields::Some(fields) = self else {
+            return;
+        };
+        match path.split_first() {
+            None => *self = Fields::All,
+            Some((first, rest)) => fields
+                .entry(first.clone())
+                .or_insert_with(Fields::none)
+                .insert(rest),
+        }
+    }
+}
+
+/// `value` as CEL sees it, with only the `fields` of it that expressions can see (all of a
+/// value that is not a JSON object, where a selection fails whatever it holds).
+pub fn json_fields(value: &Value, fields: &Fields) -> Cel {
+    match (value, fields) {
+        (Value::Object(object), Fields::Some(seen)) => {
+            let mut map = Map::default();
+            for (name, below) in seen {
+                if let Some(value) = object.get(&**name) {
+                    map.entries
+                        .insert(Key::String(name.clone()), json_fields(value, below));
+                }
+            }
+            Cel::Map(Arc::new(map))
+        }
+        _ => json(value),
+    }
+}
+
 /// The `request` variable.
 pub fn request(request: &Request<'_>) -> Cel {
     let user = request.user;
@@ -57,7 +137,7 @@ pub fn request(request: &Request<'_>) -> Cel {
         super::Operation::Delete => "DeleteOptions",
     };
     let mut value = json!({
-        "uid": request.uid,
+        "uid": request.uid.get_or_init(|| uuid::Uuid::new_v4().to_string()),
         "kind": kind,
         "resource": resource,
         "requestKind": kind,

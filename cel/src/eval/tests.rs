@@ -441,6 +441,43 @@ fn references_finds_free_variables() {
 }
 
 #[test]
+fn selected_paths_are_the_chains_a_variable_is_read_through() {
+    let paths = |source: &str| {
+        crate::parse::parse(source)
+            .unwrap()
+            .selected_paths("object")
+            .map(|paths| {
+                let mut joined: Vec<String> = paths.iter().map(|p| p.join(".")).collect();
+                joined.sort();
+                joined
+            })
+    };
+    assert_eq!(
+        paths("has(object.metadata.labels) && 'team' in object.metadata.labels"),
+        Some(vec!["metadata.labels".into(), "metadata.labels".into()])
+    );
+    assert_eq!(
+        paths("object.data.all(k, object.data[k].size() < 4) && object.spec['x'].?y.hasValue()"),
+        Some(vec!["data".into(), "data".into(), "spec.x.y".into()])
+    );
+    assert_eq!(paths("request.name == 'a'"), Some(vec![]));
+    // Read whole, or through what is no chain of fields: everything.
+    assert_eq!(paths("object == oldObject"), None);
+    assert_eq!(paths("object.all(k, k != 'x')"), None);
+    assert_eq!(paths("size(object) > 0"), None);
+    assert_eq!(
+        paths("object.spec.ports[0].port > 0"),
+        Some(vec!["spec.ports".into()])
+    );
+    assert_eq!(paths("object[request.field] == 1"), None);
+    // A comprehension variable of the same name is another variable.
+    assert_eq!(
+        paths("object.items.all(object, object > 1)"),
+        Some(vec!["items".into()])
+    );
+}
+
+#[test]
 fn deep_expressions_evaluate_without_overflowing_the_stack() {
     let depth = 240;
     let source = format!("{}1{}", "(".repeat(depth), " + 1)".repeat(depth));
