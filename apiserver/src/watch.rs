@@ -159,7 +159,10 @@ fn with_resource_version(stored: &[u8], revision: Revision) -> Option<(Bytes, St
             _ => (key.as_str(), *value),
         })
         .collect();
-    let json = serde_json::to_vec(&object).ok()?;
+    // Sized for the stored bytes and the new field: the cache keeps this buffer whole, and
+    // growing it by doubling would leave up to half of it unused.
+    let mut json = Vec::with_capacity(stored.len() + version.get().len() + 20);
+    serde_json::to_writer(&mut json, &object).ok()?;
     Some((Bytes::from(json), api_version))
 }
 

@@ -12,7 +12,7 @@ use crate::tokens::{self, Ttl};
 
 use atoll_hub::agents::Join;
 
-/// What `atoll agent-manifests` was asked for.
+// What `atoll agent-manifests` was asked for.
 #[derive(clap::Args)]
 pub struct Args {
     /// The member cluster's name on the hub (a DNS label; it names its namespace there).

@@ -37,10 +37,14 @@ struct Cli {
     command: Command,
 }
 
+// Subcommands' flags are built only for the one that runs (`defer`): building all of them ran
+// code from every part of the binary, which stayed resident in a long-running `atoll apiserver`.
+// A deferred subcommand's description is replaced by its flags structs' doc comments when it is
+// built, so those structs have plain comments, or repeat the description (`UpArgs`).
 #[derive(Subcommand)]
+#[command(defer = true)]
 enum Command {
-    /// Start the embedded hub in the foreground: its API server over SQLite, served over HTTPS,
-    /// the hub controllers, and the gRPC server agents join.
+    #[command(about = UP_ABOUT)]
     Up(Box<UpArgs>),
     /// Start a plain API server (a member cluster for tests and demos) in the foreground.
     Apiserver(ApiserverArgs),
@@ -207,7 +211,7 @@ enum WorkCommand {
     },
 }
 
-/// Flags shared by `up` and `apiserver`.
+// Flags shared by `up` and `apiserver`.
 #[derive(Args)]
 struct ServerArgs {
     /// Directory for the database, the CA, tokens and the admin kubeconfig
@@ -378,7 +382,14 @@ fn parse_etcd_timeout(text: &str) -> Result<std::time::Duration, String> {
     Ok(timeout)
 }
 
+/// What `atoll up` does, in its help.
+const UP_ABOUT: &str = "Start the embedded hub in the foreground: its API server over SQLite, \
+    served over HTTPS, the hub controllers, and the gRPC server agents join";
+
+// Flags of `atoll up`. Its description is set again here, after the hub's flattened flags,
+// whose doc comments would replace it.
 #[derive(Args)]
+#[command(about = UP_ABOUT)]
 struct UpArgs {
     #[command(flatten)]
     server: ServerArgs,
@@ -396,7 +407,7 @@ struct UpArgs {
     restore: Option<PathBuf>,
 }
 
-/// Flags of `atoll apiserver`.
+// Flags of `atoll apiserver`.
 #[derive(Args)]
 struct ApiserverArgs {
     #[command(flatten)]

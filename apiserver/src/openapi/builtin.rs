@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use k8s_openapi::api::{authentication, autoscaling, policy};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use schemars::generate::SchemaSettings;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::registry::builtin::{BUILTINS, SchemaFn};
@@ -98,34 +99,50 @@ fn all_roots() -> impl Iterator<Item = Root> {
 /// Kubernetes 1.35's OpenAPI definitions by scripts/generate-merge-keys.
 const EXTENSIONS: &str = include_str!("extensions.json");
 
+/// The generated extensions, read without building a tree: each definition's properties stay
+/// unparsed text until a definition with that name is generated. (Parsed whole, the table's
+/// small maps took over a MiB, on every kind's first write, which the allocator kept.)
+#[derive(serde::Deserialize)]
+struct Extensions<'a> {
+    #[serde(borrow)]
+    properties: HashMap<&'a str, &'a RawValue>,
+    #[serde(borrow)]
+    atomic: Vec<&'a str>,
+}
+
 /// Sets upstream's extensions on the definitions there are.
 fn apply_extensions(schemas: &mut Map<String, Value>) {
-    let extensions: Value = match serde_json::from_str(EXTENSIONS) {
+    let extensions: Extensions<'_> = match serde_json::from_str(EXTENSIONS) {
         Ok(extensions) => extensions,
         Err(error) => {
             tracing::error!(%error, "the generated OpenAPI extensions do not parse");
             return;
         }
     };
-    if let Some(definitions) = extensions["properties"].as_object() {
-        for (definition, properties) in definitions {
-            let Some(Value::Object(target)) = schemas
-                .get_mut(definition)
-                .and_then(|s| s.get_mut("properties"))
-            else {
+    for (definition, schema) in schemas.iter_mut() {
+        let Some(raw) = extensions.properties.get(definition.as_str()) else {
+            continue;
+        };
+        let Some(Value::Object(target)) = schema.get_mut("properties") else {
+            continue;
+        };
+        let properties: Map<String, Value> = match serde_json::from_str(raw.get()) {
+            Ok(properties) => properties,
+            Err(error) => {
+                tracing::error!(%error, definition, "the generated OpenAPI extensions do not parse");
                 continue;
-            };
-            for (property, found) in properties.as_object().into_iter().flatten() {
-                if let (Some(Value::Object(target)), Some(found)) =
-                    (target.get_mut(property), found.as_object())
-                {
-                    target.extend(found.iter().map(|(k, v)| (k.clone(), v.clone())));
-                }
+            }
+        };
+        for (property, found) in properties {
+            if let (Some(Value::Object(target)), Value::Object(found)) =
+                (target.get_mut(&property), found)
+            {
+                target.extend(found);
             }
         }
     }
-    for name in extensions["atomic"].as_array().into_iter().flatten() {
-        if let Some(Value::Object(schema)) = name.as_str().and_then(|n| schemas.get_mut(n)) {
+    for name in extensions.atomic {
+        if let Some(Value::Object(schema)) = schemas.get_mut(name) {
             schema.insert("x-kubernetes-map-type".into(), "atomic".into());
         }
     }
