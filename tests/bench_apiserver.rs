@@ -1731,7 +1731,7 @@ fn memory_phase(plan: &Plan, root: &Path, report: &mut Report) -> anyhow::Result
     let data_dir = root.join("process");
     std::fs::create_dir_all(&data_dir)?;
     let started = Instant::now();
-    let mut process = match Process::apiserver(&data_dir, free_addr()?) {
+    let mut process = match Process::apiserver_on_a_free_port(&data_dir) {
         Ok(process) => process,
         Err(err) => {
             report.fail(format!(

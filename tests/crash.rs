@@ -106,7 +106,7 @@ async fn sigterm_stops_the_server_cleanly() {
     tokio::time::timeout(Duration::from_secs(60), async {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("member");
-        let mut process = Process::apiserver(&data, free_addr().unwrap()).unwrap();
+        let mut process = Process::apiserver_on_a_free_port(&data).unwrap();
         let client = client_from(&process.kubeconfig()).await.unwrap();
         client.apiserver_version().await.unwrap();
         #[cfg(unix)]
@@ -177,8 +177,8 @@ async fn a_second_server_on_the_same_data_directory_is_refused() {
     tokio::time::timeout(Duration::from_secs(60), async {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("member");
-        let _first = Process::apiserver(&data, free_addr().unwrap()).unwrap();
-        let second = Process::apiserver(&data, free_addr().unwrap());
+        let _first = Process::apiserver_on_a_free_port(&data).unwrap();
+        let second = Process::apiserver_on_a_free_port(&data);
         let err = second
             .err()
             .expect("the second start must fail")
@@ -194,7 +194,7 @@ async fn an_older_data_directory_is_migrated_and_a_newer_one_refused() {
     tokio::time::timeout(Duration::from_secs(60), async {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("member");
-        let first = Process::apiserver(&data, free_addr().unwrap()).unwrap();
+        let first = Process::apiserver_on_a_free_port(&data).unwrap();
         let configmaps: Api<ConfigMap> =
             Api::namespaced(client_from(&first.kubeconfig()).await.unwrap(), "default");
         let kept: ConfigMap =
@@ -213,7 +213,7 @@ async fn an_older_data_directory_is_migrated_and_a_newer_one_refused() {
         // A directory as atoll wrote it before formats were recorded: migrated at start, its
         // data served.
         std::fs::remove_file(data.join("format")).unwrap();
-        let second = Process::apiserver(&data, free_addr().unwrap()).unwrap();
+        let second = Process::apiserver_on_a_free_port(&data).unwrap();
         let configmaps: Api<ConfigMap> =
             Api::namespaced(client_from(&second.kubeconfig()).await.unwrap(), "default");
         assert_eq!(
@@ -233,7 +233,7 @@ async fn an_older_data_directory_is_migrated_and_a_newer_one_refused() {
 
         // One a newer atoll wrote is refused, saying so, and left as it is.
         std::fs::write(data.join("format"), "atoll-data-format 2\n").unwrap();
-        let error = Process::apiserver(&data, free_addr().unwrap())
+        let error = Process::apiserver_on_a_free_port(&data)
             .err()
             .expect("a newer data directory was opened")
             .to_string();

@@ -79,7 +79,7 @@ fn start_members_at(dir: &Path, hub_dir: &Path, hubs: &str) -> (Vec<Process>, Ve
     let mut members = Vec::new();
     let mut agents = Vec::new();
     for name in ["east", "west", "north"] {
-        let member = Process::apiserver(&dir.join(name), free_addr().unwrap()).unwrap();
+        let member = Process::apiserver_on_a_free_port(&dir.join(name)).unwrap();
         let log = dir.join(format!("{name}-agent.log"));
         agents.push(Agent::start_at(
             hub_dir,
@@ -852,7 +852,7 @@ async fn an_agent_killed_mid_apply_neither_misses_nor_repeats_work() {
         &["--grpc-addr", &grpc, "--auto-accept"],
     )
     .unwrap();
-    let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
+    let member = Process::apiserver_on_a_free_port(&dir.path().join("east")).unwrap();
     let log = dir.path().join("east-agent.log");
     let agent = Agent::start(&hub_dir, &grpc, &member.kubeconfig(), "east", log.clone());
     until_healthy(dir.path(), &hub_dir, "east").await;
@@ -957,8 +957,7 @@ async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api_and_a_restri
     use base64::Engine as _;
     let dir = tempfile::tempdir().unwrap();
     // The hub cluster: any Kubernetes API; here atoll's own server, as a real cluster stands in.
-    let hub_cluster =
-        Process::apiserver(&dir.path().join("hub-cluster"), free_addr().unwrap()).unwrap();
+    let hub_cluster = Process::apiserver_on_a_free_port(&dir.path().join("hub-cluster")).unwrap();
     // The hub runs as manifests/hub runs it: ServiceAccount atoll-hub, with only the
     // ClusterRole there (the API server enforces RBAC, so a permission the hub needs and the
     // manifest lacks fails this test).
@@ -1075,7 +1074,7 @@ async fn the_hub_controller_binary_runs_the_hub_on_a_kubernetes_api_and_a_restri
 
     // The member runs its agent as manifests/agent/restricted grants: `admin` in every
     // namespace, and of the cluster-scoped kinds only Namespaces and CRDs besides its own.
-    let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
+    let member = Process::apiserver_on_a_free_port(&dir.path().join("east")).unwrap();
     let restricted = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/agent/restricted");
     kubectl(
         &member.kubeconfig(),
@@ -1546,7 +1545,7 @@ async fn two_hub_controllers_elect_one_leader_and_the_other_takes_over_mid_rollo
     let d = dir.path();
     // One hub cluster (atoll's API server standing in for a real one), with manifests/hub's
     // RBAC enforced: the replicas run as ServiceAccount atoll-hub, Lease rights included.
-    let hub_cluster = Process::apiserver(&d.join("hub-cluster"), free_addr().unwrap()).unwrap();
+    let hub_cluster = Process::apiserver_on_a_free_port(&d.join("hub-cluster")).unwrap();
     let admin = hub_cluster.kubeconfig();
     let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/hub");
     kubectl(&admin, &["apply", "-k", manifests.to_str().unwrap()]).success();
@@ -2150,7 +2149,7 @@ fn hub_controller_refuses_leader_election_settings_that_do_not_parse_or_do_not_f
 #[tokio::test(flavor = "multi_thread")]
 async fn the_hub_and_agent_manifests_apply_with_kubectl() {
     let dir = tempfile::tempdir().unwrap();
-    let cluster = Process::apiserver(&dir.path().join("cluster"), free_addr().unwrap()).unwrap();
+    let cluster = Process::apiserver_on_a_free_port(&dir.path().join("cluster")).unwrap();
     let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests");
     for (part, deployment) in [("hub", "atoll-hub"), ("agent", "atoll-work-agent")] {
         let path = manifests.join(part);
@@ -3366,7 +3365,7 @@ async fn an_agent_whose_credential_the_hub_refuses_joins_again_as_the_same_clust
         &["--grpc-addr", &grpc, "--auto-accept"],
     )
     .unwrap();
-    let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
+    let member = Process::apiserver_on_a_free_port(&dir.path().join("east")).unwrap();
     let log = dir.path().join("east-agent.log");
     let agent = Agent::start(&hub_dir, &grpc, &member.kubeconfig(), "east", log.clone());
     until_healthy(dir.path(), &hub_dir, "east").await;
@@ -3432,7 +3431,7 @@ async fn a_hub_restored_from_a_backup_keeps_its_clusters_credentials_and_work() 
     let grpc = free_addr().unwrap().to_string();
     let flags = ["--grpc-addr", grpc.as_str(), "--auto-accept"];
     let hub = Process::hub_with(&hub_dir, free_addr().unwrap(), &flags).unwrap();
-    let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
+    let member = Process::apiserver_on_a_free_port(&dir.path().join("east")).unwrap();
     let log = dir.path().join("east-agent.log");
     let agent = Agent::start(&hub_dir, &grpc, &member.kubeconfig(), "east", log);
     until_healthy(dir.path(), &hub_dir, "east").await;

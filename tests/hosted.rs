@@ -976,8 +976,7 @@ async fn hub_controller_runs_hosted_clusters_given_a_data_directory() {
     use std::process::{Command, Stdio};
     let dir = tempfile::tempdir().unwrap();
     // The hub cluster: any Kubernetes API; here atoll's own server stands in for a real one.
-    let hub_cluster =
-        Process::apiserver(&dir.path().join("hub-cluster"), free_addr().unwrap()).unwrap();
+    let hub_cluster = Process::apiserver_on_a_free_port(&dir.path().join("hub-cluster")).unwrap();
     let hub_kubeconfig = hub_cluster.kubeconfig();
     let atoll = |args: &[&str]| {
         let mut all = vec!["--kubeconfig", hub_kubeconfig.to_str().unwrap()];

@@ -249,8 +249,7 @@ async fn hub_controller_renders_a_kubernetes_mode_control_plane_and_reports_it_f
 async fn scenario() {
     let dir = tempfile::tempdir().unwrap();
     // The hub cluster: any Kubernetes API; here atoll's own server stands in for a real one.
-    let hub_cluster =
-        Process::apiserver(&dir.path().join("hub-cluster"), free_addr().unwrap()).unwrap();
+    let hub_cluster = Process::apiserver_on_a_free_port(&dir.path().join("hub-cluster")).unwrap();
     let mut setup = Setup {
         dir,
         hub_cluster,
@@ -577,8 +576,7 @@ async fn scenario() {
 
     // The agent's Deployment, run as a process: its command with what its ConfigMap and Secrets
     // hold, against an API server standing in for the hosted kube-apiserver, joins the hub.
-    let member =
-        Process::apiserver(&setup.dir.path().join("member"), free_addr().unwrap()).unwrap();
+    let member = Process::apiserver_on_a_free_port(&setup.dir.path().join("member")).unwrap();
     let config = setup.object("configmap", "atoll-agent");
     let files = setup.dir.path().join("agent");
     std::fs::create_dir_all(&files).unwrap();
@@ -824,8 +822,7 @@ fn tokens(kubeconfig: &Path) -> Vec<(String, String)> {
 
 async fn workers_scenario() {
     let dir = tempfile::tempdir().unwrap();
-    let hub_cluster =
-        Process::apiserver(&dir.path().join("hub-cluster"), free_addr().unwrap()).unwrap();
+    let hub_cluster = Process::apiserver_on_a_free_port(&dir.path().join("hub-cluster")).unwrap();
     let mut setup = Setup {
         dir,
         hub_cluster,
@@ -1752,8 +1749,7 @@ async fn real_etcd_scenario() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let hub_cluster =
-        Process::apiserver(&dir.path().join("hub-cluster"), free_addr().unwrap()).unwrap();
+    let hub_cluster = Process::apiserver_on_a_free_port(&dir.path().join("hub-cluster")).unwrap();
     let mut setup = Setup {
         dir,
         hub_cluster,

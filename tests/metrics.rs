@@ -199,7 +199,7 @@ async fn a_scrape_shows_the_requests_the_fleet_and_the_work_a_user_made() {
     kubectl(&hub_kubeconfig, &["get", "configmap", "missing"]).failure();
 
     // A member cluster joins, and a Work is applied to it.
-    let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
+    let member = Process::apiserver_on_a_free_port(&dir.path().join("east")).unwrap();
     let agent_metrics = free_addr().unwrap();
     let _agent = start_agent(
         &hub_dir,

@@ -891,7 +891,7 @@ async fn agent_manifests_applied_to_a_member_join_it_to_the_hub() {
         "the token expires at {expires}"
     );
 
-    let member = Process::apiserver(&dir.path().join("east"), free_addr().unwrap()).unwrap();
+    let member = Process::apiserver_on_a_free_port(&dir.path().join("east")).unwrap();
     let manifests = dir.path().join("east.yaml");
     std::fs::write(&manifests, &printed.stdout).unwrap();
     let applied = kubectl_at(

@@ -103,6 +103,25 @@ pub struct Process {
 }
 
 impl Process {
+    /// Starts `atoll apiserver` on a free loopback port and waits until it answers. A port is
+    /// free when chosen but another test may bind it before the server does (`Address already in
+    /// use`): then another port is tried, up to five in all.
+    pub fn apiserver_on_a_free_port(data_dir: &Path) -> anyhow::Result<Self> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match Self::apiserver(data_dir, free_addr()?) {
+                Err(err) if tries < 5 && format!("{err:#}").contains("Address already in use") => {
+                    eprintln!(
+                        "the port chosen for {} was taken; another",
+                        data_dir.display()
+                    );
+                }
+                outcome => return outcome,
+            }
+        }
+    }
+
     /// Starts `atoll apiserver --data-dir DIR --api-addr ADDR` and waits until it answers.
     pub fn apiserver(data_dir: &Path, addr: SocketAddr) -> anyhow::Result<Self> {
         Self::start("apiserver", data_dir, addr)
@@ -310,7 +329,7 @@ impl Cluster {
         std::fs::create_dir_all(dir.path().join("home"))?;
         std::fs::create_dir_all(dir.path().join("files"))?;
         std::fs::create_dir_all(dir.path().join("tmp"))?;
-        let process = Process::apiserver(&dir.path().join("server"), free_addr()?)?;
+        let process = Process::apiserver_on_a_free_port(&dir.path().join("server"))?;
         Ok(Cluster { process, dir })
     }
 
