@@ -149,7 +149,7 @@ impl Expr {
                 ExprKind::Literal(_) => {}
                 ExprKind::Ident(ident) => {
                     let root = ident.split('.').next().unwrap_or(ident);
-                    if !shadowed && root == name {
+                    if !shadowed && (&**ident == name || root == name) {
                         return None;
                     }
                 }

@@ -52,50 +52,10 @@ pub(crate) fn eval_planned(
 }
 
 /// Whether `expr` reads variable `name` anywhere a comprehension variable of the same name
-/// does not shadow it.
+/// does not shadow it: through a chain of selections, or otherwise.
 pub(crate) fn references(expr: &Expr, name: &str) -> bool {
-    // (node, whether `name` is shadowed there); an explicit stack, so no recursion.
-    let mut pending: Vec<(&Expr, bool)> = vec![(expr, false)];
-    while let Some((node, shadowed)) = pending.pop() {
-        match &node.kind {
-            ExprKind::Literal(_) => {}
-            ExprKind::Ident(ident) => {
-                if !shadowed && (&**ident == name || qualified_root(ident) == name) {
-                    return true;
-                }
-            }
-            ExprKind::Select { operand, .. } => pending.push((operand, shadowed)),
-            ExprKind::Call { target, args, .. } => {
-                if let Some(target) = target {
-                    pending.push((target, shadowed));
-                }
-                pending.extend(args.iter().map(|arg| (arg, shadowed)));
-            }
-            ExprKind::List { elements, .. } => {
-                pending.extend(elements.iter().map(|e| (e, shadowed)));
-            }
-            ExprKind::Map { entries } => {
-                for entry in entries {
-                    pending.push((&entry.key, shadowed));
-                    pending.push((&entry.value, shadowed));
-                }
-            }
-            ExprKind::Struct { fields, .. } => {
-                pending.extend(fields.iter().map(|f| (&f.value, shadowed)));
-            }
-            ExprKind::Comprehension(c) => {
-                let by_accu = shadowed || &*c.accu_var == name;
-                let by_iter =
-                    by_accu || &*c.iter_var == name || c.iter_var2.as_deref() == Some(name);
-                pending.push((&c.iter_range, shadowed));
-                pending.push((&c.accu_init, shadowed));
-                pending.push((&c.loop_condition, by_iter));
-                pending.push((&c.loop_step, by_iter));
-                pending.push((&c.result, by_accu));
-            }
-        }
-    }
-    false
+    expr.selected_paths(name)
+        .is_none_or(|paths| !paths.is_empty())
 }
 
 /// `a` of a dotted identifier `a.b.c`.
