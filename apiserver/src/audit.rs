@@ -262,6 +262,21 @@ impl Record {
         }
     }
 
+    /// A record of a write the server's own controller makes (`method` to `uri`, the REST path
+    /// a client would have used), received now: no HTTP request, so no source address nor
+    /// user agent.
+    pub fn internal(method: &str, uri: String) -> Record {
+        Record {
+            id: uuid::Uuid::new_v4().to_string(),
+            received: jiff::Timestamp::now(),
+            method: method.to_owned(),
+            uri,
+            user_agent: None,
+            source_ips: Vec::new(),
+            facts: Mutex::default(),
+        }
+    }
+
     fn facts(&self) -> std::sync::MutexGuard<'_, Facts> {
         self.facts.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -354,6 +369,21 @@ impl Record {
         self.write(log, Stage::RequestReceived, 0, None).await;
     }
 
+    /// Writes the `ResponseComplete` event of a request served without HTTP (a controller's
+    /// write), when the policy records it: its code and, at `RequestResponse`, `response` (the
+    /// object written, or the error's `Status`).
+    pub async fn responded(&self, log: &AuditLog, code: u16, response: Option<&Value>) {
+        let level = self.facts().decision.as_ref().map(|d| d.level);
+        let body = match response {
+            Some(response) if level == Some(Level::RequestResponse) => {
+                serde_json::to_vec(response).ok()
+            }
+            _ => None,
+        };
+        self.write(log, Stage::ResponseComplete, code, body.as_deref())
+            .await;
+    }
+
     /// Writes the event of `stage` when the policy records it: the response's code and, at
     /// `RequestResponse`, its body (`None` when not read, as a watch's).
     async fn write(&self, log: &AuditLog, stage: Stage, code: u16, response_body: Option<&[u8]>) {
@@ -401,11 +431,13 @@ impl Record {
             "requestURI": self.uri,
             "verb": facts.verb.clone().unwrap_or_else(|| self.method.to_ascii_lowercase()),
             "user": user_info(facts.user.as_ref()),
-            "sourceIPs": self.source_ips,
             "requestReceivedTimestamp": micros(self.received),
             "stageTimestamp": micros(now),
         });
         let map = event.as_object_mut().expect("an object");
+        if !self.source_ips.is_empty() {
+            map.insert("sourceIPs".into(), json!(self.source_ips));
+        }
         if let Some(user) = &facts.impersonated {
             map.insert("impersonatedUser".into(), user_info(Some(user)));
         }
