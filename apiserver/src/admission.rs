@@ -6,7 +6,8 @@
 //! [`policies`] compiles each policy once per change of its spec; [`evaluate`] decides one
 //! request with no I/O (what it must look up, the namespace and the params, it asks a
 //! [`Lookup`]); [`live`] keeps the compiled policies current from the watch cache and checks
-//! the writes the HTTP API receives. [`type_checking`] checks a policy's expressions against the
+//! the writes the HTTP API receives and those the server's own controllers make (as the users
+//! upstream's controllers are, `registry::actor`). [`type_checking`] checks a policy's expressions against the
 //! schemas of the kinds it names, and [`status`] is the controller that writes what it finds into
 //! each policy's status.
 
@@ -27,7 +28,7 @@ use atoll_cel::library::authz;
 use serde_json::Value;
 
 pub use evaluate::{Denial, Outcome, PER_CALL_LIMIT, RUNTIME_BUDGET, evaluate};
-pub use live::{Policies, PolicyAdmission};
+pub use live::{Gate, Policies, PolicyAdmission};
 
 use crate::auth::User;
 use crate::error::{Error, PolicyDenial, Target};

@@ -410,6 +410,7 @@ async fn aggregate(store: &Store, authorizer: &Authorizer) -> Result<()> {
     let rt = rbac_type(store, "clusterroles")?;
     let options = WriteOptions {
         field_manager: AGGREGATION_MANAGER.into(),
+        actor: Some(crate::registry::actor::Actor::ClusterRoleAggregation),
         ..WriteOptions::default()
     };
     for (name, rules) in due {

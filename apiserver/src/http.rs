@@ -54,8 +54,8 @@ pub struct ApiState {
     pub auth: Authenticator,
     /// Decides what each caller may do.
     pub authz: Arc<Authorizer>,
-    /// The ValidatingAdmissionPolicies in force, compiled.
-    pub admission: Arc<crate::admission::Policies>,
+    /// What checks writes against the ValidatingAdmissionPolicies in force.
+    pub admission: Arc<crate::admission::Gate>,
     pub shutdown: watch::Receiver<bool>,
     /// `host:port` clients reach the server at (for legacy `/api`).
     pub server_address: String,
@@ -569,19 +569,12 @@ fn policy_admission(
     request: &ResourceRequest<'_>,
     dry_run: bool,
 ) -> Option<crate::admission::PolicyAdmission> {
-    let policies = state.admission.current(&state.cache);
-    (!policies.is_empty()).then(|| crate::admission::PolicyAdmission {
-        set: policies,
-        catalog: state.store.registry().catalog(),
-        cache: state.cache.clone(),
-        user: request.user.clone(),
-        authorizer: state.authz.clone(),
-        subresource: request.at.subresource.clone().unwrap_or_default(),
+    state.admission.admission(
+        request.user,
+        request.at.subresource.as_deref().unwrap_or_default(),
         dry_run,
-        inner: None,
-        delete_warnings: Default::default(),
-        audit: request.audit.cloned(),
-    })
+        request.audit.cloned(),
+    )
 }
 
 /// A delete's options, with the policies' check when any binding is in force (given the
@@ -1133,6 +1126,7 @@ fn write_options(headers: &HeaderMap, query: &Query) -> Result<WriteOptions> {
         force: query.flag("force"),
         admission: None,
         warnings: Default::default(),
+        actor: None,
     })
 }
 

@@ -619,27 +619,36 @@ async fn serve_api(
     store.read_through(cache.clone());
     let rbac = cache.feed(authz::wants);
     let authorizer = authz::prepare(&store, rbac.clone()).await?;
+    let audit = match config.audit.clone() {
+        Some(options) => {
+            let path = options.path.clone();
+            Some(audit::AuditLog::open(options).map_err(|source| Error::Audit { path, source })?)
+        }
+        None => None,
+    };
+    // From here on, the server's own controllers write as the users upstream's are, through
+    // the admission policies and into the audit log (the bootstrap RBAC roles and the seeded
+    // namespaces above were written before any policy could be read).
+    let gate = Arc::new(admission::Gate {
+        policies: admission::Policies::default(),
+        registry: store.registry().clone(),
+        cache: cache.clone(),
+        authorizer: authorizer.clone(),
+        audit: audit.clone(),
+    });
+    store.guard(gate.clone());
     let state = Arc::new(http::ApiState {
         store: store.clone(),
         cache: cache.clone(),
         auth: s.authenticator,
         authz: authorizer.clone(),
-        admission: Arc::new(admission::Policies::default()),
+        admission: gate,
         shutdown: s.shutdown.clone(),
         server_address: s.server_address,
         in_flight: s.in_flight,
         backup: s.backup,
         metrics: config.metrics.clone(),
-        audit: match config.audit.clone() {
-            Some(options) => {
-                let path = options.path.clone();
-                Some(
-                    audit::AuditLog::open(options)
-                        .map_err(|source| Error::Audit { path, source })?,
-                )
-            }
-            None => None,
-        },
+        audit,
     });
     if let Some(metrics) = &config.metrics {
         metrics.serving(&cache);

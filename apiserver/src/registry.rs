@@ -10,6 +10,7 @@ use std::sync::{Arc, LazyLock, RwLock};
 
 use serde_json::Value;
 
+pub mod actor;
 pub mod builtin;
 pub mod certificates;
 pub mod conversion;

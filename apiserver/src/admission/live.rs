@@ -1,6 +1,7 @@
 //! Policies in a running server: the policies and bindings kept current from the watch cache
 //! (read again only when the cache has changes to them, a policy compiled again only when its
-//! spec changed), and the [`Admission`] every write received over HTTP passes.
+//! spec changed), and the [`Admission`] every write passes: those received over HTTP and those
+//! the server's own controllers make ([`Gate`] builds it for both).
 
 use std::sync::{Arc, Mutex};
 
@@ -11,7 +12,7 @@ use super::{Lookup, Operation, Request, denial_error, evaluate};
 use crate::auth::User;
 use crate::error::Result;
 use crate::registry::store::Admission;
-use crate::registry::{Catalog, ResourceType};
+use crate::registry::{Catalog, Registry, ResourceType};
 use crate::storage::{EventKind, Revision};
 use crate::watch::WatchCache;
 
@@ -129,7 +130,45 @@ fn apply(set: &mut PolicySet, key: &str, object: Option<&Value>) {
     }
 }
 
-/// The policies' check of one HTTP write (after any other check it wraps).
+/// What checks writes against the policies in force, for the HTTP API and the server's own
+/// controllers alike: one path, whoever writes.
+pub struct Gate {
+    pub policies: Policies,
+    pub registry: Arc<Registry>,
+    pub cache: Arc<WatchCache>,
+    /// What decides the policies' authorization checks.
+    pub authorizer: Arc<crate::authz::Authorizer>,
+    /// The server's audit log, when it keeps one (controllers' writes are recorded there too).
+    pub audit: Option<Arc<crate::audit::AuditLog>>,
+}
+
+impl Gate {
+    /// The policies' check of a write by `user` (to `subresource`, empty for the main
+    /// resource), its audit annotations going to `audit`; none while no binding is in force.
+    pub fn admission(
+        &self,
+        user: &User,
+        subresource: &str,
+        dry_run: bool,
+        audit: Option<Arc<crate::audit::Record>>,
+    ) -> Option<PolicyAdmission> {
+        let set = self.policies.current(&self.cache);
+        (!set.is_empty()).then(|| PolicyAdmission {
+            set,
+            catalog: self.registry.catalog(),
+            cache: self.cache.clone(),
+            user: user.clone(),
+            authorizer: self.authorizer.clone(),
+            subresource: subresource.to_owned(),
+            dry_run,
+            inner: None,
+            delete_warnings: Default::default(),
+            audit,
+        })
+    }
+}
+
+/// The policies' check of one write (after any other check it wraps).
 pub struct PolicyAdmission {
     pub set: Arc<PolicySet>,
     pub catalog: Arc<Catalog>,

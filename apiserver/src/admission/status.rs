@@ -18,6 +18,7 @@ use tokio::sync::watch;
 
 use super::type_checking::{self, Gvk, Schemas};
 use crate::error::{Error, Result};
+use crate::registry::actor::Actor;
 use crate::registry::store::{ListOptions, Store, WriteOptions};
 use crate::registry::{Catalog, ResourceType, crd};
 use crate::storage::EventKind;
@@ -246,6 +247,7 @@ impl Context {
         policy["status"] = status;
         let options = WriteOptions {
             field_manager: FIELD_MANAGER.into(),
+            actor: Some(Actor::PolicyStatusController),
             ..WriteOptions::default()
         };
         match self

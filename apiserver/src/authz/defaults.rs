@@ -101,6 +101,7 @@ pub async fn ensure(store: &Store) -> Result<()> {
         let rt = rbac_type(store, plural)?;
         let options = WriteOptions {
             field_manager: FIELD_MANAGER.into(),
+            actor: Some(crate::registry::actor::Actor::ApiServer),
             ..WriteOptions::default()
         };
         for object in objects {

@@ -8,6 +8,7 @@
 //! The controller follows a feed of the watch cache (changes to CertificateSigningRequests) and
 //! looks at every request once at start, and again when it fell behind.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -15,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::ResourceType;
+use super::actor::Actor;
 use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
 use crate::pki::CertificateAuthority;
@@ -105,25 +107,28 @@ pub async fn run(
 ) {
     let ctx = Context { store, ca };
     let mut settled = false;
+    // Requests whose last look failed (a write refused by an admission policy, say): looked at
+    // again on the next pass, which comes after a while even with no event.
+    let mut failed = BTreeSet::new();
     loop {
         let names = match (settled, feed.take()) {
             (true, Taken::Events(events)) => Ok(events
                 .iter()
                 .filter_map(|e| e.key.rsplit('/').next().map(str::to_owned))
-                .collect::<Vec<_>>()),
+                .collect::<BTreeSet<_>>()),
             _ => ctx.all().await,
         };
-        let failed = match names {
-            Ok(names) => {
+        let retry = match names {
+            Ok(mut names) => {
                 settled = true;
-                let mut failed = false;
+                names.append(&mut failed);
                 for name in names {
                     if let Err(error) = ctx.reconcile(&name).await {
-                        tracing::warn!(csr = %name, %error, "cannot sign the certificate signing request");
-                        failed = true;
+                        tracing::warn!(csr = %name, %error, "cannot sign the certificate signing request; retrying");
+                        failed.insert(name);
                     }
                 }
-                failed
+                !failed.is_empty()
             }
             Err(error) => {
                 tracing::warn!(%error, "cannot list certificate signing requests; retrying");
@@ -131,7 +136,7 @@ pub async fn run(
                 true
             }
         };
-        if !next_pass(&feed, failed, &mut shutdown).await {
+        if !next_pass(&feed, retry, &mut shutdown).await {
             return;
         }
     }
@@ -146,7 +151,7 @@ impl Context {
             .ok_or(Error::UnknownPath)
     }
 
-    async fn all(&self) -> Result<Vec<String>> {
+    async fn all(&self) -> Result<BTreeSet<String>> {
         let list = self
             .store
             .list(&*self.resource()?, None, &ListOptions::default())
@@ -187,6 +192,7 @@ impl Context {
         }
         let options = WriteOptions {
             field_manager: FIELD_MANAGER.into(),
+            actor: Some(Actor::CertificateController),
             ..WriteOptions::default()
         };
         match self

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use super::actor::Actor;
 use super::selector::LabelSelector;
 use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
@@ -43,8 +44,11 @@ fn namespace_of(event: &CachedEvent) -> Option<&str> {
 pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiver<bool>) {
     // At start, and when behind: every namespace with a Service.
     let mut everything = true;
+    // Namespaces whose last pass failed (a write refused by an admission policy, say): looked
+    // at again on the next pass, which comes after a while even with no event.
+    let mut failed = BTreeSet::new();
     loop {
-        let namespaces = match (everything, feed.take()) {
+        let mut namespaces: BTreeSet<String> = match (everything, feed.take()) {
             (false, Taken::Events(events)) => events
                 .iter()
                 .filter_map(|e| namespace_of(e).map(str::to_owned))
@@ -61,12 +65,14 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
                 }
             },
         };
+        namespaces.append(&mut failed);
         for ns in namespaces {
             if let Err(error) = reconcile_namespace(&store, &ns).await {
-                tracing::warn!(namespace = %ns, %error, "cannot update the endpoints of its Services");
+                tracing::warn!(namespace = %ns, %error, "cannot update the endpoints of its Services; retrying");
+                failed.insert(ns);
             }
         }
-        if !next_pass(&feed, everything, &mut shutdown).await {
+        if !next_pass(&feed, everything || !failed.is_empty(), &mut shutdown).await {
             return;
         }
     }
@@ -204,9 +210,10 @@ fn owner(service: &Value) -> Value {
         "uid": service["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true}])
 }
 
-fn options() -> WriteOptions {
+fn options(actor: Actor) -> WriteOptions {
     WriteOptions {
         field_manager: FIELD_MANAGER.into(),
+        actor: Some(actor),
         ..Default::default()
     }
 }
@@ -237,7 +244,14 @@ async fn write_slice(
                 .unwrap_or_default()
                 .to_owned();
             match store
-                .update(&rt, Some(ns), &slice_name, None, slice, &options())
+                .update(
+                    &rt,
+                    Some(ns),
+                    &slice_name,
+                    None,
+                    slice,
+                    &options(Actor::EndpointSliceController),
+                )
                 .await
             {
                 Ok(_) | Err(Error::Conflict { .. } | Error::NotFound(_)) => Ok(()),
@@ -250,7 +264,15 @@ async fn write_slice(
                     "labels": {SERVICE_NAME: name, MANAGED_BY: CONTROLLER},
                     "ownerReferences": owner(service)},
                 "addressType": "IPv4", "endpoints": endpoints, "ports": ports});
-            match store.create(&rt, Some(ns), slice, &options()).await {
+            match store
+                .create(
+                    &rt,
+                    Some(ns),
+                    slice,
+                    &options(Actor::EndpointSliceController),
+                )
+                .await
+            {
                 Ok(_) | Err(Error::Forbidden(_)) => Ok(()),
                 Err(error) => Err(error),
             }
@@ -269,7 +291,14 @@ async fn write_endpoints(store: &Store, ns: &str, service: &Value, subsets: Valu
             }
             current["subsets"] = subsets;
             match store
-                .update(&rt, Some(ns), name, None, current, &options())
+                .update(
+                    &rt,
+                    Some(ns),
+                    name,
+                    None,
+                    current,
+                    &options(Actor::EndpointController),
+                )
                 .await
             {
                 Ok(_) | Err(Error::Conflict { .. } | Error::NotFound(_)) => Ok(()),
@@ -281,7 +310,15 @@ async fn write_endpoints(store: &Store, ns: &str, service: &Value, subsets: Valu
                 "metadata": {"name": name, "namespace": ns, "labels": service["metadata"]["labels"],
                     "ownerReferences": owner(service)},
                 "subsets": subsets});
-            match store.create(&rt, Some(ns), endpoints, &options()).await {
+            match store
+                .create(
+                    &rt,
+                    Some(ns),
+                    endpoints,
+                    &options(Actor::EndpointController),
+                )
+                .await
+            {
                 Ok(_) | Err(Error::AlreadyExists(_) | Error::Forbidden(_)) => Ok(()),
                 Err(error) => Err(error),
             }

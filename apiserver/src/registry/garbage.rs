@@ -18,6 +18,7 @@ use serde::Deserialize;
 use tokio::sync::watch;
 
 use super::ResourceType;
+use super::actor::Actor;
 use super::store::{
     DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation, Store, WriteOptions,
 };
@@ -417,6 +418,7 @@ impl Collector {
                 let options = DeleteOptions {
                     precondition_uid: Some(meta.uid.clone()),
                     propagation: Some(Propagation::Background),
+                    actor: Some(Actor::GarbageCollector),
                     ..Default::default()
                 };
                 tracing::info!(object = %key, "deleting: its owners are gone");
@@ -579,6 +581,7 @@ impl Collector {
     ) -> Result<()> {
         let options = WriteOptions {
             field_manager: FIELD_MANAGER.into(),
+            actor: Some(Actor::GarbageCollector),
             ..Default::default()
         };
         for _ in 0..5 {

@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use serde_json::{Value, json};
 
 use super::ResourceType;
+use super::actor::Actor;
 use super::store::{Store, WriteOptions};
 use crate::error::{Error, Result};
 
@@ -74,6 +75,7 @@ pub async fn ensure(store: &Store, address: &str) -> Result<()> {
 async fn keep(store: &Store, rt: &ResourceType, object: Value) -> Result<()> {
     let options = WriteOptions {
         field_manager: FIELD_MANAGER.into(),
+        actor: Some(Actor::ApiServer),
         ..Default::default()
     };
     match store.get(rt, Some("default"), "kubernetes").await {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::sync::watch;
 
+use super::actor::Actor;
 use super::store::{DeleteOptions, Deleted, ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
 
@@ -72,7 +73,8 @@ pub async fn run(store: Arc<Store>, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
-/// Advances every terminating namespace.
+/// Advances every terminating namespace; one namespace's failure does not hold the others
+/// (the first is returned once all were tried).
 async fn reconcile_all(store: &Store) -> Result<Next> {
     let catalog = store.registry().catalog();
     let Some(namespaces) = catalog.lookup("", "v1", "namespaces") else {
@@ -82,6 +84,7 @@ async fn reconcile_all(store: &Store) -> Result<Next> {
         .list(&namespaces, None, &ListOptions::default())
         .await?;
     let mut next = Next::Sleep;
+    let mut failed = None;
     for ns in list.items {
         if ns["metadata"].get("deletionTimestamp").is_none() {
             continue;
@@ -90,38 +93,64 @@ async fn reconcile_all(store: &Store) -> Result<Next> {
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        let emptied = empty_namespace(store, &name).await?;
-        if emptied != Next::Sleep {
-            next = next.max(emptied);
-            continue;
-        }
-        // Empty: drop the `kubernetes` finalizer; the store deletes the namespace once no
-        // finalizer remains.
-        let mut done = ns.clone();
-        done["spec"]["finalizers"] = json!([]);
-        let options = WriteOptions {
-            field_manager: "atoll-namespace-controller".into(),
-            ..Default::default()
-        };
-        match store
-            .update(&namespaces, None, &name, Some("finalize"), done, &options)
-            .await
-        {
-            Ok(_) | Err(Error::NotFound(_)) => {
-                tracing::info!(namespace = %name, "namespace deleted");
+        match finalize(store, &namespaces, &name, ns).await {
+            Ok(step) => next = next.max(step),
+            Err(error) => {
+                tracing::warn!(namespace = %name, %error, "cannot finish deleting the namespace; retrying");
+                failed = failed.or(Some(error));
             }
-            Err(Error::Conflict { .. }) => next = Next::Soon,
-            Err(err) => return Err(err),
         }
     }
-    Ok(next)
+    match failed {
+        Some(error) => Err(error),
+        None => Ok(next),
+    }
+}
+
+/// Empties a terminating namespace, and once it is empty drops its `kubernetes` finalizer (the
+/// store deletes the namespace once no finalizer remains).
+async fn finalize(
+    store: &Store,
+    namespaces: &super::ResourceType,
+    name: &str,
+    ns: serde_json::Value,
+) -> Result<Next> {
+    let emptied = empty_namespace(store, name).await?;
+    if emptied != Next::Sleep {
+        return Ok(emptied);
+    }
+    let mut done = ns;
+    done["spec"]["finalizers"] = json!([]);
+    let options = WriteOptions {
+        field_manager: "atoll-namespace-controller".into(),
+        actor: Some(Actor::NamespaceController),
+        ..Default::default()
+    };
+    match store
+        .update(namespaces, None, name, Some("finalize"), done, &options)
+        .await
+    {
+        Ok(_) | Err(Error::NotFound(_)) => {
+            tracing::info!(namespace = %name, "namespace deleted");
+            Ok(Next::Sleep)
+        }
+        Err(Error::Conflict { .. }) => Ok(Next::Soon),
+        Err(err) => Err(err),
+    }
 }
 
 /// Deletes what a namespace holds: `Sleep` when nothing is left, `Soon` when something was
-/// deleted now, `AfterWrite` when only objects waiting on their finalizers remain.
+/// deleted now, `AfterWrite` when only objects waiting on their finalizers remain. An object
+/// that cannot be deleted (a policy refuses it) does not hold the others; the first such error
+/// is returned once all were tried.
 async fn empty_namespace(store: &Store, ns: &str) -> Result<Next> {
     let catalog = store.registry().catalog();
     let mut next = Next::Sleep;
+    let mut failed = None;
+    let options = DeleteOptions {
+        actor: Some(Actor::NamespaceController),
+        ..Default::default()
+    };
     for rt in catalog.namespaced_storage_types() {
         let list = store.list(&rt, Some(ns), &ListOptions::default()).await?;
         for item in list.items {
@@ -130,15 +159,15 @@ async fn empty_namespace(store: &Store, ns: &str) -> Result<Next> {
                 continue;
             }
             let name = item["metadata"]["name"].as_str().unwrap_or_default();
-            match store
-                .delete(&rt, Some(ns), name, &DeleteOptions::default())
-                .await
-            {
+            match store.delete(&rt, Some(ns), name, &options).await {
                 Ok(Deleted::Gone(_)) | Err(Error::NotFound(_)) => next = Next::Soon,
                 Ok(Deleted::Pending(_)) => next = next.max(Next::AfterWrite),
-                Err(err) => return Err(err),
+                Err(err) => failed = failed.or(Some(err)),
             }
         }
     }
-    Ok(next)
+    match failed {
+        Some(error) => Err(error),
+        None => Ok(next),
+    }
 }

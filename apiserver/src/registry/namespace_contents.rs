@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::ResourceType;
+use super::actor::Actor;
 use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
 use crate::storage::EventKind;
@@ -34,8 +35,9 @@ struct Context {
 }
 
 /// Gives every namespace there is its contents, before the server serves (so a new server
-/// holds them from its first request); false when it could not list them.
-pub async fn settle(store: &Arc<Store>, ca_pem: &str) -> bool {
+/// holds them from its first request): the namespaces it failed for, or `None` when it could
+/// not list them.
+pub async fn settle(store: &Arc<Store>, ca_pem: &str) -> Option<BTreeSet<String>> {
     let ctx = Context {
         store: store.clone(),
         ca_pem: ca_pem.to_owned(),
@@ -54,26 +56,33 @@ pub async fn run(
     store: Arc<Store>,
     feed: Arc<Feed>,
     ca_pem: String,
-    mut settled: bool,
+    settled: Option<BTreeSet<String>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let ctx = Context { store, ca_pem };
+    let mut listed = settled.is_some();
+    // Namespaces whose last look failed (a write refused by an admission policy, say): looked
+    // at again on the next pass, which comes after a while even with no event.
+    let mut failed = settled.unwrap_or_default();
     loop {
-        if !settled {
-            settled = ctx.settle().await;
+        if !listed {
+            (listed, failed) = ctx.settle().await.map_or((false, failed), |f| (true, f));
         }
         match feed.take() {
             Taken::Events(events) => {
-                let namespaces: BTreeSet<String> = events
+                let mut namespaces: BTreeSet<String> = events
                     .iter()
                     .filter_map(|e| disturbed(e).map(str::to_owned))
                     .collect();
-                ctx.reconcile_each(namespaces).await;
+                namespaces.append(&mut failed);
+                failed = ctx.reconcile_each(namespaces).await;
             }
             // Fell behind: look at everything again.
-            Taken::Lagged => settled = ctx.settle().await,
+            Taken::Lagged => {
+                (listed, failed) = ctx.settle().await.map_or((false, failed), |f| (true, f));
+            }
         }
-        if !next_pass(&feed, !settled, &mut shutdown).await {
+        if !next_pass(&feed, !listed || !failed.is_empty(), &mut shutdown).await {
             return;
         }
     }
@@ -97,26 +106,27 @@ fn disturbed(event: &CachedEvent) -> Option<&str> {
 }
 
 impl Context {
-    /// Looks at every namespace; false when it could not list them.
-    async fn settle(&self) -> bool {
+    /// Looks at every namespace: those it failed for, or `None` when it could not list them.
+    async fn settle(&self) -> Option<BTreeSet<String>> {
         match self.all_namespaces().await {
-            Ok(all) => {
-                self.reconcile_each(all).await;
-                true
-            }
+            Ok(all) => Some(self.reconcile_each(all).await),
             Err(error) => {
                 tracing::warn!(%error, "cannot list namespaces; retrying");
-                false
+                None
             }
         }
     }
 
-    async fn reconcile_each(&self, namespaces: BTreeSet<String>) {
+    /// Looks at each namespace; those it failed for.
+    async fn reconcile_each(&self, namespaces: BTreeSet<String>) -> BTreeSet<String> {
+        let mut failed = BTreeSet::new();
         for ns in namespaces {
             if let Err(error) = self.reconcile(&ns).await {
-                tracing::warn!(namespace = %ns, %error, "cannot give the namespace its service account and CA");
+                tracing::warn!(namespace = %ns, %error, "cannot give the namespace its service account and CA; retrying");
+                failed.insert(ns);
             }
         }
+        failed
     }
 
     fn resource(&self, plural: &str) -> Result<Arc<ResourceType>> {
@@ -151,8 +161,9 @@ impl Context {
         if namespace["metadata"].get("deletionTimestamp").is_some() {
             return Ok(());
         }
-        let options = WriteOptions {
+        let options = |actor| WriteOptions {
             field_manager: FIELD_MANAGER.into(),
+            actor: Some(actor),
             ..Default::default()
         };
         let accounts = self.resource("serviceaccounts")?;
@@ -164,7 +175,7 @@ impl Context {
             DEFAULT_SERVICE_ACCOUNT,
             account,
             None,
-            &options,
+            &options(Actor::ServiceAccountController),
         )
         .await?;
         let configmaps = self.resource("configmaps")?;
@@ -179,7 +190,7 @@ impl Context {
             ROOT_CA_CONFIGMAP,
             configmap,
             Some(&data),
-            &options,
+            &options(Actor::RootCaCertPublisher),
         )
         .await
     }

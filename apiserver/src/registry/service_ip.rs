@@ -8,6 +8,7 @@ use std::net::Ipv4Addr;
 use serde_json::{Value, json};
 
 use super::ResourceType;
+use super::actor::Actor;
 use super::store::{DeleteOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
 use crate::validation::{CauseType, FieldError};
@@ -127,6 +128,7 @@ pub async fn allocate(
             let object = address_object(&text, ns, name);
             let options = WriteOptions {
                 field_manager: FIELD_MANAGER.into(),
+                actor: Some(Actor::ApiServer),
                 ..Default::default()
             };
             // Boxed: creating a Service creates its IPAddress through the same store.
@@ -179,6 +181,7 @@ pub async fn release(store: &Store, service: &Value) -> Result<()> {
     }
     let options = DeleteOptions {
         precondition_uid: held["metadata"]["uid"].as_str().map(str::to_owned),
+        actor: Some(Actor::ApiServer),
         ..Default::default()
     };
     match Box::pin(store.delete(&addresses, None, ip, &options)).await {

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::ResourceType;
+use super::actor::Actor;
 use super::service_ip::{self, MANAGED_BY_LABEL, MANAGER};
 use super::store::{DeleteOptions, ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
@@ -278,6 +279,7 @@ async fn apply(
     let mut failed = None;
     let options = WriteOptions {
         field_manager: FIELD_MANAGER.into(),
+        actor: Some(Actor::ApiServer),
         ..Default::default()
     };
     for (ip, svc) in repair.create {
@@ -294,6 +296,7 @@ async fn apply(
         tracing::warn!(%ip, "{why}");
         let options = DeleteOptions {
             precondition_uid: Some(uid),
+            actor: Some(Actor::ApiServer),
             ..Default::default()
         };
         match store.delete(addresses, None, &ip, &options).await {
@@ -336,6 +339,7 @@ async fn record(store: &Store, report: &Report) -> Result<()> {
         "firstTimestamp": now, "lastTimestamp": now, "count": 1});
     let options = WriteOptions {
         field_manager: FIELD_MANAGER.into(),
+        actor: Some(Actor::ApiServer),
         ..Default::default()
     };
     match store

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 
+use super::actor::{ActingWrite, Actor, Asked, Outcome};
 use super::selector::{FieldSelector, LabelSelector};
 use super::{Registry, ResourceType, crd};
 use crate::apply::{self, ListType, ListTypes};
@@ -62,6 +63,9 @@ pub struct WriteOptions {
     pub admission: Option<Arc<dyn Admission>>,
     /// Where a refused write leaves what its checks warned of before one refused it.
     pub warnings: Arc<Warnings>,
+    /// The server's own controller making the write: it passes the admission policies and is
+    /// audited as that controller's user, as an HTTP write passes them as its caller.
+    pub actor: Option<Actor>,
 }
 
 /// The warnings of one request, as kube-apiserver records them on the request rather than on
@@ -188,6 +192,8 @@ pub struct DeleteOptions {
     pub propagation: Option<Propagation>,
     /// What the caller's delete must also pass (admission policies), given the stored object.
     pub admission: Option<Arc<dyn Admission>>,
+    /// The server's own controller deleting (see [`WriteOptions::actor`]).
+    pub actor: Option<Actor>,
 }
 
 /// `DeleteOptions.propagationPolicy`: what the garbage collector does with an object's
@@ -259,6 +265,9 @@ pub struct Store {
     /// Room taken by writes between their check against `limits` and their commit, so that
     /// concurrent writes cannot all pass the same check and together overshoot a limit.
     reserved: Mutex<Usage>,
+    /// What the server's own controllers' writes pass (admission policies, audit), once the
+    /// server installed it.
+    gate: OnceLock<Arc<crate::admission::Gate>>,
 }
 
 impl Store {
@@ -270,7 +279,19 @@ impl Store {
             cache: OnceLock::new(),
             limits: Limits::default(),
             reserved: Mutex::new(Usage::default()),
+            gate: OnceLock::new(),
         }
+    }
+
+    /// Makes the writes of the server's own controllers (those with an [`Actor`]) pass
+    /// `gate`'s admission policies and audit log, as writes over HTTP do.
+    pub fn guard(&self, gate: Arc<crate::admission::Gate>) {
+        let _ = self.gate.set(gate);
+    }
+
+    /// The gate a controller's write passes, and the controller, when both are there.
+    fn acting(&self, actor: Option<Actor>) -> Option<(&crate::admission::Gate, Actor)> {
+        Some((self.gate.get()?, actor?))
     }
 
     /// Refuses users' creates, updates and patches past `limits` (never deletes, nor the writes
@@ -343,6 +364,7 @@ impl Store {
                 json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
             let options = WriteOptions {
                 field_manager: "atoll-apiserver".into(),
+                actor: Some(Actor::ApiServer),
                 ..Default::default()
             };
             // The server's own namespaces are made whatever the limits.
@@ -535,8 +557,30 @@ impl Store {
         object: Value,
         options: &WriteOptions,
     ) -> Result<Written> {
-        self.create_as(rt, ns, object, options, Admit::WithinLimits)
-            .await
+        let Some((gate, actor)) = self.acting(options.actor) else {
+            return self
+                .create_as(rt, ns, object, options, Admit::WithinLimits)
+                .await;
+        };
+        let name = object["metadata"]["name"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned);
+        let asked = Asked {
+            verb: "create",
+            rt,
+            namespace: ns,
+            name: name.as_deref(),
+            subresource: None,
+            body: Some(&object),
+        };
+        let write = ActingWrite::begin(gate, actor, asked).await;
+        let options = write.write_options(options);
+        let created = self
+            .create_as(rt, ns, object, &options, Admit::WithinLimits)
+            .await;
+        write.finish(Outcome::of_write(&created)).await;
+        created
     }
 
     async fn create_as(
@@ -662,6 +706,37 @@ impl Store {
         ns: Option<&str>,
         name: &str,
         subresource: Option<&str>,
+        object: Value,
+        options: &WriteOptions,
+    ) -> Result<Written> {
+        let Some((gate, actor)) = self.acting(options.actor) else {
+            return self
+                .replace(rt, ns, name, subresource, object, options)
+                .await;
+        };
+        let asked = Asked {
+            verb: "update",
+            rt,
+            namespace: ns,
+            name: Some(name),
+            subresource,
+            body: Some(&object),
+        };
+        let write = ActingWrite::begin(gate, actor, asked).await;
+        let options = write.write_options(options);
+        let updated = self
+            .replace(rt, ns, name, subresource, object, &options)
+            .await;
+        write.finish(Outcome::of_write(&updated)).await;
+        updated
+    }
+
+    async fn replace(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
         mut object: Value,
         options: &WriteOptions,
     ) -> Result<Written> {
@@ -712,6 +787,40 @@ impl Store {
     /// Patches an object; server-side apply creates it when it is missing.
     #[allow(clippy::too_many_arguments)]
     pub async fn patch(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        patch_type: PatchType,
+        body: &[u8],
+        options: &WriteOptions,
+    ) -> Result<Written> {
+        let Some((gate, actor)) = self.acting(options.actor) else {
+            return self
+                .patch_as(rt, ns, name, subresource, patch_type, body, options)
+                .await;
+        };
+        let patch: Option<Value> = serde_json::from_slice(body).ok();
+        let asked = Asked {
+            verb: "patch",
+            rt,
+            namespace: ns,
+            name: Some(name),
+            subresource,
+            body: patch.as_ref(),
+        };
+        let write = ActingWrite::begin(gate, actor, asked).await;
+        let options = write.write_options(options);
+        let patched = self
+            .patch_as(rt, ns, name, subresource, patch_type, body, &options)
+            .await;
+        write.finish(Outcome::of_write(&patched)).await;
+        patched
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn patch_as(
         &self,
         rt: &ResourceType,
         ns: Option<&str>,
@@ -1111,6 +1220,32 @@ impl Store {
 
     /// Deletes an object, or marks it terminating while finalizers remain.
     pub async fn delete(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<Deleted> {
+        let Some((gate, actor)) = self.acting(options.actor) else {
+            return self.delete_as(rt, ns, name, options).await;
+        };
+        let body = super::actor::delete_body(options);
+        let asked = Asked {
+            verb: "delete",
+            rt,
+            namespace: ns,
+            name: Some(name),
+            subresource: None,
+            body: Some(&body),
+        };
+        let write = ActingWrite::begin(gate, actor, asked).await;
+        let options = write.delete_options(options);
+        let deleted = self.delete_as(rt, ns, name, &options).await;
+        write.finish(Outcome::of_delete(&deleted)).await;
+        deleted
+    }
+
+    async fn delete_as(
         &self,
         rt: &ResourceType,
         ns: Option<&str>,
