@@ -18,6 +18,7 @@ use crate::{Config, Server, StorageKind};
 mod admission;
 mod backup;
 mod connections;
+mod controllers;
 mod fuzz;
 mod http2;
 mod limits;
