@@ -333,3 +333,51 @@ rules:
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_namespace_waits_for_what_a_policy_keeps_the_namespace_controller_from_deleting() {
+    within(async {
+        let server = TestServer::start(StorageKind::Memory, |_| {}).await;
+        server
+            .create_config_maps("leaving", &["kept", "loose"])
+            .await;
+        bind(
+            &server,
+            refusing(
+                "keep-one",
+                "DELETE",
+                "system:serviceaccount:kube-system:namespace-controller",
+                "kept",
+            ),
+        )
+        .await;
+        let deleted = server
+            .send(Method::DELETE, "/api/v1/namespaces/leaving", None)
+            .await;
+        assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.text());
+
+        // What the policy leaves alone goes; the refused ConfigMap stays, and so does the
+        // namespace, terminating.
+        let loose = "/api/v1/namespaces/leaving/configmaps/loose";
+        let status = status_until(&server, loose, |s| s == StatusCode::NOT_FOUND).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let kept = "/api/v1/namespaces/leaving/configmaps/kept";
+        assert_eq!(
+            server.send(Method::GET, kept, None).await.status,
+            StatusCode::OK
+        );
+        let namespace = server
+            .send(Method::GET, "/api/v1/namespaces/leaving", None)
+            .await;
+        assert_eq!(namespace.json()["status"]["phase"], "Terminating");
+
+        unbind(&server, "keep-one").await;
+        let status = status_until(&server, "/api/v1/namespaces/leaving", |s| {
+            s == StatusCode::NOT_FOUND
+        })
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    })
+    .await;
+}
