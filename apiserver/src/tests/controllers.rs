@@ -87,6 +87,24 @@ async fn owner_and_dependent(server: &TestServer, ns: &str) {
     assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
 }
 
+/// A server keeping an audit log with `policy` (YAML), and the log's file (in the server's
+/// data directory).
+async fn audited(policy: &str) -> (TestServer, std::path::PathBuf) {
+    let policy = crate::audit::Policy::parse(policy).expect("an audit policy");
+    let mut log = std::path::PathBuf::new();
+    let server = TestServer::start(StorageKind::Memory, |config| {
+        log = config.data_dir.join("audit.log");
+        config.audit = Some(crate::audit::Options {
+            path: log.clone(),
+            policy,
+            max_bytes: 0,
+            max_backups: 0,
+        });
+    })
+    .await;
+    (server, log)
+}
+
 /// The status code of `GET path`, once `until` holds for it (10 s at most; then the last).
 async fn status_until(
     server: &TestServer,
@@ -126,20 +144,10 @@ async fn events_until(log: &std::path::Path, wanted: impl Fn(&Value) -> bool) ->
 #[tokio::test]
 async fn a_policy_on_the_garbage_collector_keeps_a_dependent_until_its_binding_goes() {
     within(async {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("audit.log");
-        let policy = crate::audit::Policy::parse(
+        let (server, log) = audited(
             "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [configmaps]}]\n",
         )
-        .unwrap();
-        let audit = crate::audit::Options {
-            path: log.clone(),
-            policy,
-            max_bytes: 0,
-            max_backups: 0,
-        };
-        let server =
-            TestServer::start(StorageKind::Memory, |config| config.audit = Some(audit)).await;
+        .await;
         owner_and_dependent(&server, "team").await;
         bind(
             &server,
@@ -220,10 +228,8 @@ async fn match_conditions_on_the_root_ca_publisher_refuse_the_config_map_of_a_ne
 #[tokio::test]
 async fn the_audit_log_records_controllers_writes_as_their_users() {
     within(async {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("audit.log");
         // Rules on users and groups pick controllers' writes as they pick anyone's.
-        let policy = crate::audit::Policy::parse(&format!(
+        let (server, log) = audited(&format!(
             r#"
 apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -237,15 +243,7 @@ rules:
   resources: [{{group: "", resources: [configmaps]}}]
 "#
         ))
-        .unwrap();
-        let audit = crate::audit::Options {
-            path: log.clone(),
-            policy,
-            max_bytes: 0,
-            max_backups: 0,
-        };
-        let server =
-            TestServer::start(StorageKind::Memory, |config| config.audit = Some(audit)).await;
+        .await;
         owner_and_dependent(&server, "team").await;
         // A policy's Audit action on the collector's delete annotates its event.
         bind_with(
