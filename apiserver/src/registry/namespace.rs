@@ -73,8 +73,8 @@ pub async fn run(store: Arc<Store>, mut shutdown: watch::Receiver<bool>) {
     }
 }
 
-/// Advances every terminating namespace; one namespace's failure does not hold the others
-/// (the first is returned once all were tried).
+/// Advances every terminating namespace; one namespace's failure (logged) does not hold the
+/// others, and is tried again soon.
 async fn reconcile_all(store: &Store) -> Result<Next> {
     let catalog = store.registry().catalog();
     let Some(namespaces) = catalog.lookup("", "v1", "namespaces") else {
@@ -84,7 +84,6 @@ async fn reconcile_all(store: &Store) -> Result<Next> {
         .list(&namespaces, None, &ListOptions::default())
         .await?;
     let mut next = Next::Sleep;
-    let mut failed = None;
     for ns in list.items {
         if ns["metadata"].get("deletionTimestamp").is_none() {
             continue;
@@ -97,14 +96,11 @@ async fn reconcile_all(store: &Store) -> Result<Next> {
             Ok(step) => next = next.max(step),
             Err(error) => {
                 tracing::warn!(namespace = %name, %error, "cannot finish deleting the namespace; retrying");
-                failed = failed.or(Some(error));
+                next = Next::Soon;
             }
         }
     }
-    match failed {
-        Some(error) => Err(error),
-        None => Ok(next),
-    }
+    Ok(next)
 }
 
 /// Empties a terminating namespace, and once it is empty drops its `kubernetes` finalizer (the
