@@ -221,7 +221,7 @@ impl ActingWrite {
         };
         let user = self.actor.user().name;
         for warning in warnings {
-            tracing::warn!(user = %user, %warning, "warning of an admission policy");
+            tracing::warn!(user = %user, %warning, "the server warned of a controller's write");
         }
         if let Some((log, record)) = &self.audit {
             match &outcome {
