@@ -122,10 +122,10 @@ pub fn decide(sets: &BTreeSet<String>, candidates: &[Candidate<'_>]) -> Vec<Deci
 }
 
 /// The status a ClusterSet should show, given the members' decisions.
-pub fn set_status(
+pub fn set_status<'a>(
     set: &str,
     generation: Option<i64>,
-    members: &[Member],
+    members: impl IntoIterator<Item = &'a Member>,
     previous: &ClusterSetStatus,
     now: jiff::Timestamp,
 ) -> ClusterSetStatus {
@@ -256,29 +256,33 @@ const STATUS_CONCURRENCY: usize = 4;
 /// Decides every cluster's membership again and tells the agents whose membership changed.
 fn decide_membership(fleet: &Fleet) {
     let sets = fleet.cluster_sets();
-    let mut members = fleet.members();
-    members.sort_by(|a, b| a.name.cmp(&b.name));
-    // Undecided until there is something to decide on: a cluster not accepted yet, or one whose
-    // agent has still to join and say its ID (a hosted cluster the hub made a moment ago).
-    let candidates: Vec<Candidate<'_>> = members
-        .iter()
-        .filter(|m| m.accepted && !(m.cluster_id.is_empty() && m.credential.is_none()))
-        .map(|m| Candidate {
-            name: &m.name,
-            label_set: m.label_set.as_deref(),
-            cluster_id: &m.cluster_id,
-            reported_cluster_id: &m.reported_cluster_id,
-            previous: &m.membership,
-            created: m.created,
-        })
-        .collect();
-    let decisions = decide(&sets, &candidates);
-    let changed: Vec<(String, Decision)> = candidates
-        .iter()
-        .zip(decisions)
-        .filter(|(c, d)| c.previous != d)
-        .map(|(c, d)| (c.name.to_owned(), d))
-        .collect();
+    // Decided on the members in place (a copy of thousands of members at every join burst
+    // cost more than the decision).
+    let changed: Vec<(String, Decision)> = fleet.with_members(|members| {
+        // Undecided until there is something to decide on: a cluster not accepted yet, or one
+        // whose agent has still to join and say its ID (a hosted cluster the hub made a moment
+        // ago).
+        let mut candidates: Vec<Candidate<'_>> = members
+            .values()
+            .filter(|m| m.accepted && !(m.cluster_id.is_empty() && m.credential.is_none()))
+            .map(|m| Candidate {
+                name: &m.name,
+                label_set: m.label_set.as_deref(),
+                cluster_id: &m.cluster_id,
+                reported_cluster_id: &m.reported_cluster_id,
+                previous: &m.membership,
+                created: m.created,
+            })
+            .collect();
+        candidates.sort_by(|a, b| a.name.cmp(b.name));
+        let decisions = decide(&sets, &candidates);
+        candidates
+            .iter()
+            .zip(decisions)
+            .filter(|(c, d)| c.previous != d)
+            .map(|(c, d)| (c.name.to_owned(), d))
+            .collect()
+    });
     for (name, decision) in changed {
         let new_set = match &decision {
             Decision::Member { set } => set.clone(),
@@ -295,9 +299,6 @@ fn decide_membership(fleet: &Fleet) {
                 (),
             )
         });
-        if let Some(m) = members.iter_mut().find(|m| m.name == name) {
-            m.membership = decision;
-        }
         fleet.send(&name, membership_event(&new_set));
         fleet.placements_dirty.notify_one();
     }
@@ -314,8 +315,6 @@ async fn write_status(
         lock(written).remove(&set);
         return Ok(None);
     }
-    let mut members = fleet.members();
-    members.sort_by(|a, b| a.name.cmp(&b.name));
     let known = lock(written).get(&set).cloned();
     let previous = match known {
         Some(s) => s,
@@ -324,7 +323,9 @@ async fn write_status(
             None => return Ok(None),
         },
     };
-    let status = set_status(&set, None, &members, &previous, jiff::Timestamp::now());
+    let now = jiff::Timestamp::now();
+    let status =
+        fleet.with_members(|members| set_status(&set, None, members.values(), &previous, now));
     if lock(written).get(&set) == Some(&status) {
         return Ok(None);
     }
