@@ -40,8 +40,10 @@
 //! cluster for an update, and under 40 KiB of hub memory per cluster for the placement (judged
 //! from 1,000 clusters). Before the fleet joins, the hub API server's write rate is measured (a
 //! thousand creates of objects the size of a Work), and each rollout is set against the time its
-//! writes need at that rate. KubeFleet's published figure, about
-//! 20 s (p90) for a placement to 100 clusters, is quoted for comparison; it is not measured here.
+//! writes need at that rate. After the rollouts, 1,000 idle placements (one ConfigMap to one
+//! member each) are made, and the hub's CPU with them is set against the same window before them
+//! (target: under 2% of a core). KubeFleet's published figure, about 20 s (p90) for a placement
+//! to 100 clusters, is quoted for comparison; it is not measured here.
 //!
 //! Run with `cargo build --release -p atoll && cargo bench -p atoll-tests --bench work`: the full
 //! plan, N in 100, 1000 and 5000, at the default lease of 10 s. Without `--bench` (as `cargo test
@@ -131,6 +133,11 @@ const TARGET_CPU_MS_PER_CLUSTER: f64 = 1.0;
 const PROBE_WRITES: usize = 1_000;
 const PROBE_CONCURRENCY: usize = 64;
 const PROBE_NAMESPACE: &str = "bench-write-rate";
+/// Idle placements: each sends one ConfigMap to one member (`PickFixed`, round robin); their
+/// cost is the hub's CPU over a window once all are rolled out, less the same window before
+/// them. Target: 1,000 of them under 2% of a core.
+const TARGET_IDLE_CPU: f64 = 2.0;
+const IDLE_PREFIX: &str = "idle-";
 /// KubeFleet's published figure: a placement to 100 clusters in about 20 s (p90).
 const KUBEFLEET_PUBLISHED: (usize, f64) = (100, 20.0);
 
@@ -150,6 +157,9 @@ struct Plan {
     ready_cap: Duration,
     /// Cap on one rollout, from the call to the hub showing it available.
     rollout_cap: Duration,
+    /// Idle placements made after the rollouts, and the window their CPU is read over.
+    idle_placements: usize,
+    idle_window: Duration,
 }
 
 impl Plan {
@@ -166,6 +176,8 @@ const FULL: Plan = Plan {
     join_cap: Duration::from_secs(300),
     ready_cap: Duration::from_secs(120),
     rollout_cap: Duration::from_secs(120),
+    idle_placements: 1_000,
+    idle_window: Duration::from_secs(30),
 };
 
 const QUICK: Plan = Plan {
@@ -176,6 +188,8 @@ const QUICK: Plan = Plan {
     join_cap: Duration::from_secs(20),
     ready_cap: Duration::from_secs(10),
     rollout_cap: Duration::from_secs(20),
+    idle_placements: 20,
+    idle_window: Duration::from_secs(2),
 };
 
 struct Options {
@@ -227,6 +241,7 @@ fn main() -> anyhow::Result<()> {
     print_fan_out(&results);
     print_load(&results);
     print_write_floor(&results);
+    print_idle(&results);
     print_repeats(&results);
     print_memory(&results);
     print_pick_half(&results);
@@ -249,10 +264,21 @@ struct Scale {
     before_kib: Option<u64>,
     /// The hub API server's durable writes per second, measured before the fleet joined.
     write_rate: Option<f64>,
+    /// What idle placements cost, once the rollouts are done.
+    idle: Option<Idle>,
     /// Heartbeats and sync streams over the whole run of this fleet size.
     agents: Option<AgentCounts>,
     /// Warning and error lines the hub logged, with the first of them.
     hub_log: Option<(usize, usize, String)>,
+}
+
+struct Idle {
+    placements: usize,
+    /// From the first create to every idle placement rolled out.
+    rolled_out: Duration,
+    /// The hub's CPU in % of one core over the window before the idle placements, and after.
+    before: f64,
+    after: f64,
 }
 
 struct Joins {
@@ -570,6 +596,14 @@ async fn drive(
         }
     }
 
+    if result.rollouts.len() == 3 {
+        eprintln!("{n} clusters: {} idle placements", plan.idle_placements);
+        match idle_placements(plan, target, &placements, n).await {
+            Ok(idle) => result.idle = Some(idle),
+            Err(err) => report.fail(format!("{n} clusters: idle placements: {err:#}")),
+        }
+    }
+
     let counters = &shared.counters;
     let count = |c: &AtomicU64| c.load(Ordering::Relaxed);
     let agent_counts = AgentCounts {
@@ -782,6 +816,92 @@ fn placement(changed: usize) -> Value {
         "spec": {
             "manifests": manifests,
             "clusterSelector": {},
+            "rolloutStrategy": {"type": "All"},
+        },
+    })
+}
+
+/// Makes `plan.idle_placements` placements of one ConfigMap each, each to one member, waits until
+/// the hub shows them all rolled out, and reads the hub's CPU over `plan.idle_window` before
+/// them and after: what a thousand placements that change nothing cost the hub.
+async fn idle_placements(
+    plan: &Plan,
+    target: &Target,
+    placements: &Api<WorkPlacement>,
+    clusters: usize,
+) -> anyhow::Result<Idle> {
+    let count = plan.idle_placements;
+    let window = plan.idle_window;
+    let before = CpuWindow::start(target.pid);
+    tokio::time::sleep(window).await;
+    let before = before.used(window).hub;
+    let started = Instant::now();
+    let created: Vec<anyhow::Result<()>> = futures::stream::iter(0..count)
+        .map(|i| async move {
+            let object: WorkPlacement = serde_json::from_value(idle_placement(i, clusters))?;
+            placements
+                .create(&PostParams::default(), &object)
+                .await
+                .with_context(|| format!("creating idle placement {i}"))?;
+            Ok(())
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    if let Some(Err(err)) = created.into_iter().find(Result::is_err) {
+        return Err(err);
+    }
+    loop {
+        let done = placements
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .filter(|p| {
+                p.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|name| name.starts_with(IDLE_PREFIX))
+                    && rolled_out(p, 1, 1)
+            })
+            .count();
+        if done == count {
+            break;
+        }
+        if started.elapsed() > plan.rollout_cap {
+            bail!(
+                "{done} of {count} idle placements shown rolled out within {} s",
+                plan.rollout_cap.as_secs()
+            );
+        }
+        tokio::time::sleep(READY_POLL).await;
+    }
+    let rolled_out_in = started.elapsed();
+    tokio::time::sleep(plan.settle).await;
+    let after = CpuWindow::start(target.pid);
+    tokio::time::sleep(window).await;
+    Ok(Idle {
+        placements: count,
+        rolled_out: rolled_out_in,
+        before,
+        after: after.used(window).hub,
+    })
+}
+
+/// Idle placement `i`: one small ConfigMap to member `i` (round robin over the fleet).
+fn idle_placement(i: usize, clusters: usize) -> Value {
+    json!({
+        "apiVersion": "atoll.dev/v1alpha1",
+        "kind": "WorkPlacement",
+        "metadata": {"name": format!("{IDLE_PREFIX}{i:04}"), "namespace": PLACEMENT_NAMESPACE},
+        "spec": {
+            "manifests": [{
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": format!("{IDLE_PREFIX}{i:04}"), "namespace": MANIFEST_NAMESPACE},
+                "data": {"placement": format!("{i}")},
+            }],
+            "policy": {"type": "PickFixed", "clusterNames": [format!("member-{:05}", i % clusters)]},
             "rolloutStrategy": {"type": "All"},
         },
     })
@@ -1540,6 +1660,44 @@ fn print_write_floor(results: &[Scale]) {
                 ratio(rollout.shown),
             );
         }
+    }
+    println!("{table}");
+}
+
+fn print_idle(results: &[Scale]) {
+    let mut table = String::new();
+    let _ = writeln!(
+        table,
+        "## Idle placements\n\n\
+         After the rollouts: placements of one ConfigMap each, each to one member (PickFixed, \
+         round robin), made 16 at once; all rolled out: until the hub shows every one of them \
+         complete (listed every {} s). Hub CPU in % of one core over a window of the same length \
+         before them (the fleet heartbeating, the benchmark's placement in place) and after \
+         they are all rolled out; their cost is the difference. Target: {TARGET_IDLE_CPU:.0}% of \
+         a core for 1,000.\n\n\
+         | clusters | idle placements | all rolled out s | hub CPU before % | with them % | their cost % | target |\n\
+         |---:|---:|---:|---:|---:|---:|---|",
+        READY_POLL.as_secs()
+    );
+    for result in results {
+        let Some(idle) = &result.idle else {
+            continue;
+        };
+        let cost = idle.after - idle.before;
+        let target = if idle.placements >= 1_000 {
+            verdict(cost < TARGET_IDLE_CPU)
+        } else {
+            "(for 1000)"
+        };
+        let _ = writeln!(
+            table,
+            "| {} | {} | {:.1} | {:.1} | {:.1} | {cost:.1} | {target} |",
+            result.clusters,
+            idle.placements,
+            idle.rolled_out.as_secs_f64(),
+            idle.before,
+            idle.after,
+        );
     }
     println!("{table}");
 }
