@@ -1,7 +1,7 @@
 //! The ClusterRoles and ClusterRoleBindings a cluster starts with (`defaults.yaml`: upstream's
-//! bootstrap policy for what users and tools rely on), reconciled at every start as
-//! kube-apiserver's post-start hook does: missing objects are created, and objects that exist
-//! get the rules and subjects they lack, unless annotated
+//! bootstrap policy for what users and tools rely on, which `build.rs` converts to JSON),
+//! reconciled at every start as kube-apiserver's post-start hook does: missing objects are
+//! created, and objects that exist get the rules and subjects they lack, unless annotated
 //! `rbac.authorization.kubernetes.io/autoupdate: "false"`.
 
 use serde::Deserialize;
@@ -11,7 +11,7 @@ use super::{GROUP, rbac_type};
 use crate::error::{Error, Result};
 use crate::registry::store::{Store, WriteOptions};
 
-const POLICY: &str = include_str!("defaults.yaml");
+const POLICY: &str = include_str!(concat!(env!("OUT_DIR"), "/rbac-defaults.json"));
 const BOOTSTRAPPING: &str = "kubernetes.io/bootstrapping";
 const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
 const FIELD_MANAGER: &str = "atoll-apiserver";
@@ -46,7 +46,7 @@ struct DefaultBinding {
 /// The default ClusterRoles and then ClusterRoleBindings, as objects.
 pub fn objects() -> (Vec<Value>, Vec<Value>) {
     let defaults: Defaults =
-        serde_yaml_ng::from_str(POLICY).expect("the default RBAC policy is valid YAML");
+        serde_json::from_str(POLICY).expect("the default RBAC policy is valid");
     let metadata = |name: &str, extra: &serde_json::Map<String, Value>| {
         let mut labels = extra.clone();
         labels.insert(BOOTSTRAPPING.into(), json!("rbac-defaults"));
