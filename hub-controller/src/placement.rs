@@ -377,24 +377,30 @@ fn select(placement: &WorkPlacement, fleet: &Fleet) -> (Vec<crate::fleet::Member
         .as_ref()
         .filter(|s| !fleet.cluster_sets().contains(*s))
         .cloned();
-    let mut selected: Vec<crate::fleet::Member> = fleet
-        .members()
-        .into_iter()
-        .filter(|m| m.accepted && m.credential.is_some())
-        .filter(|m| {
-            selector
-                .cluster_set
-                .as_deref()
-                .is_none_or(|s| m.cluster_set() == Some(s))
-        })
-        .filter(|m| {
-            selector
-                .label_selector
-                .as_ref()
-                .is_none_or(|l| matches(l, &m.labels))
-        })
-        .filter(|m| selector.cluster_names.is_empty() || selector.cluster_names.contains(&m.name))
-        .collect();
+    // Only the members picked are copied (a placement of one cluster on a fleet of thousands
+    // copied them all at every reconcile).
+    let mut selected: Vec<crate::fleet::Member> = fleet.with_members(|members| {
+        members
+            .values()
+            .filter(|m| m.accepted && m.credential.is_some())
+            .filter(|m| {
+                selector
+                    .cluster_set
+                    .as_deref()
+                    .is_none_or(|s| m.cluster_set() == Some(s))
+            })
+            .filter(|m| {
+                selector
+                    .label_selector
+                    .as_ref()
+                    .is_none_or(|l| matches(l, &m.labels))
+            })
+            .filter(|m| {
+                selector.cluster_names.is_empty() || selector.cluster_names.contains(&m.name)
+            })
+            .cloned()
+            .collect()
+    });
     selected.sort_by(|a, b| a.name.cmp(&b.name));
     (selected, missing_set)
 }
@@ -623,13 +629,13 @@ fn render_all(
     if rules.is_empty() && placement.spec.resource_selectors.is_empty() {
         return Renders::new();
     }
-    let wanted: std::collections::HashSet<&str> = selected.iter().map(String::as_str).collect();
-    let members: HashMap<String, crate::fleet::Member> = fleet
-        .members()
-        .into_iter()
-        .filter(|m| wanted.contains(m.name.as_str()))
-        .map(|m| (m.name.clone(), m))
-        .collect();
+    let members: HashMap<String, crate::fleet::Member> = fleet.with_members(|members| {
+        selected
+            .iter()
+            .filter_map(|name| members.get(name))
+            .map(|m| (m.name.clone(), m.clone()))
+            .collect()
+    });
     selected
         .iter()
         .filter_map(|name| {

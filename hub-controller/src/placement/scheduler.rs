@@ -67,6 +67,12 @@ pub struct Verdict {
     pub message: String,
 }
 
+/// How many of the clusters a policy neither chose, retained nor replaced (nor, under
+/// `PickFixed`, was named) get a decision in the status: why a few were left out is worth reading,
+/// a line for each of thousands is not (a `PickFixed` of one cluster on a fleet of 5,000 wrote
+/// 1,000 decisions into its status at every change; the `Scheduled` condition counts them all).
+pub const UNCHOSEN_DECISIONS_MAX: usize = 20;
+
 /// What the policy decided.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
@@ -75,8 +81,9 @@ pub struct Schedule {
     /// The clusters not chosen whose Work stays (failed over from with `purgeOnReturn: false`),
     /// by name.
     pub retained: Vec<String>,
-    /// One per candidate (and per name of `PickFixed` that is none), the chosen first, each by
-    /// name; at most [`DECISIONS_MAX`].
+    /// One per chosen, retained or replaced candidate and per name of `PickFixed`, and at most
+    /// [`UNCHOSEN_DECISIONS_MAX`] of the other candidates; the chosen first, each by name; at
+    /// most [`DECISIONS_MAX`] in all.
     pub decisions: Vec<ClusterDecision>,
     /// The `Scheduled` condition.
     pub verdict: Verdict,
@@ -349,6 +356,20 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
             !b.retained,
             &b.cluster_name,
         ))
+    });
+    // Every chosen, retained or replaced cluster (what the next schedule reads back) and every
+    // cluster `PickFixed` names; of the others, the first few by name.
+    let mut unchosen = 0;
+    decisions.retain(|d| {
+        let kept = d.selected
+            || d.retained
+            || d.reason.contains(REPLACED)
+            || (policy.type_ == PolicyType::PickFixed
+                && policy.cluster_names.contains(&d.cluster_name));
+        if !kept {
+            unchosen += 1;
+        }
+        kept || unchosen <= UNCHOSEN_DECISIONS_MAX
     });
     decisions.truncate(DECISIONS_MAX);
     Schedule {
@@ -666,6 +687,35 @@ mod tests {
             .iter()
             .find(|d| d.cluster_name == name)
             .unwrap_or_else(|| panic!("no decision for {name}: {:?}", schedule.decisions))
+    }
+
+    #[test]
+    fn a_large_fleet_lists_the_chosen_and_named_clusters_and_a_few_others() {
+        let fleet: Vec<Candidate> = (0..100)
+            .map(|i| candidate(&format!("c{i:03}"), &[("cost", &i.to_string())]))
+            .collect();
+        // PickN of 3: the 3 chosen, then 20 of the 97 others.
+        let cheapest = policy(
+            "{type: PickN, numberOfClusters: 3, preferences: [{weight: 100, sortBy: {property: cost, order: Ascending}}]}",
+        );
+        let three = schedule(&cheapest, &fleet, &none());
+        assert_eq!(three.chosen, ["c000", "c001", "c002"]);
+        assert_eq!(three.decisions.len(), 3 + UNCHOSEN_DECISIONS_MAX);
+        assert!(three.decisions[..3].iter().all(|d| d.selected));
+        assert!(three.decisions[3..].iter().all(|d| !d.selected));
+        assert_eq!(three.verdict.status, "True");
+        // PickFixed: every named cluster, the one that is no member too, and 20 others.
+        let fixed = policy("{type: PickFixed, clusterNames: [c050, c099, gone]}");
+        let named = schedule(&fixed, &fleet, &none());
+        assert_eq!(named.chosen, ["c050", "c099"]);
+        assert_eq!(named.decisions.len(), 3 + UNCHOSEN_DECISIONS_MAX);
+        assert_eq!(
+            decision(&named, "gone").reason,
+            "not a member cluster the selector picks"
+        );
+        // PickAll chooses, and so lists, every one.
+        let all = schedule(&Policy::default(), &fleet, &none());
+        assert_eq!(all.decisions.len(), 100);
     }
 
     #[test]
