@@ -291,8 +291,9 @@ pub struct WorkPlacementStatus {
     /// nothing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unused_overrides: Vec<i32>,
-    /// What the policy decided for each cluster the selector picks (with a policy only): the
-    /// chosen ones with their scores, the others with why not; at most 1,000, the chosen first.
+    /// What the policy decided (with a policy only): the chosen clusters with their scores
+    /// (at most 1,000, first), those failover keeps or replaced and every name of `PickFixed`,
+    /// and, with why not, the first 20 by name of the others the selector picks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "decisions_schema")]
     pub decisions: Vec<ClusterDecision>,
