@@ -30,8 +30,9 @@
 //!   shows its profile `ControlPlaneHealthy=Unknown` (reason `AgentLost`), polled every 250 ms.
 //!   The heartbeating clusters must all still show healthy afterwards.
 //!
-//! The targets are printed beside the figures: 5,000 clusters joined within 60 s; heartbeats at
-//! the default lease under 25% of one core; under 100 KiB of hub memory per cluster; a lost
+//! The targets are printed beside the figures: 5,000 clusters joined within 5 s (the fleet
+//! issue's; the first target was 60 s); heartbeats at the default lease under 25% of one core;
+//! under 40 KiB of hub memory per cluster (the first target was 100 KiB); a lost
 //! cluster shown Unknown within lease × missed leases (30 s by default) of its agent stopping.
 //!
 //! Run with `cargo build --release -p atoll && cargo bench -p atoll-tests --bench inventory`: the
@@ -85,11 +86,11 @@ const WORKER_THREADS: usize = 2;
 const KUBERNETES_VERSION: &str = "v1.35.0";
 
 /// Fleet size the join target is stated for, and the time it allows.
-const TARGET_JOIN: (usize, f64) = (5_000, 60.0);
+const TARGET_JOIN: (usize, f64) = (5_000, 5.0);
 /// Hub CPU during heartbeats at the default lease, % of one core.
 const TARGET_HEARTBEAT_CPU: f64 = 25.0;
 /// Hub memory per member cluster, KiB.
-const TARGET_KIB_PER_CLUSTER: f64 = 100.0;
+const TARGET_KIB_PER_CLUSTER: f64 = 40.0;
 
 /// How much work each fleet size does.
 #[derive(Clone, Copy, Debug)]
