@@ -348,8 +348,20 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
                 .push_str("; its Work stays (failover.purgeOnReturn is false)");
         }
     }
-    let mut decisions: Vec<ClusterDecision> = decisions.into_values().chain(extra).collect();
-    // The chosen first, then the retained: what the next schedule reads back.
+    let decisions = listed(decisions.into_values().chain(extra).collect(), policy);
+    Schedule {
+        chosen,
+        retained: retained.into_iter().collect(),
+        decisions,
+        verdict,
+        wake,
+    }
+}
+
+/// The decisions a status lists, in order: the chosen first, then the retained (what the next
+/// schedule reads back); every chosen, retained or replaced cluster and every cluster `PickFixed`
+/// names; of the others, the first [`UNCHOSEN_DECISIONS_MAX`] by name; at most [`DECISIONS_MAX`].
+fn listed(mut decisions: Vec<ClusterDecision>, policy: &Policy) -> Vec<ClusterDecision> {
     decisions.sort_by(|a, b| {
         (!a.selected, !a.retained, &a.cluster_name).cmp(&(
             !b.selected,
@@ -357,8 +369,6 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
             &b.cluster_name,
         ))
     });
-    // Every chosen, retained or replaced cluster (what the next schedule reads back) and every
-    // cluster `PickFixed` names; of the others, the first few by name.
     let mut unchosen = 0;
     decisions.retain(|d| {
         let kept = d.selected
@@ -372,13 +382,7 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
         kept || unchosen <= UNCHOSEN_DECISIONS_MAX
     });
     decisions.truncate(DECISIONS_MAX);
-    Schedule {
-        chosen,
-        retained: retained.into_iter().collect(),
-        decisions,
-        verdict,
-        wake,
-    }
+    decisions
 }
 
 /// The best `wanted` of `fresh` (in order of preference) to add to `picked`; with a spread key,
