@@ -6,8 +6,9 @@
 //! once, when the token is created. One token may join many clusters until it expires or is
 //! deleted. Only a token scoped to a ClusterSet lets a cluster join straight into that set.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::{Arc, RwLock};
 
 use atoll_api::names::SYSTEM_NAMESPACE;
 use jiff::Timestamp;
@@ -182,6 +183,57 @@ impl StoredToken {
     }
 }
 
+/// The token Secrets a watch has seen, by Secret name: a join finds its token here without a
+/// read of the API server, as kube-apiserver's bootstrap token authenticator reads its Secrets
+/// from an informer. A token not found here is read from the API server (it may be newer than
+/// the watch), so a miss never refuses a join; a deleted token leaves when its deletion is seen.
+#[derive(Debug, Default)]
+pub struct Tokens {
+    known: RwLock<HashMap<String, Arc<Secret>>>,
+}
+
+impl Tokens {
+    /// The Secret of that name, if the watch has seen it.
+    pub fn get(&self, name: &str) -> Option<Arc<Secret>> {
+        self.read().get(name).cloned()
+    }
+
+    /// A token Secret created or changed.
+    pub fn apply(&self, secret: Secret) {
+        if let Some(name) = secret.metadata.name.clone() {
+            self.write().insert(name, Arc::new(secret));
+        }
+    }
+
+    /// A token Secret deleted.
+    pub fn delete(&self, secret: &Secret) {
+        if let Some(name) = &secret.metadata.name {
+            self.write().remove(name);
+        }
+    }
+
+    /// Every token Secret, after the watch listed them again (one deleted meanwhile goes).
+    pub fn replace(&self, secrets: Vec<Secret>) {
+        let known = secrets
+            .into_iter()
+            .filter_map(|s| Some((s.metadata.name.clone()?, Arc::new(s))))
+            .collect();
+        *self.write() = known;
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<Secret>>> {
+        self.known
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<Secret>>> {
+        self.known
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
 /// The name of the Secret that stores token `id`.
 pub fn secret_name(id: &str) -> String {
     format!("bootstrap-token-{id}")
@@ -243,6 +295,32 @@ fn random_string(len: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_tokens_follow_the_watch_and_a_new_list_drops_the_deleted() {
+        let tokens = Tokens::default();
+        let (a, b) = (Token::generate(), Token::generate());
+        let name = |t: &Token| secret_name(t.id());
+        tokens.apply(a.to_secret(None, "a", None));
+        tokens.apply(b.to_secret(None, "b", Some("prod")));
+        let seen = tokens.get(&name(&b)).expect("b is known");
+        let scope = b.verify(Some(&seen), Timestamp::now()).unwrap().cluster_set;
+        assert_eq!(scope.as_deref(), Some("prod"));
+        // A changed Secret replaces the one seen before.
+        tokens.apply(b.to_secret(None, "b", None));
+        let seen = tokens.get(&name(&b)).unwrap();
+        assert_eq!(
+            b.verify(Some(&seen), Timestamp::now()).unwrap().cluster_set,
+            None
+        );
+        tokens.delete(&a.to_secret(None, "a", None));
+        assert!(tokens.get(&name(&a)).is_none());
+        // A list after a broken watch: what it lacks was deleted meanwhile.
+        tokens.apply(a.to_secret(None, "a", None));
+        tokens.replace(vec![b.to_secret(None, "b", None)]);
+        assert!(tokens.get(&name(&a)).is_none());
+        assert!(tokens.get(&name(&b)).is_some());
+    }
 
     #[test]
     fn generated_tokens_parse_and_differ() {

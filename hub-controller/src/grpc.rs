@@ -21,7 +21,7 @@ use atoll_proto::v1::{
     RenewCredentialResponse, SyncEvent, SyncRequest, WorkStatusAck, WorkStatusReport,
     join_response,
 };
-use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use rand::Rng as _;
 use tokio_stream::wrappers::ReceiverStream;
@@ -32,7 +32,7 @@ use crate::clusterset::membership_event;
 use crate::digest::Digest;
 use crate::digest::sha256;
 use crate::fleet::{Changes, Fleet, Health, Identity, Member};
-use crate::inventory::{ensure_namespace, ensure_profile, is_member_namespace};
+use crate::inventory::{ensure_namespace, ensure_profile};
 use crate::record::{self, Record};
 use crate::work::{self, WorkIndex};
 
@@ -65,6 +65,8 @@ pub struct HubService {
     client: kube::Client,
     auto_accept: bool,
     joins: Arc<guard::JoinLimiter>,
+    /// The bootstrap tokens a watch has seen.
+    tokens: Arc<bootstrap::Tokens>,
     credential_lifetime: std::time::Duration,
     /// Work status writes in flight to the API server. Each report is one write; a fleet
     /// reporting at once would otherwise send thousands together, past the API server's
@@ -78,13 +80,15 @@ pub const STATUS_WRITES_IN_FLIGHT: usize = 96;
 
 impl HubService {
     /// A service over the fleet view, writing through `client`; failed joins are counted in
-    /// `joins`, which the guard in front of it reads.
+    /// `joins`, which the guard in front of it reads; joins find their bootstrap token in
+    /// `tokens` (fed by [`crate::sources::bootstrap_tokens`]) or else read it.
     pub fn new(
         fleet: Arc<Fleet>,
         works: Arc<WorkIndex>,
         client: kube::Client,
         auto_accept: bool,
         joins: Arc<guard::JoinLimiter>,
+        tokens: Arc<bootstrap::Tokens>,
         credential_lifetime: std::time::Duration,
     ) -> Self {
         Self {
@@ -93,6 +97,7 @@ impl HubService {
             client,
             auto_accept,
             joins,
+            tokens,
             credential_lifetime,
             status_writes: Arc::new(tokio::sync::Semaphore::new(STATUS_WRITES_IN_FLIGHT)),
         }
@@ -206,10 +211,21 @@ impl HubService {
         name: &str,
         cluster_set: Option<&str>,
     ) -> Result<(), Status> {
+        self.ensure_namespace(name).await?;
+        self.ensure_profile(name, cluster_set).await
+    }
+
+    /// Creates the cluster's namespace unless it exists; refuses the name of a namespace the
+    /// hub has for itself: a cluster's Works live in the namespace of its name, which it would
+    /// take over (and delete when removed).
+    async fn ensure_namespace(&self, name: &str) -> Result<(), Status> {
         ensure_namespace(self.client.clone(), name)
             .await
             .map_err(internal)?
-            .map_err(Status::already_exists)?;
+            .map_err(Status::already_exists)
+    }
+
+    async fn ensure_profile(&self, name: &str, cluster_set: Option<&str>) -> Result<(), Status> {
         ensure_profile(self.client.clone(), name, cluster_set)
             .await
             .map_err(internal)?;
@@ -271,20 +287,6 @@ impl HubService {
         self.issue_credential(name, record).await
     }
 
-    /// Refuses a new cluster the name of a namespace the hub has for itself: a cluster's Works
-    /// live in the namespace of its name, which it would take over (and delete when removed).
-    async fn refuse_a_namespace_of_the_hub(&self, name: &str) -> Result<(), Status> {
-        let namespaces: Api<Namespace> = Api::all(self.client.clone());
-        match namespaces.get_opt(name).await.map_err(internal)? {
-            Some(namespace) if !is_member_namespace(&namespace, name) => {
-                Err(Status::already_exists(format!(
-                    "cluster name {name:?} is taken: the hub has a namespace {name:?} that is not a member cluster's (a member's Works live in the namespace of its name); choose another cluster name"
-                )))
-            }
-            _ => Ok(()),
-        }
-    }
-
     fn pending(&self, name: &str) -> JoinResponse {
         JoinResponse {
             state: join_response::State::Pending as i32,
@@ -315,12 +317,17 @@ impl Hub for HubService {
             .and_then(|t| Token::parse(t).map_err(|e| Status::unauthenticated(e.to_string())))
             .map_err(|status| refuse(status.message().to_owned()))?;
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), SYSTEM_NAMESPACE);
-        let stored = secrets
-            .get_opt(&bootstrap::secret_name(token.id()))
-            .await
-            .map_err(internal)?;
+        let token_secret = bootstrap::secret_name(token.id());
+        let stored = match self.tokens.get(&token_secret) {
+            Some(seen) => Some(seen),
+            None => secrets
+                .get_opt(&token_secret)
+                .await
+                .map_err(internal)?
+                .map(Arc::new),
+        };
         let scope = token
-            .verify(stored.as_ref(), jiff::Timestamp::now())
+            .verify(stored.as_deref(), jiff::Timestamp::now())
             .map_err(|e| refuse(e.to_string()))?
             .cluster_set;
         let req = request.into_inner();
@@ -357,7 +364,9 @@ impl Hub for HubService {
             }
         }
 
-        self.refuse_a_namespace_of_the_hub(name).await?;
+        // The namespace first, so that the name of one of the hub's own is refused before
+        // anything is stored (and a new cluster's join reads nothing more to find that out).
+        self.ensure_namespace(name).await?;
 
         // Accepted at once: the credential's hash goes into the record as it is created.
         let credential = self.auto_accept.then(new_credential);
@@ -403,7 +412,7 @@ impl Hub for HubService {
                 (),
             )
         });
-        self.ensure_cluster_objects(name, cluster_set).await?;
+        self.ensure_profile(name, cluster_set).await?;
         tracing::info!(cluster = %name, cluster_id = %req.cluster_id, accepted = self.auto_accept, "cluster asked to join");
         match credential {
             Some(credential) => {

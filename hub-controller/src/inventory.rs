@@ -106,7 +106,7 @@ pub async fn ensure_namespace(
         Ok(())
     } else {
         Err(format!(
-            "the hub has a namespace {name:?} that is not a member cluster's, and a member cluster's Works live in the namespace of its name; choose another name"
+            "cluster name {name:?} is taken: the hub has a namespace {name:?} that is not a member cluster's (a member's Works live in the namespace of its name); choose another cluster name"
         ))
     })
 }

@@ -319,12 +319,14 @@ impl Hub {
         let works = Arc::new(work::WorkIndex::default());
         config.metrics.watch(&fleet, &works);
         let joins = Arc::new(grpc::guard::JoinLimiter::default());
+        let tokens = Arc::new(bootstrap::Tokens::default());
         let service = grpc::HubService::new(
             fleet.clone(),
             works.clone(),
             client.clone(),
             config.auto_accept,
             joins.clone(),
+            tokens.clone(),
             config.credential_lifetime,
         );
         let server = serve_agents(identity, &fleet, joins)?.add_service(
@@ -333,6 +335,10 @@ impl Hub {
         let incoming = grpc::listener::admit(listener, config.grpc_max_connections);
         let mut server_stop = stop.clone();
         let mut tasks = Tasks::default();
+        tasks.spawn(
+            "bootstrap-tokens",
+            sources::bootstrap_tokens(tokens, client.clone(), stop.clone()),
+        );
         tasks.spawn("grpc-server", async move {
             let signal = async move {
                 let _ = server_stop.changed().await;

@@ -1,6 +1,7 @@
 //! Watches that keep the fleet view current: member records (Secrets in `atoll-system`),
-//! ClusterProfiles (labels an administrator sets, deletions) and ClusterSets. Also the removal of a
-//! member: its record gone, the hub deletes its ClusterProfile and namespace.
+//! ClusterProfiles (labels an administrator sets, deletions) and ClusterSets; and the bootstrap
+//! tokens joins are checked against. Also the removal of a member: its record gone, the hub
+//! deletes its ClusterProfile and namespace.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +18,7 @@ use kube::api::{Api, DeleteParams};
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::watch;
 
+use crate::bootstrap::{self, Tokens};
 use crate::fleet::{Changes, Fleet};
 use crate::record::{self, Record};
 
@@ -40,6 +42,31 @@ pub async fn records(fleet: Arc<Fleet>, client: kube::Client, shutdown: watch::R
         }
         Event::Init | Event::InitDone => {}
     })
+    .await;
+}
+
+/// Keeps the bootstrap token Secrets joins are checked against.
+pub async fn bootstrap_tokens(
+    tokens: Arc<Tokens>,
+    client: kube::Client,
+    shutdown: watch::Receiver<bool>,
+) {
+    let api: Api<Secret> = Api::namespaced(client, SYSTEM_NAMESPACE);
+    let config = watcher::Config::default().labels(bootstrap::LABEL);
+    // A list (at the start, and again after a watch broke) replaces what was known.
+    let mut listing = Vec::new();
+    run(
+        watcher::watcher(api, config),
+        shutdown,
+        "bootstrap tokens",
+        |event| match event {
+            Event::Init => listing.clear(),
+            Event::InitApply(secret) => listing.push(secret),
+            Event::InitDone => tokens.replace(std::mem::take(&mut listing)),
+            Event::Apply(secret) => tokens.apply(secret),
+            Event::Delete(secret) => tokens.delete(&secret),
+        },
+    )
     .await;
 }
 
