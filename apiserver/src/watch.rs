@@ -20,7 +20,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::{Notify, watch};
 
-use crate::registry::store::decode;
+use crate::registry::selector::{FieldSelector, LabelSelector};
+use crate::registry::store::{decode, matches};
 use crate::storage::{Backend, EventKind, KeyValue, Revision};
 
 /// One committed change.
@@ -36,11 +37,11 @@ pub struct CachedEvent {
     json: Bytes,
     /// The object's `apiVersion` (the storage version).
     api_version: String,
-    /// The object decoded, on first use.
+    /// The object decoded, kept for consumers that read a small set of objects again and
+    /// again (policies, RBAC, the namespaces and params policies look up): see [`Self::object`].
     object: OnceLock<Arc<Value>>,
-    /// The stored object before the change, decoded only when a watcher with selectors asks.
+    /// The stored object before the change, when the backend gave it.
     prev_stored: Option<KeyValue>,
-    prev: OnceLock<Option<Value>>,
     /// Stored size of the object and its previous state, counted against the cache's budget.
     stored_bytes: usize,
 }
@@ -56,10 +57,27 @@ impl CachedEvent {
         &self.api_version
     }
 
-    /// The object after the change, decoded once however many ask.
+    /// The object after the change, decoded once and kept with the event however many ask.
+    /// Only for the few kinds read again and again: a tree is several times the size of the
+    /// stored bytes the ring's and the state's budgets count, so paths that see every event or
+    /// every object once use [`Self::decoded`] and [`Self::matches`] instead.
     pub fn object(&self) -> &Arc<Value> {
         self.object
             .get_or_init(|| Arc::new(decode(&self.stored).unwrap_or(Value::Null)))
+    }
+
+    /// The object after the change as a tree, not kept: the one [`Self::object`] kept if there
+    /// is one, else decoded for this caller alone.
+    pub fn decoded(&self) -> Arc<Value> {
+        match self.object.get() {
+            Some(object) => object.clone(),
+            None => Arc::new(decode(&self.stored).unwrap_or(Value::Null)),
+        }
+    }
+
+    /// The object before the change as a tree, not kept, when the backend gave it.
+    pub fn previous(&self) -> Option<Value> {
+        self.prev_stored.as_ref().and_then(|kv| decode(kv).ok())
     }
 
     /// The stored JSON of the object before the change, when the backend gave it.
@@ -67,11 +85,28 @@ impl CachedEvent {
         self.prev_stored.as_ref().map(|kv| &kv.value[..])
     }
 
-    /// The object before the change (for updates and deletes).
-    pub fn prev(&self) -> Option<&Value> {
-        self.prev
-            .get_or_init(|| self.prev_stored.as_ref().and_then(|kv| decode(kv).ok()))
-            .as_ref()
+    /// Whether the object after the change (`before` false), or before it (`before` true, false
+    /// when the backend did not give it), matches the selectors. Only its name, namespace and
+    /// labels are decoded unless a field selector reads other fields, and nothing decoded is
+    /// kept.
+    pub fn matches(&self, labels: &LabelSelector, fields: &FieldSelector, before: bool) -> bool {
+        if !before && let Some(object) = self.object.get() {
+            return matches(object, labels, fields);
+        }
+        let stored = if before {
+            self.prev_stored.as_ref()
+        } else {
+            Some(&self.stored)
+        };
+        let Some(stored) = stored else {
+            return false;
+        };
+        let object = if fields.reads_only_metadata() {
+            selectable(&stored.value)
+        } else {
+            decode(stored).ok()
+        };
+        object.is_some_and(|object| matches(&object, labels, fields))
     }
 
     /// The same object without its previous state: what the current state keeps. Its stored
@@ -90,7 +125,6 @@ impl CachedEvent {
             api_version: self.api_version.clone(),
             object: self.object.clone(),
             prev_stored: None,
-            prev: OnceLock::new(),
             stored_bytes: self.json.len(),
         }
     }
@@ -111,7 +145,6 @@ impl CachedEvent {
             api_version,
             object: OnceLock::new(),
             prev_stored: None,
-            prev: OnceLock::new(),
         })
     }
 
@@ -126,10 +159,38 @@ impl CachedEvent {
             api_version,
             object: OnceLock::new(),
             prev_stored: event.prev.clone(),
-            prev: OnceLock::new(),
             stored_bytes: event.kv.value.len() + event.prev.as_ref().map_or(0, |p| p.value.len()),
         })
     }
+}
+
+/// What selectors read of a stored object when they read no other fields: `metadata` with
+/// its `name`, `namespace` and `labels`; the rest of the JSON is skipped, not decoded.
+fn selectable(stored: &[u8]) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct Object {
+        metadata: Option<Metadata>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        name: Option<Value>,
+        namespace: Option<Value>,
+        labels: Option<Value>,
+    }
+    let object: Object = serde_json::from_slice(stored).ok()?;
+    let mut metadata = serde_json::Map::new();
+    if let Some(m) = object.metadata {
+        for (key, value) in [
+            ("name", m.name),
+            ("namespace", m.namespace),
+            ("labels", m.labels),
+        ] {
+            if let Some(value) = value {
+                metadata.insert(key.to_owned(), value);
+            }
+        }
+    }
+    Some(serde_json::json!({ "metadata": metadata }))
 }
 
 /// The stored JSON of an object with `metadata.resourceVersion` set to `revision`, byte for byte
@@ -415,14 +476,15 @@ impl WatchCache {
         self.latest.subscribe()
     }
 
-    /// The object stored under `key` at `revision`, as the cache decoded it (at the storage
-    /// version, with its `resourceVersion`), when the cache still holds that write.
+    /// The object stored under `key` at `revision` (at the storage version, with its
+    /// `resourceVersion`), when the cache still holds that write and has it decoded already
+    /// (this decodes nothing, and so keeps nothing).
     pub fn object(&self, key: &str, revision: Revision) -> Option<Arc<Value>> {
         let ring = read(&self.ring);
         ring.newest
             .get(key)
             .filter(|e| e.revision == revision && e.kind != EventKind::Delete)
-            .map(|e| e.object().clone())
+            .and_then(|e| e.object.get().cloned())
     }
 
     /// The events under `prefix` with a revision above `after`, oldest first, plus the revision
@@ -632,17 +694,6 @@ mod tests {
         }
         until_cached(&cache, last).await;
         assert!(matches!(cache.events_after("/registry/", 0), Err(TooOld)));
-        // Reads find the writes the ring holds, and not the evicted ones.
-        assert!(
-            cache
-                .object("/registry/core/configmaps/ns/c39", last)
-                .is_some()
-        );
-        assert!(
-            cache
-                .object("/registry/core/configmaps/ns/c00", last - 39)
-                .is_none()
-        );
         let (events, seen) = cache
             .events_after("/registry/core/configmaps/", last - 5)
             .unwrap();
@@ -764,6 +815,46 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn selectors_read_the_stored_bytes_and_keep_nothing_decoded() {
+        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+        let (_tx, rx) = watch::channel(false);
+        let cache = WatchCache::start(backend.clone(), 16, usize::MAX, rx)
+            .await
+            .unwrap();
+        let key = "/registry/core/secrets/ns/a";
+        let labelled = |app: &str| {
+            Bytes::from(format!(
+                r#"{{"metadata":{{"name":"a","namespace":"ns","labels":{{"app":"{app}"}}}},"type":"Opaque","data":{{"k":"dg=="}}}}"#
+            ))
+        };
+        let first = backend.create(key, labelled("web")).await.unwrap();
+        let second = backend.update(key, labelled("db"), first).await.unwrap();
+        until_cached(&cache, second).await;
+        let (events, _) = cache.events_after(key, first).unwrap();
+        let update = &events[0];
+        let labels = |s: &str| LabelSelector::parse(s).unwrap();
+        let fields = |s: &str| FieldSelector::parse(s, &["type"]).unwrap();
+        let none = fields("");
+        // After the change and before it.
+        assert!(update.matches(&labels("app=db"), &none, false));
+        assert!(!update.matches(&labels("app=db"), &none, true));
+        assert!(update.matches(&labels("app=web"), &none, true));
+        assert!(update.matches(&labels("app"), &fields("metadata.name=a"), false));
+        assert!(!update.matches(&labels(""), &fields("metadata.namespace=other"), false));
+        // A field beyond name and namespace is read from the whole object.
+        assert!(update.matches(&labels(""), &fields("type=Opaque"), false));
+        assert!(!update.matches(&labels(""), &fields("type!=Opaque"), true));
+        // Neither the event nor the state the list serves keeps a tree.
+        assert!(update.object.get().is_none());
+        let (state, _) = cache.list(key);
+        assert!(state.iter().all(|o| o.object.get().is_none()));
+        assert!(cache.object(key, second).is_none());
+        // A create has no state before it.
+        let (events, _) = cache.events_after(key, 0).unwrap();
+        assert!(!events[0].matches(&labels(""), &none, true));
+    }
+
+    #[tokio::test]
     async fn the_cache_answers_reads_of_the_writes_it_holds() {
         let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
         let (_tx, rx) = watch::channel(false);
@@ -787,7 +878,13 @@ mod tests {
             .await
             .unwrap();
         until_cached(&cache, second).await;
-        // Only the newest write of a key is kept for reads.
+        // Nothing decoded, nothing kept: a read decodes the stored bytes itself.
+        assert!(cache.object(key, second).is_none());
+        let (events, _) = cache.events_after(key, 0).unwrap();
+        for event in &events {
+            event.object();
+        }
+        // Once decoded, only the newest write of a key is kept for reads.
         assert!(cache.object(key, first).is_none());
         let object = cache.object(key, second).unwrap();
         assert_eq!(object["data"]["k"], "2");

@@ -194,10 +194,13 @@ impl Context {
             return Ok(Work::Policies(names));
         }
         self.catch_up_with(&crds).await?;
+        let changed: Vec<(Arc<Value>, Option<Value>)> = crds
+            .iter()
+            .map(|event| (event.decoded(), event.previous()))
+            .collect();
         for policy in self.policies().await? {
-            let concerned = crds.iter().any(|event| {
-                concerns(&policy, event.object())
-                    || event.prev().is_some_and(|p| concerns(&policy, p))
+            let concerned = changed.iter().any(|(object, prev)| {
+                concerns(&policy, object) || prev.as_ref().is_some_and(|p| concerns(&policy, p))
             });
             if concerned && let Some(name) = policy["metadata"]["name"].as_str() {
                 names.insert(name.to_owned());
@@ -214,7 +217,7 @@ impl Context {
             let served = if event.kind == EventKind::Delete {
                 Vec::new()
             } else {
-                crd::resource_types(event.object())
+                crd::resource_types(&event.decoded())
             };
             served.iter().all(|t| {
                 catalog

@@ -18,7 +18,7 @@ use super::ApiState;
 use super::representation::Representation;
 use crate::error::Result;
 use crate::registry::ResourceType;
-use crate::registry::store::{ListOptions, ObjectList, convert, encode_continue, matches};
+use crate::registry::store::{ListOptions, ObjectList, convert, encode_continue};
 use crate::storage::Revision;
 use crate::watch::CachedEvent;
 
@@ -56,7 +56,7 @@ fn from_cache(
     let mut objects: Vec<Arc<CachedEvent>> = if filtered {
         objects
             .into_iter()
-            .filter(|o| matches(o.object(), &list.labels, &list.fields))
+            .filter(|o| o.matches(&list.labels, &list.fields, false))
             .collect()
     } else {
         objects
@@ -78,7 +78,7 @@ fn from_cache(
     let items = objects
         .iter()
         .map(|o| {
-            let mut object = (**o.object()).clone();
+            let mut object = Arc::unwrap_or_clone(o.decoded());
             convert(&mut object, rt);
             object
         })

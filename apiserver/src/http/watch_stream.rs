@@ -21,7 +21,7 @@ use super::representation::{Representation, partial};
 use super::{ApiState, Query};
 use crate::error::{Error, Result};
 use crate::registry::ResourceType;
-use crate::registry::store::{ListOptions, Store, convert, matches};
+use crate::registry::store::{ListOptions, Store, convert};
 use crate::storage::{EventKind, Revision};
 use crate::validation::{CauseType, FieldError};
 use crate::watch::{CachedEvent, WatchCache, decode_event};
@@ -268,14 +268,12 @@ impl Watcher {
     async fn deliver(&self, event: &CachedEvent) -> Result<(), Closed> {
         let filtered = !self.list.labels.is_empty() || !self.list.fields.is_empty();
         // Without selectors the object is not decoded here: its JSON is sent as the cache has it.
-        let now_matches =
-            !filtered || matches(event.object(), &self.list.labels, &self.list.fields);
+        let (labels, fields) = (&self.list.labels, &self.list.fields);
+        let now_matches = !filtered || event.matches(labels, fields, false);
         // Without selectors every object matches, before and after; only a filtered watch needs
-        // the previous state decoded.
+        // the previous state.
         let before = if filtered {
-            event
-                .prev()
-                .is_some_and(|p| matches(p, &self.list.labels, &self.list.fields))
+            event.matches(labels, fields, true)
         } else {
             event.kind != EventKind::Create
         };
@@ -298,7 +296,7 @@ impl Watcher {
             buf.put_slice(b"}\n");
             return self.send(buf.freeze()).await;
         }
-        self.send_event(kind, event.object(), None).await
+        self.send_event(kind, &event.decoded(), None).await
     }
 
     async fn send_event(&self, kind: &str, object: &Value, _: Option<()>) -> Result<(), Closed> {

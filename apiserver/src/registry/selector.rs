@@ -257,6 +257,13 @@ impl FieldSelector {
         self.terms.is_empty()
     }
 
+    /// Whether the selector reads nothing but `metadata.name` and `metadata.namespace`.
+    pub fn reads_only_metadata(&self) -> bool {
+        self.terms
+            .iter()
+            .all(|(field, _, _)| field == "metadata.name" || field == "metadata.namespace")
+    }
+
     /// The single object name this selector pins, if it has `metadata.name=X`.
     pub fn pinned_name(&self) -> Option<&str> {
         self.terms
