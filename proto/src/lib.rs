@@ -5,6 +5,8 @@
 //!
 //! Must not depend on any other atoll crate.
 
+pub mod codec;
+
 /// `atoll.hub.v1`: messages, the `Hub` client and the `Hub` server trait.
 pub mod v1 {
     #![allow(clippy::all, clippy::pedantic, missing_docs, rust_2018_idioms)]

@@ -11,6 +11,7 @@ fn generated_code_matches_the_proto_file() {
     let out = tempfile::tempdir().expect("temp dir");
     tonic_prost_build::configure()
         .build_transport(false)
+        .codec_path("crate::codec::HubCodec")
         .emit_rerun_if_changed(false)
         .out_dir(out.path())
         .compile_protos(

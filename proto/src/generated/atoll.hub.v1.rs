@@ -348,7 +348,7 @@ pub mod hub_client {
                         format!("Service was not ready: {}", e.into()),
                     )
                 })?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::HubCodec::default();
             let path = http::uri::PathAndQuery::from_static("/atoll.hub.v1.Hub/Join");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("atoll.hub.v1.Hub", "Join"));
@@ -370,7 +370,7 @@ pub mod hub_client {
                         format!("Service was not ready: {}", e.into()),
                     )
                 })?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::HubCodec::default();
             let path = http::uri::PathAndQuery::from_static(
                 "/atoll.hub.v1.Hub/Heartbeat",
             );
@@ -397,7 +397,7 @@ pub mod hub_client {
                         format!("Service was not ready: {}", e.into()),
                     )
                 })?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::HubCodec::default();
             let path = http::uri::PathAndQuery::from_static("/atoll.hub.v1.Hub/Sync");
             let mut req = request.into_request();
             req.extensions_mut().insert(GrpcMethod::new("atoll.hub.v1.Hub", "Sync"));
@@ -416,7 +416,7 @@ pub mod hub_client {
                         format!("Service was not ready: {}", e.into()),
                     )
                 })?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::HubCodec::default();
             let path = http::uri::PathAndQuery::from_static(
                 "/atoll.hub.v1.Hub/ReportWorkStatus",
             );
@@ -443,7 +443,7 @@ pub mod hub_client {
                         format!("Service was not ready: {}", e.into()),
                     )
                 })?;
-            let codec = tonic_prost::ProstCodec::default();
+            let codec = crate::codec::HubCodec::default();
             let path = http::uri::PathAndQuery::from_static(
                 "/atoll.hub.v1.Hub/RenewCredential",
             );
@@ -615,7 +615,7 @@ pub mod hub_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = JoinSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::HubCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
                                 accept_compression_encodings,
@@ -658,7 +658,7 @@ pub mod hub_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = HeartbeatSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::HubCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
                                 accept_compression_encodings,
@@ -704,7 +704,7 @@ pub mod hub_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = SyncSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::HubCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
                                 accept_compression_encodings,
@@ -747,7 +747,7 @@ pub mod hub_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = ReportWorkStatusSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::HubCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
                                 accept_compression_encodings,
@@ -792,7 +792,7 @@ pub mod hub_server {
                     let inner = self.inner.clone();
                     let fut = async move {
                         let method = RenewCredentialSvc(inner);
-                        let codec = tonic_prost::ProstCodec::default();
+                        let codec = crate::codec::HubCodec::default();
                         let mut grpc = tonic::server::Grpc::new(codec)
                             .apply_compression_config(
                                 accept_compression_encodings,
