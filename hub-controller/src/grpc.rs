@@ -21,6 +21,7 @@ use atoll_proto::v1::{
     RenewCredentialResponse, SyncEvent, SyncRequest, WorkStatusAck, WorkStatusReport,
     join_response,
 };
+use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use rand::Rng as _;
@@ -45,6 +46,13 @@ const JOIN_SECRET_MIN_LEN: usize = 16;
 /// How many events may wait for a slow agent before the hub drops its stream (the agent then
 /// reconnects and receives what it missed).
 const SYNC_BUFFER: usize = 256;
+
+/// What the sync stream does with each event its channel holds (see [`crate::fleet::SyncSender`]).
+type Unbox = fn(Box<SyncEvent>) -> Result<SyncEvent, Status>;
+
+fn unbox(event: Box<SyncEvent>) -> Result<SyncEvent, Status> {
+    Ok(*event)
+}
 /// How long a call waits for the hub's first list of Works before it is told to try again.
 const WORKS_LOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The most Works an agent may list as its own when it opens a sync stream (which fit in
@@ -526,7 +534,7 @@ impl Hub for HubService {
         }))
     }
 
-    type SyncStream = ReceiverStream<Result<SyncEvent, Status>>;
+    type SyncStream = futures::stream::Map<ReceiverStream<Box<SyncEvent>>, Unbox>;
 
     async fn sync(
         &self,
@@ -554,12 +562,14 @@ impl Hub for HubService {
         let initial = std::iter::once(membership_event(&set)).chain(events);
         for event in initial {
             sender
-                .try_send(Ok(event))
+                .try_send(Box::new(event))
                 .map_err(|_| Status::internal("the sync stream cannot hold its first events"))?;
         }
         self.fleet.attach_stream(&name, sender);
         tracing::debug!(cluster = %name, "agent connected its sync stream");
-        Ok(Response::new(ReceiverStream::new(receiver)))
+        Ok(Response::new(
+            ReceiverStream::new(receiver).map(unbox as Unbox),
+        ))
     }
 
     async fn report_work_status(
