@@ -92,9 +92,9 @@ impl<'a> Interpreter<'a> {
     }
 }
 
-/// The activation's values in the plan's slots. Expressions read few variables (a CRD rule
-/// `self` and `oldSelf`): those are kept without allocating, as an evaluation is often
-/// shorter than an allocation.
+/// The activation's values in the plan's slots. Most expressions read few variables (a CRD
+/// rule reads `self` and `oldSelf`): those are held without a heap allocation, which would
+/// cost as much as evaluating a short rule.
 enum Slots<'a> {
     Few([Option<&'a Value>; 4]),
     Many(Vec<Option<&'a Value>>),
@@ -448,7 +448,7 @@ impl Interpreter<'_> {
 /// `two`, index and element), a map's keys (with `two`, key and value). Lazy, so that a
 /// comprehension that stops early over a large range does no work for the rest of it; not
 /// boxed, as a nested comprehension makes one for every turn of the outer one.
-pub(crate) enum Items<'a> {
+enum Items<'a> {
     List(std::iter::Enumerate<std::slice::Iter<'a, Value>>, bool),
     Map(
         std::collections::btree_map::Iter<'a, crate::Key, Value>,

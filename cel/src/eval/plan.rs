@@ -67,8 +67,9 @@ pub(crate) struct Callee {
     pub planned: bool,
     /// The compiled pattern of `matches` with a literal pattern, compiled once here rather
     /// than found in the regex cache on every call (cel-go's `OptimizeRegex`, which
-    /// Kubernetes enables). A literal that does not compile is left for the call to report
-    /// when evaluated, as it is here without planning.
+    /// Kubernetes enables). The checker already refuses a literal that does not compile
+    /// (`invalid matches argument`); one that reaches the plan unchecked is left for the
+    /// call to report when evaluated, as without planning.
     pub regex: Option<Arc<regex::Regex>>,
 }
 

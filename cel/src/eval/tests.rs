@@ -555,7 +555,10 @@ fn literal_patterns_are_compiled_when_planning() {
 
 #[test]
 fn a_literal_pattern_that_does_not_compile_fails_when_evaluated() {
-    // As cel-go reports it at run time, and only when the call is reached.
+    // A compiled rule never holds one: the checker refuses it, as upstream's validators do.
+    let env = crate::Env::new().variable("s", crate::Type::String);
+    assert!(crate::Program::compile(&env, "s.matches('a(')").is_err());
+    // Evaluated unchecked, it fails as cel-go's runtime reports it, when the call is reached.
     let (expr, plan) = planned("s.matches('a(')");
     assert!(matches!(plan.step(&expr), super::plan::Step::Call(c) if c.regex.is_none()));
     check_error(
