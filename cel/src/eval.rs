@@ -68,7 +68,7 @@ fn qualified_root(ident: &str) -> &str {
 /// one's position), which may hold errors.
 pub(crate) struct Interpreter<'a> {
     plan: &'a Plan,
-    variables: Vec<Option<&'a Value>>,
+    variables: Slots<'a>,
     budget: &'a mut Budget,
     locals: Vec<Outcome>,
     /// Set while evaluating a conditional's branch that is a variable (or a selection from
@@ -84,14 +84,40 @@ impl<'a> Interpreter<'a> {
     ) -> Interpreter<'a> {
         Interpreter {
             plan,
-            variables: plan
-                .variables
-                .iter()
-                .map(|name| activation.get(name))
-                .collect(),
+            variables: Slots::new(plan, activation),
             budget,
             locals: Vec::new(),
             free_root: false,
+        }
+    }
+}
+
+/// The activation's values in the plan's slots. Most expressions read few variables (a CRD
+/// rule reads `self` and `oldSelf`): those are held without a heap allocation, which would
+/// cost as much as evaluating a short rule.
+enum Slots<'a> {
+    Few([Option<&'a Value>; 4]),
+    Many(Vec<Option<&'a Value>>),
+}
+
+impl<'a> Slots<'a> {
+    fn new(plan: &Plan, activation: &'a Activation) -> Slots<'a> {
+        let names = &plan.variables;
+        if names.len() <= 4 {
+            let mut few = [None; 4];
+            for (slot, name) in few.iter_mut().zip(names) {
+                *slot = activation.get(name);
+            }
+            Slots::Few(few)
+        } else {
+            Slots::Many(names.iter().map(|name| activation.get(name)).collect())
+        }
+    }
+
+    fn get(&self, slot: usize) -> Option<&'a Value> {
+        match self {
+            Slots::Few(few) => few.get(slot).copied().flatten(),
+            Slots::Many(many) => many.get(slot).copied().flatten(),
         }
     }
 }
@@ -172,7 +198,7 @@ impl Interpreter<'_> {
         }
         match step {
             Step::Local(position) => self.locals[*position].clone(),
-            Step::Variable(slot) => match self.variables[*slot] {
+            Step::Variable(slot) => match self.variables.get(*slot) {
                 Some(value) => Ok(value.clone()),
                 None => Err(EvalError::Runtime(format!(
                     "no such attribute(s): {}",
@@ -214,7 +240,7 @@ impl Interpreter<'_> {
         };
         let root = match root {
             Step::Local(position) => self.locals[*position].as_ref().map_err(Clone::clone),
-            Step::Variable(slot) => self.variables[*slot].ok_or_else(|| {
+            Step::Variable(slot) => self.variables.get(*slot).ok_or_else(|| {
                 EvalError::Runtime(format!(
                     "no such attribute(s): {}",
                     self.plan.variables[*slot]
@@ -420,23 +446,39 @@ impl Interpreter<'_> {
 
 /// The items a comprehension binds, one turn after another: a list's elements (with
 /// `two`, index and element), a map's keys (with `two`, key and value). Lazy, so that a
-/// comprehension that stops early over a large range does no work for the rest of it.
-type Items<'a> = Box<dyn Iterator<Item = (Value, Option<Value>)> + 'a>;
+/// comprehension that stops early over a large range does no work for the rest of it; not
+/// boxed, as a nested comprehension makes one for every turn of the outer one.
+enum Items<'a> {
+    List(std::iter::Enumerate<std::slice::Iter<'a, Value>>, bool),
+    Map(
+        std::collections::btree_map::Iter<'a, crate::Key, Value>,
+        bool,
+    ),
+}
+
+impl Iterator for Items<'_> {
+    type Item = (Value, Option<Value>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Items::List(items, two) => items.next().map(|(i, item)| {
+                if *two {
+                    (Value::Int(i as i64), Some(item.clone()))
+                } else {
+                    (item.clone(), None)
+                }
+            }),
+            Items::Map(entries, two) => entries
+                .next()
+                .map(|(key, value)| (key.to_value(), two.then(|| value.clone()))),
+        }
+    }
+}
 
 fn iteration_items(range: &Value, two: bool) -> Result<Items<'_>, EvalError> {
     match range {
-        Value::List(items) => Ok(Box::new(items.iter().enumerate().map(move |(i, item)| {
-            if two {
-                (Value::Int(i as i64), Some(item.clone()))
-            } else {
-                (item.clone(), None)
-            }
-        }))),
-        Value::Map(map) => {
-            Ok(Box::new(map.entries.iter().map(move |(key, value)| {
-                (key.to_value(), two.then(|| value.clone()))
-            })))
-        }
+        Value::List(items) => Ok(Items::List(items.iter().enumerate(), two)),
+        Value::Map(map) => Ok(Items::Map(map.entries.iter(), two)),
         other => Err(EvalError::Runtime(format!(
             "cannot iterate over {}",
             other.type_name()

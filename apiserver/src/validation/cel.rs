@@ -79,8 +79,8 @@ pub(crate) fn eval_charged(
 pub struct Validator {
     /// The node's schema `type` (`object`, `string`, ...), which errors show as the value.
     schema_type: String,
-    /// The node's schema, to convert values for `self` and `oldSelf`.
-    schema: Value,
+    /// What converting values for `self` and `oldSelf` reads of the node's schema.
+    shape: declare::Shape,
     resource_root: bool,
     rules: Vec<Rule>,
     properties: BTreeMap<String, Validator>,
@@ -253,7 +253,7 @@ fn validator(
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned(),
-        schema: node_schema(schema),
+        shape: declare::Shape::new(schema, resource_root),
         resource_root,
         rules,
         properties,
@@ -277,39 +277,6 @@ fn validator(
         }),
         ty: ty.cloned(),
     })
-}
-
-/// The parts of a node's schema value conversion reads (not its rules or descriptions).
-fn node_schema(schema: &Value) -> Value {
-    match schema {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .filter(|(k, _)| {
-                    !matches!(
-                        k.as_str(),
-                        "x-kubernetes-validations" | "description" | "example" | "default"
-                    )
-                })
-                .map(|(k, v)| {
-                    let v = match k.as_str() {
-                        "properties" => match v {
-                            Value::Object(props) => Value::Object(
-                                props
-                                    .iter()
-                                    .map(|(name, p)| (name.clone(), node_schema(p)))
-                                    .collect(),
-                            ),
-                            other => other.clone(),
-                        },
-                        "items" | "additionalProperties" => node_schema(v),
-                        _ => v.clone(),
-                    };
-                    (k.clone(), v)
-                })
-                .collect(),
-        ),
-        other => other.clone(),
-    }
 }
 
 fn properties_of(schema: &Value) -> impl Iterator<Item = (&String, &Value)> {

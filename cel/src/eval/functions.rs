@@ -124,9 +124,10 @@ pub(crate) fn standard(callee: &Callee, method: bool, args: &[Value]) -> Option<
         (F::Contains, [String(s), String(sub)]) => Ok(Bool(s.contains(&**sub))),
         (F::StartsWith, [String(s), String(prefix)]) => Ok(Bool(s.starts_with(&**prefix))),
         (F::EndsWith, [String(s), String(suffix)]) => Ok(Bool(s.ends_with(&**suffix))),
-        (F::Matches, [String(s), String(pattern)]) => {
-            crate::library::regex::compile(pattern).map(|re| Bool(re.is_match(s)))
-        }
+        (F::Matches, [String(s), String(pattern)]) => match &callee.regex {
+            Some(re) => Ok(Bool(re.is_match(s))),
+            None => crate::library::regex::compile(pattern).map(|re| Bool(re.is_match(s))),
+        },
         (F::OptionalOf, [value]) if !method => Ok(Optional(Some(Arc::new(value.clone())))),
         (F::OptionalOfNonZeroValue, [value]) if !method => Ok(Optional(
             (!is_zero_value(value)).then(|| Arc::new(value.clone())),

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use crate::ast::{Comprehension, Expr, ExprKind};
+use crate::ast::{Comprehension, Expr, ExprKind, Literal};
 use crate::value::TypeName;
 use crate::{Activation, Budget, Value};
 
@@ -65,6 +65,12 @@ pub(crate) struct Callee {
     /// computes it when planning, so it costs nothing (when it fails, the failure is
     /// reported when evaluated, still free).
     pub planned: bool,
+    /// The compiled pattern of `matches` with a literal pattern, compiled once here rather
+    /// than found in the regex cache on every call (cel-go's `OptimizeRegex`, which
+    /// Kubernetes enables). The checker already refuses a literal that does not compile
+    /// (`invalid matches argument`); one that reaches the plan unchecked is left for the
+    /// call to report when evaluated, as without planning.
+    pub regex: Option<Arc<regex::Regex>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -300,11 +306,22 @@ impl Planner {
             }
             _ => false,
         };
+        let regex = match (function, method, args) {
+            (Function::Standard(Standard::Matches), true, [pattern])
+            | (Function::Standard(Standard::Matches), false, [_, pattern]) => match &pattern.kind {
+                ExprKind::Literal(Literal::String(pattern)) => {
+                    crate::library::regex::compile(pattern).ok()
+                }
+                _ => None,
+            },
+            _ => None,
+        };
         Callee {
             function,
             name,
             method,
             planned,
+            regex,
         }
     }
 

@@ -513,3 +513,102 @@ fn deep_expressions_evaluate_without_overflowing_the_stack() {
             .equals(&true.into())
     );
 }
+
+/// `source` parsed and planned, with variable `s` declared.
+fn planned(source: &str) -> (Expr, super::plan::Plan) {
+    let expr = crate::parse::parse(source).unwrap_or_else(|e| panic!("{source}: {e:?}"));
+    let plan = super::Plan::for_activation(&expr, &Activation::new().bind("s", Value::Null));
+    (expr, plan)
+}
+
+#[test]
+fn literal_patterns_are_compiled_when_planning() {
+    let (expr, plan) = planned("s.matches('^a+$')");
+    let super::plan::Step::Call(callee) = plan.step(&expr) else {
+        panic!("a call is planned as one");
+    };
+    let regex = callee
+        .regex
+        .as_ref()
+        .expect("the literal pattern is compiled");
+    assert!(regex.is_match("aaa") && !regex.is_match("ab"));
+    // The global form too; a pattern that is no literal is found when called.
+    let (expr, plan) = planned("matches(s, '^a+$')");
+    assert!(matches!(plan.step(&expr), super::plan::Step::Call(c) if c.regex.is_some()));
+    let (expr, plan) = planned("s.matches(s)");
+    assert!(matches!(plan.step(&expr), super::plan::Step::Call(c) if c.regex.is_none()));
+
+    let activation = Activation::new().bind("s", Value::string("aa"));
+    assert!(matches!(
+        eval_with(
+            "s.matches('^a+$') && !s.matches('b') && matches(s, 'a')",
+            &activation
+        ),
+        Ok(Value::Bool(true))
+    ));
+    let activation = Activation::new().bind("s", Value::string("a+"));
+    assert!(matches!(
+        eval_with("'aa'.matches(s)", &activation),
+        Ok(Value::Bool(true))
+    ));
+}
+
+#[test]
+fn a_literal_pattern_that_does_not_compile_fails_when_evaluated() {
+    // A compiled rule never holds one: the checker refuses it, as upstream's validators do.
+    let env = crate::Env::new().variable("s", crate::Type::String);
+    assert!(crate::Program::compile(&env, "s.matches('a(')").is_err());
+    // Evaluated unchecked, it fails as cel-go's runtime reports it, when the call is reached.
+    let (expr, plan) = planned("s.matches('a(')");
+    assert!(matches!(plan.step(&expr), super::plan::Step::Call(c) if c.regex.is_none()));
+    check_error(
+        "'a'.matches('a(')",
+        "error parsing regexp: missing closing ): `a(`",
+    );
+    check_true("true || 'a'.matches('a(')");
+}
+
+#[test]
+fn expressions_reading_many_variables_see_each() {
+    let mut activation = Activation::new();
+    for (i, name) in ["a", "b", "c", "d", "e", "f"].iter().enumerate() {
+        activation = activation.bind(name, Value::Int(i as i64));
+    }
+    assert!(matches!(
+        eval_with("a + b + c + d + e + f", &activation),
+        Ok(Value::Int(15))
+    ));
+    assert!(matches!(eval_with("f - a", &activation), Ok(Value::Int(5))));
+}
+
+#[test]
+fn fields_of_small_and_large_maps_are_found() {
+    for size in [1, 11, 12, 40] {
+        let entries: Vec<(String, Value)> = (0..size)
+            .map(|i| (format!("f{i}"), Value::Int(i)))
+            .collect();
+        let borrowed: Vec<(&str, Value)> = entries
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
+        let activation = Activation::new().bind("self", map(&borrowed));
+        let last = format!("self.f{} == {}", size - 1, size - 1);
+        assert!(
+            matches!(eval_with(&last, &activation), Ok(Value::Bool(true))),
+            "{size}"
+        );
+        assert!(matches!(
+            eval_with("self.f0 == 0 && !has(self.g)", &activation),
+            Ok(Value::Bool(true))
+        ));
+        assert!(eval_with("self.g", &activation).is_err());
+    }
+    // Keys other than strings are no fields.
+    let mut mixed = Map::default();
+    mixed.entries.insert(Key::Int(1), Value::Int(1));
+    mixed
+        .entries
+        .insert(Key::String(Arc::from("x")), Value::Int(2));
+    assert!(matches!(mixed.field("x"), Some(Value::Int(2))));
+    assert!(mixed.field("1").is_none());
+}

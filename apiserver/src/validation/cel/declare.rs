@@ -3,8 +3,8 @@
 //! that are not CEL identifiers (`foo-bar` is `self.foo__dash__bar`).
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, LazyLock};
 
 use atoll_cel::{Key, Map as CelMap, ObjectType, Type, Value as Cel};
 use serde_json::Value;
@@ -147,14 +147,86 @@ fn is_meta(name: &str) -> bool {
     matches!(name, "apiVersion" | "kind" | "metadata")
 }
 
-/// The value of `json` as rules typed by `schema` see it: declared properties only (escaped),
-/// formatted strings as timestamps, durations and bytes, numbers as the schema's type.
-pub(crate) fn value_of(json: &Value, schema: &Value, resource_root: bool) -> Cel {
+/// What converting a value for rules reads of its schema node, settled once when the
+/// validator is compiled, so that a write looks nothing up in the schema's JSON and allocates
+/// no names of declared properties.
+#[derive(Debug, Default)]
+pub(crate) struct Shape {
+    /// `type: number`: every number is a double.
+    number: bool,
+    format: Format,
+    /// The root of a resource (or an embedded one), which shows only `apiVersion`, `kind`
+    /// and `metadata.name` and `metadata.generateName` of its metadata.
+    resource_root: bool,
+    /// The schema of a list's items.
+    items: Option<Box<Shape>>,
+    /// The schema of a map's values (`additionalProperties`).
+    additional: Option<Box<Shape>>,
+    /// Declared properties, by name.
+    properties: Option<HashMap<String, Property>>,
+    /// Whether properties not declared are kept (no `properties`, and either
+    /// `x-kubernetes-preserve-unknown-fields` or no type).
+    open: bool,
+}
+
+/// A declared property: its CEL name (`None` where CEL cannot spell it) and its shape.
+type Property = (Option<Arc<str>>, Shape);
+
+#[derive(Debug, Default)]
+enum Format {
+    #[default]
+    None,
+    DateTime,
+    Date,
+    Duration,
+    Byte,
+}
+
+/// The shape of a node of no schema (a property of an open object, a list without `items`).
+static UNDECLARED: LazyLock<Shape> = LazyLock::new(|| Shape::new(&Value::Null, false));
+
+impl Shape {
+    pub(crate) fn new(schema: &Value, resource_root: bool) -> Shape {
+        let child = |schema: &Value| Box::new(Shape::new(schema, is_embedded(schema)));
+        let properties = properties(schema).map(|declared| {
+            declared
+                .iter()
+                .map(|(name, prop)| {
+                    let cel_name = escape(name).map(|n| Arc::from(&*n));
+                    let shape = Shape::new(prop, is_embedded(prop));
+                    (name.clone(), (cel_name, shape))
+                })
+                .collect()
+        });
+        Shape {
+            number: type_of(schema) == "number",
+            format: match schema.get("format").and_then(Value::as_str) {
+                Some("date-time") => Format::DateTime,
+                Some("date") => Format::Date,
+                Some("duration") => Format::Duration,
+                Some("byte") => Format::Byte,
+                _ => Format::None,
+            },
+            resource_root,
+            items: schema.get("items").map(child),
+            additional: additional(schema).map(child),
+            open: properties.is_none()
+                && (flag(schema, "x-kubernetes-preserve-unknown-fields")
+                    || type_of(schema).is_empty()),
+            properties,
+        }
+    }
+}
+
+/// The value of `json` as rules typed by `shape`'s schema see it: declared properties only
+/// (escaped), formatted strings as timestamps, durations and bytes, numbers as the schema's
+/// type.
+pub(crate) fn value_of(json: &Value, shape: &Shape) -> Cel {
     match json {
         Value::Null => Cel::Null,
         Value::Bool(b) => Cel::Bool(*b),
         Value::Number(n) => {
-            if type_of(schema) == "number" {
+            if shape.number {
                 Cel::Double(n.as_f64().unwrap_or(f64::NAN))
             } else if let Some(i) = n.as_i64() {
                 Cel::Int(i)
@@ -164,56 +236,49 @@ pub(crate) fn value_of(json: &Value, schema: &Value, resource_root: bool) -> Cel
                 Cel::Double(n.as_f64().unwrap_or(f64::NAN))
             }
         }
-        Value::String(s) => string_value(s, schema),
+        Value::String(s) => string_value(s, &shape.format),
         Value::Array(items) => {
-            let item_schema = schema.get("items").unwrap_or(&Value::Null);
-            let embedded = is_embedded(item_schema);
+            let item_shape = shape.items.as_deref().unwrap_or(&UNDECLARED);
             Cel::list(
                 items
                     .iter()
-                    .map(|item| value_of(item, item_schema, embedded))
+                    .map(|item| value_of(item, item_shape))
                     .collect(),
             )
         }
-        Value::Object(object) => Cel::Map(Arc::new(object_value(object, schema, resource_root))),
+        Value::Object(object) => Cel::Map(Arc::new(object_value(object, shape))),
     }
 }
 
-fn object_value(
-    object: &serde_json::Map<String, Value>,
-    schema: &Value,
-    resource_root: bool,
-) -> CelMap {
+fn object_value(object: &serde_json::Map<String, Value>, shape: &Shape) -> CelMap {
     let mut map = CelMap::default();
-    if let Some(values) = additional(schema) {
-        let embedded = is_embedded(values);
+    if let Some(values) = &shape.additional {
         for (key, value) in object {
             map.entries.insert(
                 Key::String(Arc::from(key.as_str())),
-                value_of(value, values, embedded),
+                value_of(value, values),
             );
         }
         return map;
     }
-    let declared = properties(schema);
-    let open = declared.is_none()
-        && (flag(schema, "x-kubernetes-preserve-unknown-fields") || type_of(schema).is_empty());
     for (key, value) in object {
-        if resource_root && is_meta(key) {
+        if shape.resource_root && is_meta(key) {
             if let Some(meta) = root_meta(key, value) {
                 map.entries
                     .insert(Key::String(Arc::from(key.as_str())), meta);
             }
             continue;
         }
-        let converted = match declared.and_then(|p| p.get(key)) {
-            Some(prop) => value_of(value, prop, is_embedded(prop)),
-            None if open => value_of(value, &Value::Null, false),
+        let (name, converted) = match shape.properties.as_ref().and_then(|p| p.get(key)) {
+            Some((name, prop)) => (name.clone(), value_of(value, prop)),
+            None if shape.open => (
+                escape(key).map(|n| Arc::from(&*n)),
+                value_of(value, &UNDECLARED),
+            ),
             None => continue,
         };
-        if let Some(name) = escape(key) {
-            map.entries
-                .insert(Key::String(Arc::from(&*name)), converted);
+        if let Some(name) = name {
+            map.entries.insert(Key::String(name), converted);
         }
     }
     map
@@ -234,23 +299,23 @@ fn root_meta(key: &str, value: &Value) -> Option<Cel> {
     Some(Cel::Map(Arc::new(meta)))
 }
 
-fn string_value(s: &str, schema: &Value) -> Cel {
-    let formatted = match schema.get("format").and_then(Value::as_str) {
-        Some("date-time") => s.parse::<jiff::Timestamp>().ok().map(Cel::Timestamp),
-        Some("date") => s
+fn string_value(s: &str, format: &Format) -> Cel {
+    let formatted = match format {
+        Format::DateTime => s.parse::<jiff::Timestamp>().ok().map(Cel::Timestamp),
+        Format::Date => s
             .parse::<jiff::civil::Date>()
             .ok()
             .and_then(|d| d.to_zoned(jiff::tz::TimeZone::UTC).ok())
             .map(|z| Cel::Timestamp(z.timestamp())),
-        Some("duration") => atoll_cel::parse_duration(s).ok().map(Cel::Duration),
-        Some("byte") => {
+        Format::Duration => atoll_cel::parse_duration(s).ok().map(Cel::Duration),
+        Format::Byte => {
             use base64::Engine as _;
             base64::engine::general_purpose::STANDARD
                 .decode(s)
                 .ok()
                 .map(|b| Cel::Bytes(Arc::from(b)))
         }
-        _ => None,
+        Format::None => None,
     };
     formatted.unwrap_or_else(|| Cel::string(s))
 }
@@ -310,7 +375,7 @@ mod tests {
         let object = json!({"apiVersion": "example.com/v1", "kind": "W",
             "metadata": {"name": "a", "namespace": "ns", "labels": {"x": "y"}},
             "spec": {"x-y": 3, "when": "2026-01-02T03:04:05Z", "undeclared": 1}});
-        let Cel::Map(value) = value_of(&object, &schema, true) else {
+        let Cel::Map(value) = value_of(&object, &Shape::new(&schema, true)) else {
             panic!("an object is a map");
         };
         let Some(Cel::Map(meta)) = value.get(&Key::String(Arc::from("metadata"))) else {
@@ -329,5 +394,56 @@ mod tests {
             Some(Cel::Timestamp(_))
         ));
         assert!(spec.get(&Key::String(Arc::from("undeclared"))).is_none());
+    }
+
+    #[test]
+    fn values_convert_as_their_schema_says() {
+        let schema = json!({"type": "object", "properties": {
+            "ratio": {"type": "number"},
+            "count": {"type": "integer"},
+            "ttl": {"type": "string", "format": "duration"},
+            "blob": {"type": "string", "format": "byte"},
+            "a-b": {"type": "string"},
+            "items": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "number"}}}},
+            "tags": {"type": "object", "additionalProperties": {"type": "number"}},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "inner": {"type": "object", "x-kubernetes-embedded-resource": true,
+                "properties": {"metadata": {"type": "object"}, "x": {"type": "integer"}}}}});
+        let object = json!({"ratio": 2, "count": 3, "ttl": "1m", "blob": "aGk=", "a-b": "s",
+            "items": [{"n": 1, "other": 2}], "tags": {"x-y": 4}, "free": {"k-1": {"z": 1}},
+            "inner": {"metadata": {"name": "n", "uid": "u"}, "x": 1}, "undeclared": 1});
+        let Cel::Map(root) = value_of(&object, &Shape::new(&schema, false)) else {
+            panic!("an object is a map");
+        };
+        let field = |map: &CelMap, name: &str| map.field(name).cloned();
+        assert!(matches!(field(&root, "ratio"), Some(Cel::Double(d)) if d == 2.0));
+        assert!(matches!(field(&root, "count"), Some(Cel::Int(3))));
+        assert!(matches!(field(&root, "ttl"), Some(Cel::Duration(_))));
+        assert!(matches!(field(&root, "blob"), Some(Cel::Bytes(b)) if &*b == b"hi"));
+        assert!(matches!(field(&root, "a__dash__b"), Some(Cel::String(_))));
+        assert!(field(&root, "undeclared").is_none());
+        let Some(Cel::List(items)) = field(&root, "items") else {
+            panic!("a list");
+        };
+        let Cel::Map(item) = &items[0] else {
+            panic!("an item is a map");
+        };
+        assert!(matches!(field(item, "n"), Some(Cel::Double(_))));
+        assert!(field(item, "other").is_none());
+        let Some(Cel::Map(tags)) = field(&root, "tags") else {
+            panic!("a map");
+        };
+        assert!(matches!(field(&tags, "x-y"), Some(Cel::Double(_))));
+        let Some(Cel::Map(free)) = field(&root, "free") else {
+            panic!("an open object");
+        };
+        assert!(matches!(field(&free, "k__dash__1"), Some(Cel::Map(_))));
+        let Some(Cel::Map(inner)) = field(&root, "inner") else {
+            panic!("an embedded resource");
+        };
+        let Some(Cel::Map(meta)) = field(&inner, "metadata") else {
+            panic!("its metadata");
+        };
+        assert!(field(&meta, "name").is_some() && field(&meta, "uid").is_none());
     }
 }

@@ -8,7 +8,7 @@
 //! one of its rules fails.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use atoll_cel::{Activation, EvalError, Value as Cel};
 use serde_json::Value;
@@ -83,9 +83,7 @@ impl Validator {
         }
         let converted = match converted {
             Some(c) => Some(c),
-            None if !self.rules.is_empty() => {
-                Some(declare::value_of(value, &self.schema, self.resource_root))
-            }
+            None if !self.rules.is_empty() => Some(declare::value_of(value, &self.shape)),
             None => None,
         };
         if let Some(this) = &converted {
@@ -205,16 +203,13 @@ impl Validator {
             .old
             .filter(|o| !o.is_null())
             .filter(|_| self.rules.iter().any(|r| r.uses_old_self))
-            .map(|o| declare::value_of(o, &self.schema, self.resource_root));
-        let mut plain = Activation::new().bind(SELF, this.clone());
-        if let Some(old) = &old {
-            plain = plain.bind(OLD_SELF, old.clone());
-        }
-        let optional = self.rules.iter().any(|r| r.optional_old_self).then(|| {
-            Activation::new()
-                .bind(SELF, this.clone())
-                .bind(OLD_SELF, Cel::Optional(old.clone().map(Arc::new)))
-        });
+            .map(|o| declare::value_of(o, &self.shape));
+        let plain = activation(this, old.clone());
+        let optional = self
+            .rules
+            .iter()
+            .any(|r| r.optional_old_self)
+            .then(|| activation(this, Some(Cel::Optional(old.clone().map(Arc::new)))));
         for rule in &self.rules {
             let program = match &rule.program {
                 Ok(program) => program,
@@ -385,6 +380,20 @@ fn key_values(keys: &[String], item: &Value) -> Vec<String> {
     keys.iter()
         .map(|k| item.get(k).map(Value::to_string).unwrap_or_default())
         .collect()
+}
+
+/// `self` and, where given, `oldSelf`, under names shared by every write rather than
+/// allocated for each node.
+fn activation(this: &Cel, old: Option<Cel>) -> Activation {
+    static NAMES: LazyLock<[Arc<str>; 2]> =
+        LazyLock::new(|| [Arc::from(SELF), Arc::from(OLD_SELF)]);
+    let [self_name, old_name] = &*NAMES;
+    let mut variables = Vec::with_capacity(2);
+    variables.push((self_name.clone(), this.clone()));
+    if let Some(old) = old {
+        variables.push((old_name.clone(), old));
+    }
+    Activation { variables }
 }
 
 impl Run<'_> {
