@@ -49,10 +49,6 @@ const SYNC_BUFFER: usize = 256;
 
 /// What the sync stream does with each event its channel holds (see [`crate::fleet::SyncSender`]).
 type Unbox = fn(Box<SyncEvent>) -> Result<SyncEvent, Status>;
-
-fn unbox(event: Box<SyncEvent>) -> Result<SyncEvent, Status> {
-    Ok(*event)
-}
 /// How long a call waits for the hub's first list of Works before it is told to try again.
 const WORKS_LOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The most Works an agent may list as its own when it opens a sync stream (which fit in
@@ -568,7 +564,7 @@ impl Hub for HubService {
         self.fleet.attach_stream(&name, sender);
         tracing::debug!(cluster = %name, "agent connected its sync stream");
         Ok(Response::new(
-            ReceiverStream::new(receiver).map(unbox as Unbox),
+            ReceiverStream::new(receiver).map((|event: Box<SyncEvent>| Ok(*event)) as Unbox),
         ))
     }
 
