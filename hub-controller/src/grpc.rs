@@ -291,22 +291,9 @@ impl HubService {
         self.issue_credential(name, record).await
     }
 
-    fn pending(&self, name: &str) -> JoinResponse {
-        JoinResponse {
-            state: join_response::State::Pending as i32,
-            credential: String::new(),
-            message: format!(
-                "cluster {name:?} waits for an administrator to accept it on the hub: atoll cluster accept {name}"
-            ),
-            lease_seconds: self.lease_seconds(),
-            credential_expires_unix_seconds: 0,
-        }
-    }
-}
-
-#[tonic::async_trait]
-impl Hub for HubService {
-    async fn join(&self, request: Request<JoinRequest>) -> Result<Response<JoinResponse>, Status> {
+    /// Checks the bootstrap token a join presents (from the token watch, else read) and gives
+    /// the ClusterSet it is scoped to; a refusal counts against the caller's address.
+    async fn token_scope(&self, request: &Request<JoinRequest>) -> Result<Option<String>, Status> {
         let source = request
             .extensions()
             .get::<guard::Source>()
@@ -330,10 +317,29 @@ impl Hub for HubService {
                 .map_err(internal)?
                 .map(Arc::new),
         };
-        let scope = token
+        Ok(token
             .verify(stored.as_deref(), jiff::Timestamp::now())
             .map_err(|e| refuse(e.to_string()))?
-            .cluster_set;
+            .cluster_set)
+    }
+
+    fn pending(&self, name: &str) -> JoinResponse {
+        JoinResponse {
+            state: join_response::State::Pending as i32,
+            credential: String::new(),
+            message: format!(
+                "cluster {name:?} waits for an administrator to accept it on the hub: atoll cluster accept {name}"
+            ),
+            lease_seconds: self.lease_seconds(),
+            credential_expires_unix_seconds: 0,
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl Hub for HubService {
+    async fn join(&self, request: Request<JoinRequest>) -> Result<Response<JoinResponse>, Status> {
+        let scope = self.token_scope(&request).await?;
         let req = request.into_inner();
         validate_join(&req)?;
         let name = req.cluster_name.as_str();
@@ -384,6 +390,7 @@ impl Hub for HubService {
             cluster_id: req.cluster_id.clone(),
             hosted_by: None,
         };
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), SYSTEM_NAMESPACE);
         let stored = match secrets
             .create(&PostParams::default(), &record.to_secret())
             .await
