@@ -686,6 +686,26 @@ async fn a_placement_lands_on_every_member_survives_a_killed_hub_and_cleans_up()
     );
     let works = kubectl(&hub_dir.join("hub.kubeconfig"), &["get", "works", "-A"]).success();
     assert_eq!(works.rows().len(), 4, "one Work per cluster:\n{works}");
+    // The hub's writes are its own in managedFields: the Work it stamped, the status it wrote
+    // from the agent's report, the placement's finalizer and status.
+    let managers = |args: &[&str]| {
+        let jsonpath =
+            r#"jsonpath={range .metadata.managedFields[*]}{.manager}/{.subresource}{"\n"}{end}"#;
+        let mut all = args.to_vec();
+        all.extend(["--show-managed-fields", "-o", jsonpath]);
+        let ran = kubectl(&hub_dir.join("hub.kubeconfig"), &all).success();
+        let mut found: Vec<String> = ran.stdout.split_whitespace().map(str::to_owned).collect();
+        found.sort();
+        found
+    };
+    assert_eq!(
+        managers(&["get", "work", "default.shop", "-n", "east"]),
+        ["atoll-hub/", "atoll-hub/status"]
+    );
+    assert_eq!(
+        managers(&["get", "workplacement", "shop"]),
+        ["atoll-cli/", "atoll-hub/", "atoll-hub/status"]
+    );
 
     // The ConfigMap taken out is deleted everywhere; a change rolls out one cluster at a time.
     std::fs::write(&app, APP.replace("SIZE", "2")).unwrap();

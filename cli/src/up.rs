@@ -477,7 +477,8 @@ const HUB_MANIFESTS: &str = include_str!("../../manifests/hub/hub.yaml");
 /// `atoll-system` (as `manifests/hub` has them, so that an upgrade brings new rules) and binds the
 /// user to them, then signs a client certificate for the user.
 async fn hub_client(server: &Server) -> anyhow::Result<kube::Client> {
-    let admin = client_of(&std::fs::read_to_string(server.kubeconfig_path())?).await?;
+    let admin = config_of(&std::fs::read_to_string(server.kubeconfig_path())?).await?;
+    let admin = kube::Client::try_from(admin)?;
     let manifest = |kind: &str| {
         serde_yaml_ng::Deserializer::from_str(HUB_MANIFESTS)
             .map(serde_json::Value::deserialize)
@@ -547,18 +548,18 @@ async fn hub_client(server: &Server) -> anyhow::Result<kube::Client> {
         .user_kubeconfig(HUB_USER, &[], HUB_CERTIFICATE_TTL)
         .context("cannot sign the hub's client certificate")?;
     tracing::info!(user = HUB_USER, role = %name, "the hub's controllers act as their own user");
-    client_of(&kubeconfig).await
+    let config = config_of(&kubeconfig).await?;
+    Ok(kube::Client::try_from(atoll_hub::identified(config))?)
 }
 
-/// A client of the kubeconfig `text`.
-async fn client_of(text: &str) -> anyhow::Result<kube::Client> {
+/// The client configuration of the kubeconfig `text`.
+async fn config_of(text: &str) -> anyhow::Result<kube::Config> {
     let kubeconfig = kube::config::Kubeconfig::from_yaml(text)?;
-    let client_config = kube::Config::from_custom_kubeconfig(
+    Ok(kube::Config::from_custom_kubeconfig(
         kubeconfig,
         &kube::config::KubeConfigOptions::default(),
     )
-    .await?;
-    Ok(kube::Client::try_from(client_config)?)
+    .await?)
 }
 
 /// How long the bootstrap token `atoll up` writes for local agents works.

@@ -159,6 +159,20 @@ pub const GRPC_MAX_CONNECTIONS: usize = 20_000;
 /// How long a stopping hub waits for its tasks, hosted control planes included.
 pub const SHUTDOWN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// What the hub's writes are recorded as: kube-apiserver names the field manager of a write that
+/// names none after its client's `User-Agent` (up to the first `/`), and logs the agent too.
+pub const USER_AGENT: &str = concat!("atoll-hub/", env!("CARGO_PKG_VERSION"));
+
+/// `config` with the hub's [`USER_AGENT`], so that its status and metadata writes are owned by
+/// `atoll-hub` in `managedFields` rather than by an unnamed client.
+pub fn identified(mut config: kube::Config) -> kube::Config {
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(USER_AGENT),
+    ));
+    config
+}
+
 /// A running hub.
 pub struct Hub {
     grpc_addr: SocketAddr,

@@ -39,8 +39,10 @@ async fn main() -> anyhow::Result<()> {
     }
     let signals = atoll_runtime::Stop::listen();
     let timing = args.election.timing()?;
-    let client = kube::Client::try_default()
+    let client = kube::Config::infer()
         .await
+        .map_err(anyhow::Error::from)
+        .and_then(|config| Ok(kube::Client::try_from(atoll_hub::identified(config))?))
         .context("cannot find the hub cluster's API server (in-cluster or KUBECONFIG)")?;
     let mut config = args.hub.config();
     let mut registry = atoll_runtime::prometheus_client::registry::Registry::default();

@@ -447,7 +447,13 @@ impl Applier {
                 }
                 Ok(None) => match serde_json::from_value::<DynamicObject>(body.clone()) {
                     Ok(obj) => api
-                        .create(&PostParams::default(), &obj)
+                        .create(
+                            &PostParams {
+                                field_manager: Some(FIELD_MANAGER.to_owned()),
+                                ..PostParams::default()
+                            },
+                            &obj,
+                        )
                         .await
                         .map(|o| Some((o, true))),
                     Err(e) => {

@@ -659,7 +659,11 @@ impl Works {
             .map_err(Error::member("AppliedWork"))?;
         let status =
             serde_json::json!({"status": AppliedWorkStatus { applied_resources: applied }});
-        api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        let params = PatchParams {
+            field_manager: Some(FIELD_MANAGER.to_owned()),
+            ..PatchParams::default()
+        };
+        api.patch_status(name, &params, &Patch::Merge(&status))
             .await
             .map_err(Error::member("AppliedWork status"))?;
         Ok(())
