@@ -1963,8 +1963,20 @@ fn to_storage(object: &mut Value, rt: &ResourceType) -> Result<Bytes> {
         m.insert("resourceVersion".into(), rv);
     }
     bytes
-        .map(Bytes::from)
+        .map(exact)
         .map_err(|e| Error::Internal(format!("cannot encode object: {e}")))
+}
+
+/// The stored bytes in a buffer of their own size: the storage keeps them as the key's latest
+/// value for as long as the object lives, and a serialized buffer grown by doubling leaves up
+/// to half of itself unused (an allocator keeps a shrunk block whole while it is at least half
+/// used, so shrinking in place frees nothing).
+fn exact(bytes: Vec<u8>) -> Bytes {
+    if bytes.capacity() - bytes.len() > bytes.len() / 16 {
+        Bytes::copy_from_slice(&bytes)
+    } else {
+        Bytes::from(bytes)
+    }
 }
 
 /// Presents a stored object at the version of `rt` (CRD versions share one schema shape here:
@@ -2228,4 +2240,26 @@ fn decode_continue(token: &str, prefix: &str) -> Result<(Revision, String)> {
         return Err(invalid());
     }
     Ok((rev, key.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_bytes_are_kept_in_a_buffer_of_their_size() {
+        let object = json!({"metadata": {"name": "x"}, "data": {"key": "v".repeat(3000)}});
+        let serialized = serde_json::to_vec(&object).unwrap();
+        assert!(serialized.capacity() > serialized.len() + serialized.len() / 16);
+        let kept = Vec::from(exact(serialized.clone()));
+        assert_eq!(kept, serialized);
+        assert_eq!(kept.capacity(), kept.len());
+
+        // A buffer already about its size is kept as it is, without a copy.
+        let mut tight = serialized.clone();
+        tight.shrink_to_fit();
+        let pointer = tight.as_ptr();
+        let kept = exact(tight);
+        assert_eq!(kept.as_ptr(), pointer);
+    }
 }
