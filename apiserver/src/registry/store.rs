@@ -1021,102 +1021,9 @@ impl Store {
         let now = now();
         let mut warnings = Collected::new(options);
         check_type_meta(&mut new, rt)?;
-        // What a subresource write may change.
-        match subresource {
-            Some("status") => {
-                let status = new.as_object_mut().and_then(|o| o.remove("status"));
-                let managed_fields = applied.then(|| {
-                    new["metadata"]
-                        .as_object_mut()
-                        .and_then(|m| m.remove("managedFields"))
-                        .unwrap_or(Value::Null)
-                });
-                keep_as(&mut new, current, "status");
-                if let (Some(status), Some(o)) = (status, new.as_object_mut()) {
-                    o.insert("status".into(), status);
-                }
-                if let Some(managed_fields) = managed_fields {
-                    new["metadata"]["managedFields"] = managed_fields;
-                }
-            }
-            // The approval subresource changes the request's conditions only.
-            Some("approval")
-                if rt.group == "certificates.k8s.io"
-                    && rt.plural == "certificatesigningrequests" =>
-            {
-                let mut merged = current.clone();
-                merged["status"]["conditions"] = new["status"]["conditions"].clone();
-                new = merged;
-            }
-            Some("finalize") if rt.group.is_empty() && rt.plural == "namespaces" => {
-                let mut merged = current.clone();
-                merged["spec"]["finalizers"] = new["spec"]["finalizers"].clone();
-                new = merged;
-            }
-            Some(other) => {
-                return Err(Error::NotFound(Target::new(
-                    &rt.group,
-                    &format!("{}/{other}", rt.plural),
-                    name,
-                )));
-            }
-            None if rt.status => match current.get("status") {
-                Some(status) => new["status"] = status.clone(),
-                None => {
-                    if let Some(o) = new.as_object_mut() {
-                        o.remove("status");
-                    }
-                }
-            },
-            None => {}
-        }
-        // Metadata the server owns.
-        {
-            let old_meta = &current["metadata"];
-            let meta = meta_mut(&mut new);
-            for field in [
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "generation",
-                "name",
-                "namespace",
-                "selfLink",
-            ] {
-                match old_meta.get(field) {
-                    Some(v) => {
-                        meta.insert(field.into(), v.clone());
-                    }
-                    None => {
-                        meta.remove(field);
-                    }
-                }
-            }
-            meta.remove("resourceVersion");
-        }
-        if current["metadata"].get("deletionTimestamp").is_some() {
-            let old: Vec<&Value> = finalizers(current).collect();
-            let added: Vec<String> = finalizers(&new)
-                .filter(|f| !old.contains(f))
-                .filter_map(|f| f.as_str().map(|s| format!("{s:?}")))
-                .collect();
-            if !added.is_empty() {
-                return Err(Error::invalid(
-                    &rt.qualified_kind(),
-                    rt.target(name),
-                    vec![validation::FieldError {
-                        cause: validation::CauseType::Forbidden,
-                        field: "metadata.finalizers".into(),
-                        message: format!(
-                            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
-                            added.join(", ")
-                        ),
-                        value: None,
-                    }],
-                ));
-            }
-        }
+        let mut new = subresource_view(rt, name, subresource, current, new, applied)?;
+        keep_server_metadata(current, &mut new);
+        check_no_new_finalizers(rt, name, current, &new)?;
         self.validate(rt, &mut new, Some(current), options, &mut warnings.list)?;
         self.prepare_kind(rt, &mut new, Some(current), &now)?;
         if rt.tracks_generation() && spec_changed(current, &new, rt.status) {
@@ -1142,29 +1049,10 @@ impl Store {
         let terminating = new["metadata"].get("deletionTimestamp").is_some();
         if terminating && finalizers(&new).next().is_none() && !self.is_waiting_namespace(rt, &new)
         {
-            if options.dry_run {
-                return Ok(Written {
-                    object: new,
-                    created: false,
-                    warnings: warnings.finish(),
-                });
-            }
-            let key = rt.key(ns, name);
-            return match self.backend.delete(&key, Some(kv.mod_revision)).await {
-                Ok((revision, _)) => {
-                    set_resource_version(&mut new, revision);
-                    convert(&mut new, rt);
-                    self.after_delete(rt, &new).await?;
-                    Ok(Written {
-                        object: new,
-                        created: false,
-                        warnings: warnings.finish(),
-                    })
-                }
-                Err(storage::Error::Conflict { .. }) => Err(conflict(rt, name)),
-                Err(storage::Error::NotFound(_)) => Err(Error::NotFound(rt.target(name))),
-                Err(err) => Err(err.into()),
-            };
+            let warnings = warnings.finish();
+            return self
+                .delete_finalized(rt, ns, name, kv, new, options.dry_run, warnings)
+                .await;
         }
         // Writes that take a terminating object towards its end are what deleting makes.
         let admit = if terminating && removes_finalizers(current, &new) {
@@ -1208,6 +1096,43 @@ impl Store {
                     object: new,
                     created: false,
                     warnings: warnings.finish(),
+                })
+            }
+            Err(storage::Error::Conflict { .. }) => Err(conflict(rt, name)),
+            Err(storage::Error::NotFound(_)) => Err(Error::NotFound(rt.target(name))),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// Deletes an object being deleted whose last finalizer an update removed.
+    #[allow(clippy::too_many_arguments)]
+    async fn delete_finalized(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        kv: &KeyValue,
+        mut new: Value,
+        dry_run: bool,
+        warnings: Vec<String>,
+    ) -> Result<Written> {
+        if dry_run {
+            return Ok(Written {
+                object: new,
+                created: false,
+                warnings,
+            });
+        }
+        let key = rt.key(ns, name);
+        match self.backend.delete(&key, Some(kv.mod_revision)).await {
+            Ok((revision, _)) => {
+                set_resource_version(&mut new, revision);
+                convert(&mut new, rt);
+                self.after_delete(rt, &new).await?;
+                Ok(Written {
+                    object: new,
+                    created: false,
+                    warnings,
                 })
             }
             Err(storage::Error::Conflict { .. }) => Err(conflict(rt, name)),
@@ -1732,6 +1657,127 @@ impl Drop for Reservation<'_> {
 
 /// Whether `new` holds fewer finalizers than `current` (`metadata.finalizers`, or for a
 /// namespace `spec.finalizers`): a step of a deletion, admitted whatever the limits.
+/// What an update through `subresource` writes: the status subresource changes the status only
+/// (and, applied, its own managed fields), `approval` a CertificateSigningRequest's conditions,
+/// `finalize` a Namespace's finalizers; the object itself leaves the status as stored where the
+/// kind has a status subresource.
+fn subresource_view(
+    rt: &ResourceType,
+    name: &str,
+    subresource: Option<&str>,
+    current: &Value,
+    mut new: Value,
+    applied: bool,
+) -> Result<Value> {
+    match subresource {
+        Some("status") => {
+            let status = new.as_object_mut().and_then(|o| o.remove("status"));
+            let managed_fields = applied.then(|| {
+                new["metadata"]
+                    .as_object_mut()
+                    .and_then(|m| m.remove("managedFields"))
+                    .unwrap_or(Value::Null)
+            });
+            keep_as(&mut new, current, "status");
+            if let (Some(status), Some(o)) = (status, new.as_object_mut()) {
+                o.insert("status".into(), status);
+            }
+            if let Some(managed_fields) = managed_fields {
+                new["metadata"]["managedFields"] = managed_fields;
+            }
+        }
+        // The approval subresource changes the request's conditions only.
+        Some("approval")
+            if rt.group == "certificates.k8s.io" && rt.plural == "certificatesigningrequests" =>
+        {
+            let mut merged = current.clone();
+            merged["status"]["conditions"] = new["status"]["conditions"].clone();
+            new = merged;
+        }
+        Some("finalize") if rt.group.is_empty() && rt.plural == "namespaces" => {
+            let mut merged = current.clone();
+            merged["spec"]["finalizers"] = new["spec"]["finalizers"].clone();
+            new = merged;
+        }
+        Some(other) => {
+            return Err(Error::NotFound(Target::new(
+                &rt.group,
+                &format!("{}/{other}", rt.plural),
+                name,
+            )));
+        }
+        None if rt.status => match current.get("status") {
+            Some(status) => new["status"] = status.clone(),
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        },
+        None => {}
+    }
+    Ok(new)
+}
+
+/// Gives `new` the metadata the server owns as `current` has it.
+fn keep_server_metadata(current: &Value, new: &mut Value) {
+    let old_meta = &current["metadata"];
+    let meta = meta_mut(new);
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "name",
+        "namespace",
+        "selfLink",
+    ] {
+        match old_meta.get(field) {
+            Some(v) => {
+                meta.insert(field.into(), v.clone());
+            }
+            None => {
+                meta.remove(field);
+            }
+        }
+    }
+    meta.remove("resourceVersion");
+}
+
+/// Refuses finalizers added to an object being deleted, as kube-apiserver does.
+fn check_no_new_finalizers(
+    rt: &ResourceType,
+    name: &str,
+    current: &Value,
+    new: &Value,
+) -> Result<()> {
+    if current["metadata"].get("deletionTimestamp").is_none() {
+        return Ok(());
+    }
+    let old: Vec<&Value> = finalizers(current).collect();
+    let added: Vec<String> = finalizers(new)
+        .filter(|f| !old.contains(f))
+        .filter_map(|f| f.as_str().map(|s| format!("{s:?}")))
+        .collect();
+    if added.is_empty() {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        &rt.qualified_kind(),
+        rt.target(name),
+        vec![validation::FieldError {
+            cause: validation::CauseType::Forbidden,
+            field: "metadata.finalizers".into(),
+            message: format!(
+                "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                added.join(", ")
+            ),
+            value: None,
+        }],
+    ))
+}
+
 fn removes_finalizers(current: &Value, new: &Value) -> bool {
     let count = |list: &Value| list.as_array().map_or(0, Vec::len);
     count(&new["metadata"]["finalizers"]) < count(&current["metadata"]["finalizers"])

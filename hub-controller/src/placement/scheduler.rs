@@ -128,210 +128,28 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
     score(policy, &mut standings);
     standings.sort_by(|a, b| a.rank().cmp(&b.rank()));
 
-    let mut decisions: BTreeMap<String, ClusterDecision> = BTreeMap::new();
-    let mut decide = |standing: &Standing<'_>, selected: bool, reason: String| {
-        let mut reason = reason;
-        for note in &standing.notes {
-            reason.push_str("; ");
-            reason.push_str(note);
-        }
-        decisions.insert(
-            standing.candidate.name.clone(),
-            ClusterDecision {
-                cluster_name: standing.candidate.name.clone(),
-                selected,
-                score: standing.score,
-                reason,
-                retained: false,
-            },
-        );
-    };
+    let mut decisions = Decisions::default();
     let (matching, unmatching): (Vec<&Standing<'_>>, Vec<&Standing<'_>>) =
         standings.iter().partition(|s| s.unmatched.is_none());
     for standing in &unmatching {
         let why = standing.unmatched.clone().unwrap_or_default();
-        decide(standing, false, why);
+        decisions.decide(standing, false, why);
     }
-    let mut extra: Vec<ClusterDecision> = Vec::new();
-    let mut retained: BTreeSet<String> = BTreeSet::new();
-    let mut wake = None;
-    let (chosen, verdict) = match policy.type_ {
-        PolicyType::PickAll => {
-            for standing in &matching {
-                decide(standing, true, "matches".into());
-            }
-            let verdict = Verdict {
-                status: "True",
-                reason: "Scheduled",
-                message: format!(
-                    "picked all {} matching clusters{}",
-                    matching.len(),
-                    left_out(&unmatching)
-                ),
-            };
-            (
-                matching.iter().map(|s| s.candidate.name.clone()).collect(),
-                verdict,
-            )
-        }
-        PolicyType::PickFixed => {
-            let named: BTreeSet<&str> = policy.cluster_names.iter().map(String::as_str).collect();
-            let mut chosen = Vec::new();
-            for standing in &matching {
-                if named.contains(standing.candidate.name.as_str()) {
-                    decide(standing, true, "named in clusterNames".into());
-                    chosen.push(standing.candidate.name.clone());
-                } else {
-                    decide(standing, false, "not named in clusterNames".into());
-                }
-            }
-            let known: BTreeSet<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
-            for name in named.iter().filter(|n| !known.contains(**n)) {
-                extra.push(ClusterDecision {
-                    cluster_name: (*name).to_owned(),
-                    selected: false,
-                    score: 0,
-                    reason: "not a member cluster the selector picks".into(),
-                    retained: false,
-                });
-            }
-            let verdict = enough(chosen.len(), named.len(), &unmatching, &extra);
-            (chosen, verdict)
-        }
-        PolicyType::PickN => {
-            let n = usize::try_from(policy.number_of_clusters.unwrap_or(0)).unwrap_or(0);
-            let after = policy.failover.as_ref().map(|f| f.after());
-            let was_chosen = |s: &Standing<'_>| previous.chosen.contains(&s.candidate.name);
-            // Chosen before and not ready past the failover delay: replaced when a ready
-            // cluster can take its place.
-            let failed = |s: &Standing<'_>| {
-                was_chosen(s)
-                    && after
-                        .is_some_and(|after| s.candidate.unready_for.is_some_and(|d| d >= after))
-            };
-            // Kept first, in order of preference, then the best of the ready others, then the
-            // failed ones no ready cluster can replace.
-            let kept: Vec<&Standing<'_>> = matching
-                .iter()
-                .copied()
-                .filter(|s| was_chosen(s) && !failed(s))
-                .collect();
-            let stuck: Vec<&Standing<'_>> =
-                matching.iter().copied().filter(|s| failed(s)).collect();
-            let fresh: Vec<&Standing<'_>> = matching
-                .iter()
-                .copied()
-                .filter(|s| !was_chosen(s) && s.candidate.unready_for.is_none())
-                .collect();
-            let mut picked: Vec<&Standing<'_>> = kept.iter().copied().take(n).collect();
-            let spread = policy
-                .topology_spread
-                .as_ref()
-                .map(|t| t.topology_key.as_str());
-            let wanted = n.saturating_sub(picked.len());
-            picked.extend(fill(&picked, &fresh, wanted, spread));
-            let wanted = n.saturating_sub(picked.len());
-            picked.extend(stuck.iter().copied().take(wanted));
-            let picked_names: BTreeSet<&str> =
-                picked.iter().map(|s| s.candidate.name.as_str()).collect();
-            let spread_taken: BTreeSet<&String> = spread
-                .map(|key| {
-                    picked
-                        .iter()
-                        .filter_map(|s| s.candidate.labels.get(key))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let worst = picked.iter().filter(|s| !failed(s)).map(|s| s.rank()).max();
-            let unready = |s: &Standing<'_>| {
-                let seconds = s.candidate.unready_for.unwrap_or_default().as_secs();
-                let after = after.unwrap_or_default().as_secs();
-                format!("not ready for {seconds}s, past failover.afterSeconds {after}")
-            };
-            for standing in &matching {
-                let name = standing.candidate.name.as_str();
-                if picked_names.contains(name) {
-                    let why = if failed(standing) {
-                        format!(
-                            "chosen before; {}, but no ready cluster can replace it",
-                            unready(standing)
-                        )
-                    } else if was_chosen(standing) {
-                        "chosen before and still matches".to_owned()
-                    } else {
-                        format!("in the top {n}")
-                    };
-                    decide(standing, true, why);
-                } else if failed(standing) {
-                    let why = format!("{}{REPLACED}", unready(standing));
-                    decide(standing, false, why);
-                    if policy
-                        .failover
-                        .as_ref()
-                        .is_some_and(|f| !f.purge_on_return())
-                    {
-                        retained.insert(name.to_owned());
-                    }
-                } else if previous.replaced.contains(name)
-                    && standing.candidate.unready_for.is_some()
-                {
-                    // Failed over from and still not ready: it stays replaced, as said.
-                    decide(standing, false, format!("{}{REPLACED}", unready(standing)));
-                } else if !was_chosen(standing) && standing.candidate.unready_for.is_some() {
-                    decide(
-                        standing,
-                        false,
-                        "not ready: only ready clusters are chosen anew".into(),
-                    );
-                } else if let Some((key, value)) = spread.and_then(|key| {
-                    let value = standing.candidate.labels.get(key)?;
-                    spread_taken.contains(value).then_some((key, value))
-                }) && worst.as_ref().is_some_and(|w| standing.rank() < *w)
-                {
-                    decide(
-                        standing,
-                        false,
-                        format!("{key}={value} already has a chosen cluster (topologySpread)"),
-                    );
-                } else if worst.as_ref().is_some_and(|w| standing.rank() < *w) {
-                    decide(
-                        standing,
-                        false,
-                        format!(
-                            "the {n} clusters chosen before still match (decisions are stable)"
-                        ),
-                    );
-                } else {
-                    decide(standing, false, format!("not in the top {n}"));
-                }
-            }
-            let not_ready = matching
-                .iter()
-                .filter(|s| {
-                    !picked_names.contains(s.candidate.name.as_str())
-                        && s.candidate.unready_for.is_some()
-                })
-                .count();
-            let mut verdict = enough(picked.len(), n, &unmatching, &[]);
-            if picked.len() < n && not_ready > 0 {
-                verdict
-                    .message
-                    .push_str(&format!(", {not_ready} not ready"));
-            }
-            // When a chosen cluster that is not ready yet reaches the failover delay.
-            wake = after.and_then(|after| {
-                picked
-                    .iter()
-                    .filter_map(|s| s.candidate.unready_for)
-                    .filter(|d| *d < after)
-                    .map(|d| after - d)
-                    .min()
-            });
-            let chosen: Vec<String> = picked.iter().map(|s| s.candidate.name.clone()).collect();
-            (chosen, verdict)
-        }
+    let field = Field {
+        matching: &matching,
+        unmatching: &unmatching,
     };
-    let mut chosen = chosen;
+    let Picked {
+        mut chosen,
+        verdict,
+        extra,
+        mut retained,
+        wake,
+    } = match policy.type_ {
+        PolicyType::PickAll => pick_all(&field, &mut decisions),
+        PolicyType::PickFixed => pick_fixed(policy, candidates, &field, &mut decisions),
+        PolicyType::PickN => PickN::new(policy, previous).pick(&field, &mut decisions),
+    };
     chosen.sort();
     // Retained before and still not chosen (nor gone from the inventory): still retained.
     let known: BTreeSet<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
@@ -341,20 +159,312 @@ pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) 
         }
     }
     for name in &retained {
-        if let Some(decision) = decisions.get_mut(name) {
+        if let Some(decision) = decisions.0.get_mut(name) {
             decision.retained = true;
             decision
                 .reason
                 .push_str("; its Work stays (failover.purgeOnReturn is false)");
         }
     }
-    let decisions = listed(decisions.into_values().chain(extra).collect(), policy);
+    let decisions = listed(decisions.0.into_values().chain(extra).collect(), policy);
     Schedule {
         chosen,
         retained: retained.into_iter().collect(),
         decisions,
         verdict,
         wake,
+    }
+}
+
+/// The candidates in order of preference, apart by whether they match the required affinity.
+struct Field<'s, 'a> {
+    matching: &'s [&'s Standing<'a>],
+    unmatching: &'s [&'s Standing<'a>],
+}
+
+/// The decision on each candidate, by name.
+#[derive(Default)]
+struct Decisions(BTreeMap<String, ClusterDecision>);
+
+impl Decisions {
+    /// Records whether `standing` is selected and why, with the notes on its score.
+    fn decide(&mut self, standing: &Standing<'_>, selected: bool, mut reason: String) {
+        for note in &standing.notes {
+            reason.push_str("; ");
+            reason.push_str(note);
+        }
+        self.0.insert(
+            standing.candidate.name.clone(),
+            ClusterDecision {
+                cluster_name: standing.candidate.name.clone(),
+                selected,
+                score: standing.score,
+                reason,
+                retained: false,
+            },
+        );
+    }
+}
+
+/// What one policy type chose.
+struct Picked {
+    chosen: Vec<String>,
+    verdict: Verdict,
+    /// Decisions on names that are no candidate (`PickFixed`).
+    extra: Vec<ClusterDecision>,
+    /// Clusters failed over from whose Work stays.
+    retained: BTreeSet<String>,
+    wake: Option<Duration>,
+}
+
+/// `PickAll`: every matching candidate.
+fn pick_all(field: &Field<'_, '_>, decisions: &mut Decisions) -> Picked {
+    for standing in field.matching {
+        decisions.decide(standing, true, "matches".into());
+    }
+    let verdict = Verdict {
+        status: "True",
+        reason: "Scheduled",
+        message: format!(
+            "picked all {} matching clusters{}",
+            field.matching.len(),
+            left_out(field.unmatching)
+        ),
+    };
+    Picked {
+        chosen: field
+            .matching
+            .iter()
+            .map(|s| s.candidate.name.clone())
+            .collect(),
+        verdict,
+        extra: Vec::new(),
+        retained: BTreeSet::new(),
+        wake: None,
+    }
+}
+
+/// `PickFixed`: the matching candidates `clusterNames` names; a name that is no candidate gets a
+/// decision saying so.
+fn pick_fixed(
+    policy: &Policy,
+    candidates: &[Candidate],
+    field: &Field<'_, '_>,
+    decisions: &mut Decisions,
+) -> Picked {
+    let named: BTreeSet<&str> = policy.cluster_names.iter().map(String::as_str).collect();
+    let mut chosen = Vec::new();
+    for standing in field.matching {
+        if named.contains(standing.candidate.name.as_str()) {
+            decisions.decide(standing, true, "named in clusterNames".into());
+            chosen.push(standing.candidate.name.clone());
+        } else {
+            decisions.decide(standing, false, "not named in clusterNames".into());
+        }
+    }
+    let known: BTreeSet<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
+    let extra: Vec<ClusterDecision> = named
+        .iter()
+        .filter(|n| !known.contains(**n))
+        .map(|name| ClusterDecision {
+            cluster_name: (*name).to_owned(),
+            selected: false,
+            score: 0,
+            reason: "not a member cluster the selector picks".into(),
+            retained: false,
+        })
+        .collect();
+    let verdict = enough(chosen.len(), named.len(), field.unmatching, &extra);
+    Picked {
+        chosen,
+        verdict,
+        extra,
+        retained: BTreeSet::new(),
+        wake: None,
+    }
+}
+
+/// `PickN`: stable choices, filled by preference (and topology spread), with failover.
+struct PickN<'p> {
+    policy: &'p Policy,
+    previous: &'p Previous,
+    n: usize,
+    /// `failover.afterSeconds`.
+    after: Option<Duration>,
+    spread: Option<&'p str>,
+}
+
+impl<'p> PickN<'p> {
+    fn new(policy: &'p Policy, previous: &'p Previous) -> Self {
+        PickN {
+            policy,
+            previous,
+            n: usize::try_from(policy.number_of_clusters.unwrap_or(0)).unwrap_or(0),
+            after: policy.failover.as_ref().map(|f| f.after()),
+            spread: policy
+                .topology_spread
+                .as_ref()
+                .map(|t| t.topology_key.as_str()),
+        }
+    }
+
+    fn was_chosen(&self, s: &Standing<'_>) -> bool {
+        self.previous.chosen.contains(&s.candidate.name)
+    }
+
+    /// Chosen before and not ready past the failover delay: replaced when a ready cluster can
+    /// take its place.
+    fn failed(&self, s: &Standing<'_>) -> bool {
+        self.was_chosen(s)
+            && self
+                .after
+                .is_some_and(|after| s.candidate.unready_for.is_some_and(|d| d >= after))
+    }
+
+    fn unready(&self, s: &Standing<'_>) -> String {
+        let seconds = s.candidate.unready_for.unwrap_or_default().as_secs();
+        let after = self.after.unwrap_or_default().as_secs();
+        format!("not ready for {seconds}s, past failover.afterSeconds {after}")
+    }
+
+    fn pick(&self, field: &Field<'_, '_>, decisions: &mut Decisions) -> Picked {
+        let picked = self.select(field.matching);
+        let picked_names: BTreeSet<&str> =
+            picked.iter().map(|s| s.candidate.name.as_str()).collect();
+        let retained = self.explain(field.matching, &picked, &picked_names, decisions);
+        let not_ready = field
+            .matching
+            .iter()
+            .filter(|s| {
+                !picked_names.contains(s.candidate.name.as_str())
+                    && s.candidate.unready_for.is_some()
+            })
+            .count();
+        let mut verdict = enough(picked.len(), self.n, field.unmatching, &[]);
+        if picked.len() < self.n && not_ready > 0 {
+            verdict
+                .message
+                .push_str(&format!(", {not_ready} not ready"));
+        }
+        // When a chosen cluster that is not ready yet reaches the failover delay.
+        let wake = self.after.and_then(|after| {
+            picked
+                .iter()
+                .filter_map(|s| s.candidate.unready_for)
+                .filter(|d| *d < after)
+                .map(|d| after - d)
+                .min()
+        });
+        Picked {
+            chosen: picked.iter().map(|s| s.candidate.name.clone()).collect(),
+            verdict,
+            extra: Vec::new(),
+            retained,
+            wake,
+        }
+    }
+
+    /// Kept first, in order of preference, then the best of the ready others, then the failed
+    /// ones no ready cluster can replace.
+    fn select<'s, 'a>(&self, matching: &[&'s Standing<'a>]) -> Vec<&'s Standing<'a>> {
+        let kept = matching
+            .iter()
+            .copied()
+            .filter(|s| self.was_chosen(s) && !self.failed(s));
+        let stuck: Vec<&Standing<'_>> = matching
+            .iter()
+            .copied()
+            .filter(|s| self.failed(s))
+            .collect();
+        let fresh: Vec<&Standing<'_>> = matching
+            .iter()
+            .copied()
+            .filter(|s| !self.was_chosen(s) && s.candidate.unready_for.is_none())
+            .collect();
+        let mut picked: Vec<&Standing<'_>> = kept.take(self.n).collect();
+        let wanted = self.n.saturating_sub(picked.len());
+        picked.extend(fill(&picked, &fresh, wanted, self.spread));
+        let wanted = self.n.saturating_sub(picked.len());
+        picked.extend(stuck.iter().copied().take(wanted));
+        picked
+    }
+
+    /// Decides on every matching candidate, saying why it was picked or not; returns the
+    /// clusters failed over from whose Work stays.
+    fn explain(
+        &self,
+        matching: &[&Standing<'_>],
+        picked: &[&Standing<'_>],
+        picked_names: &BTreeSet<&str>,
+        decisions: &mut Decisions,
+    ) -> BTreeSet<String> {
+        let n = self.n;
+        let spread_taken: BTreeSet<&String> = self
+            .spread
+            .map(|key| {
+                picked
+                    .iter()
+                    .filter_map(|s| s.candidate.labels.get(key))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let worst = picked
+            .iter()
+            .filter(|s| !self.failed(s))
+            .map(|s| s.rank())
+            .max();
+        let below_worst = |s: &Standing<'_>| worst.as_ref().is_some_and(|w| s.rank() < *w);
+        let mut retained = BTreeSet::new();
+        for standing in matching {
+            let name = standing.candidate.name.as_str();
+            if picked_names.contains(name) {
+                let why = if self.failed(standing) {
+                    format!(
+                        "chosen before; {}, but no ready cluster can replace it",
+                        self.unready(standing)
+                    )
+                } else if self.was_chosen(standing) {
+                    "chosen before and still matches".to_owned()
+                } else {
+                    format!("in the top {n}")
+                };
+                decisions.decide(standing, true, why);
+            } else if self.failed(standing) {
+                let why = format!("{}{REPLACED}", self.unready(standing));
+                decisions.decide(standing, false, why);
+                if self
+                    .policy
+                    .failover
+                    .as_ref()
+                    .is_some_and(|f| !f.purge_on_return())
+                {
+                    retained.insert(name.to_owned());
+                }
+            } else if self.previous.replaced.contains(name)
+                && standing.candidate.unready_for.is_some()
+            {
+                // Failed over from and still not ready: it stays replaced, as said.
+                let why = format!("{}{REPLACED}", self.unready(standing));
+                decisions.decide(standing, false, why);
+            } else if !self.was_chosen(standing) && standing.candidate.unready_for.is_some() {
+                let why = "not ready: only ready clusters are chosen anew".into();
+                decisions.decide(standing, false, why);
+            } else if let Some((key, value)) = self.spread.and_then(|key| {
+                let value = standing.candidate.labels.get(key)?;
+                spread_taken.contains(value).then_some((key, value))
+            }) && below_worst(standing)
+            {
+                let why = format!("{key}={value} already has a chosen cluster (topologySpread)");
+                decisions.decide(standing, false, why);
+            } else if below_worst(standing) {
+                let why =
+                    format!("the {n} clusters chosen before still match (decisions are stable)");
+                decisions.decide(standing, false, why);
+            } else {
+                decisions.decide(standing, false, format!("not in the top {n}"));
+            }
+        }
+        retained
     }
 }
 
