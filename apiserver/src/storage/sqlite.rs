@@ -50,6 +50,16 @@ const MAX_BATCH: usize = 512;
 const QUEUE_CAPACITY: usize = 4096;
 /// How many recent events are kept in memory to feed watchers without SQL.
 const RING_CAPACITY: usize = if cfg!(test) { 64 } else { 8192 };
+/// How many bytes of values (each event's and the one it replaced) the ring holds at most: 8,192
+/// events of objects near the 1.5 MiB limit would hold gigabytes, and a fleet's Works of a few
+/// KiB each filled it with over a hundred MiB. A watcher behind the ring reads the log.
+const RING_BYTES: usize = if cfg!(test) {
+    64 * 1024
+} else {
+    32 * 1024 * 1024
+};
+/// The newest events the ring keeps whatever their size.
+const RING_MIN_EVENTS: usize = if cfg!(test) { 4 } else { 64 };
 /// How many events the live feed buffers for a slow watcher before it falls back to the ring
 /// and then to the log table. Twice the largest batch, so that the watch cache's feed keeps up
 /// with a full batch; the buffer is allocated whole for every store, so it is kept small (a
@@ -111,6 +121,31 @@ struct Recent {
     /// The newest events, contiguous, the last with revision `published`.
     events: VecDeque<Arc<Event>>,
     published: Revision,
+    /// The value bytes of `events`, counted against [`RING_BYTES`].
+    bytes: usize,
+}
+
+impl Recent {
+    /// Adds the newest event, letting the oldest go past [`RING_CAPACITY`] events or
+    /// [`RING_BYTES`] bytes.
+    fn push(&mut self, event: Arc<Event>) {
+        self.published = event.revision();
+        self.bytes += value_bytes(&event);
+        self.events.push_back(event);
+        while self.events.len() > RING_CAPACITY
+            || (self.bytes > RING_BYTES && self.events.len() > RING_MIN_EVENTS)
+        {
+            match self.events.pop_front() {
+                Some(oldest) => self.bytes -= value_bytes(&oldest),
+                None => break,
+            }
+        }
+    }
+}
+
+/// The bytes of an event's value and of the value it replaced.
+fn value_bytes(event: &Event) -> usize {
+    event.kv.value.len() + event.prev.as_ref().map_or(0, |prev| prev.value.len())
 }
 
 /// Read-only connections, opened on first use.
@@ -203,6 +238,7 @@ impl SqliteBackend {
                 // Grows with writes: an idle store holds no ring.
                 events: VecDeque::new(),
                 published: current,
+                bytes: 0,
             }),
             current: AtomicI64::new(current),
             compacted: AtomicI64::new(compacted),
@@ -859,11 +895,7 @@ impl Writer {
             .store(batch.compacted, Ordering::Release);
         let mut recent = lock(&self.shared.recent);
         for event in batch.events {
-            if recent.events.len() == RING_CAPACITY {
-                recent.events.pop_front();
-            }
-            recent.published = event.revision();
-            recent.events.push_back(Arc::clone(&event));
+            recent.push(Arc::clone(&event));
             // No receivers is not an error: nobody is watching.
             let _ = self.live.send(event);
         }
@@ -1111,5 +1143,42 @@ mod tests {
                 assert_eq!(got.mod_revision, *revision);
             }
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_ring_of_recent_events_keeps_to_its_byte_budget_and_the_log_has_the_rest() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SqliteBackend::open(&dir.path().join("store.db")).expect("open");
+        let value = |i: u8| Bytes::from(vec![b'a' + i; 16 * 1024]);
+        let first = store.create("/big/k", value(0)).await.expect("create");
+        let mut revision = first;
+        for i in 1..20 {
+            revision = store
+                .update("/big/k", value(i), revision)
+                .await
+                .expect("update");
+        }
+        {
+            // Each update holds 32 KiB (its value and the one before): the budget of 64 KiB
+            // leaves the newest few.
+            let recent = lock(&store.shared.recent);
+            assert_eq!(recent.events.len(), RING_MIN_EVENTS);
+            assert_eq!(recent.bytes, RING_MIN_EVENTS * 32 * 1024);
+            assert_eq!(recent.published, revision);
+        }
+        // A watcher from the first write still gets every event, the older ones from the log.
+        let (events, upto) = Arc::clone(&store.shared)
+            .read("/big/", first - 1, revision)
+            .await
+            .expect("read history");
+        assert_eq!(upto, revision);
+        let values: Vec<u8> = events.iter().map(|e| e.kv.value[0]).collect();
+        assert_eq!(values, (0..20).map(|i| b'a' + i).collect::<Vec<u8>>());
+        // The newest few come from the ring.
+        let (recent, _) = Arc::clone(&store.shared)
+            .read("/big/", revision - 2, revision)
+            .await
+            .expect("read recent");
+        assert_eq!(recent.len(), 2);
     }
 }
