@@ -32,8 +32,9 @@ pub struct Entry {
     pub generation: i64,
     /// Whether it is being deleted.
     pub deleting: bool,
-    /// The Work as JSON, status left out.
-    pub body: Arc<Vec<u8>>,
+    /// The Work as JSON, status left out, in a buffer of its size (the index holds one for every
+    /// Work on the hub).
+    pub body: Arc<[u8]>,
     /// When set, why it cannot be sent.
     pub refused: Option<String>,
     /// Whether it carries the force-delete annotation.
@@ -132,7 +133,7 @@ impl Entry {
                 name: name.to_owned(),
                 uid: self.uid.clone(),
                 generation: self.generation,
-                work: self.body.as_ref().clone(),
+                work: self.body.to_vec(),
             })
         };
         SyncEvent { event: Some(event) }
@@ -364,7 +365,7 @@ fn entry_of(work: &Work, uid: String, generation: i64, deleting: bool) -> Entry 
         uid,
         generation,
         deleting,
-        body: Arc::new(serde_json::to_vec(&sent).unwrap_or_default()),
+        body: Arc::from(serde_json::to_vec(&sent).unwrap_or_default()),
         refused,
         force_delete: force_delete(work),
         placement: placement_of(work),
@@ -614,7 +615,7 @@ mod tests {
             uid: uid.to_owned(),
             generation,
             deleting,
-            body: Arc::new(b"{}".to_vec()),
+            body: Arc::from(&b"{}"[..]),
             ..Entry::default()
         }
     }
