@@ -16,7 +16,6 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::Stream;
-use tokio::sync::broadcast;
 
 #[cfg(feature = "etcd")]
 pub mod etcd;
@@ -253,8 +252,9 @@ fn check_snapshot_record(kv: &KeyValue, revision: Revision) -> Result<()> {
     Ok(())
 }
 
-/// Where a watch reads the events it did not receive live: its initial replay, and any gap after
-/// it fell behind the live feed of a backend.
+/// Where a watch reads its events: its initial replay, and every batch the backend publishes
+/// after it. A backend keeps its recent events in memory within a byte budget, and older ones
+/// where it stores them.
 #[async_trait::async_trait]
 trait History: Send + Sync + 'static {
     /// Events under `prefix` with revisions in `(after, upto]`, in order, and the revision up to
@@ -266,33 +266,33 @@ trait History: Send + Sync + 'static {
         after: Revision,
         upto: Revision,
     ) -> Result<(Vec<Arc<Event>>, Revision)>;
-
-    /// The revision of the last event sent on the live feed.
-    fn published(&self) -> Revision;
 }
 
-/// A watch over a live feed of all events, in revision order, backed by `history`.
+/// The revision of the last event a backend published; watches wait on it. It carries no
+/// events: a channel of events would keep its last events alive whatever their size (a thousand
+/// events of 1.5 MiB objects, gigabytes), where a backend's history keeps to its byte budget.
+type Published = tokio::sync::watch::Receiver<Revision>;
+
+/// A watch over everything a backend publishes, in revision order, read from `history`.
 ///
-/// The stream first replays `(after, upto]` from history (the caller subscribed `live` when
-/// `upto` was the last published revision), then follows `live`. Revisions are contiguous, so a
-/// live event more than one past the last one seen reveals a gap (the receiver lagged behind the
-/// bounded channel); the gap is then read from history, and if history no longer has it the
-/// stream yields `Err(Compacted)` once and ends. It ends when the live feed closes, that is when
-/// the backend is dropped.
+/// The stream first replays `(after, upto]` (the caller subscribed `published` when `upto` was
+/// the last published revision), then waits for each newer revision and reads up to it. If
+/// history no longer has what the stream needs, it yields `Err(Compacted)` once and ends. It
+/// ends when the backend is dropped.
 fn event_stream(
     history: Arc<dyn History>,
-    live: broadcast::Receiver<Arc<Event>>,
+    published: Published,
     prefix: String,
     after: Revision,
     upto: Revision,
 ) -> EventStream {
     struct Feed {
         history: Arc<dyn History>,
-        live: broadcast::Receiver<Arc<Event>>,
+        published: Published,
         prefix: String,
         /// The last revision looked at, whether or not it matched the prefix.
         last: Revision,
-        /// Read history up to here before following `live` again.
+        /// Read history up to here before waiting for the next revision.
         target: Revision,
         pending: VecDeque<Arc<Event>>,
         done: bool,
@@ -300,7 +300,7 @@ fn event_stream(
 
     let feed = Feed {
         history,
-        live,
+        published,
         prefix,
         last: after,
         target: upto,
@@ -339,26 +339,9 @@ fn event_stream(
                 }
                 continue;
             }
-            match feed.live.recv().await {
-                Ok(event) => {
-                    let revision = event.revision();
-                    if revision <= feed.last {
-                        continue;
-                    }
-                    if revision > feed.last + 1 {
-                        feed.target = revision;
-                        continue;
-                    }
-                    feed.last = revision;
-                    if event.kv.key.starts_with(&feed.prefix) {
-                        return Some((Ok(event), feed));
-                    }
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    feed.target = feed.history.published();
-                }
-                Err(broadcast::error::RecvError::Closed) => return None,
-            }
+            // An error: the backend is gone.
+            feed.published.changed().await.ok()?;
+            feed.target = *feed.published.borrow_and_update();
         }
     }))
 }

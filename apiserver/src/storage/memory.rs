@@ -9,23 +9,19 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
-use tokio::sync::broadcast;
+use tokio::sync::watch;
 
 use super::{
     Backend, Error, Event, EventKind, EventStream, History, KeyValue, ListOptions, ListPage,
     Result, Revision, Usage, UsageCounters, check_snapshot_record, event_stream,
 };
 
-/// How many events the live feed buffers for a slow watcher. A watcher that falls further behind
-/// catches up from the history, which the memory backend keeps until compaction. The buffer is
-/// allocated whole for every store, so it is kept small.
-const LIVE_CAPACITY: usize = if cfg!(test) { 16 } else { 256 };
-
 /// A revisioned key-value store held in memory.
 pub struct MemoryBackend {
     shared: Arc<Shared>,
-    /// Only the backend holds the sender, so watches end when the backend is dropped.
-    live: broadcast::Sender<Arc<Event>>,
+    /// The last revision written. Only the backend holds the sender, so watches end when the
+    /// backend is dropped.
+    published: watch::Sender<Revision>,
 }
 
 struct Shared {
@@ -96,7 +92,6 @@ impl MemoryBackend {
     }
 
     fn with_state(keys: BTreeMap<String, Vec<Version>>, revision: Revision, usage: Usage) -> Self {
-        let (live, _) = broadcast::channel(LIVE_CAPACITY);
         Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(State {
@@ -109,22 +104,21 @@ impl MemoryBackend {
                 compacted: AtomicI64::new(revision),
                 usage: UsageCounters::new(usage),
             }),
-            live,
+            published: watch::Sender::new(revision),
         }
     }
 
-    /// Records one write: the new version of `key`, the event, and the new revision, then sends
-    /// the event to live watchers while still holding the lock so that they see revision order.
+    /// Records one write: the new version of `key`, the event, and the new revision, then
+    /// publishes the revision while still holding the lock so that watches see revision order.
     fn commit(&self, state: &mut State, key: &str, version: Version, event: Event) {
         let revision = version.mod_revision;
         state.keys.entry(key.to_owned()).or_default().push(version);
         self.shared.usage.set(self.shared.usage.get().after(&event));
-        let event = Arc::new(event);
-        state.log.push_back(Arc::clone(&event));
+        state.log.push_back(Arc::new(event));
         state.current = revision;
         self.shared.current.store(revision, Ordering::Release);
-        // No receivers is not an error: nobody is watching.
-        let _ = self.live.send(event);
+        // Whether anybody watches or not.
+        self.published.send_replace(revision);
     }
 }
 
@@ -302,12 +296,18 @@ impl Backend for MemoryBackend {
                 compacted: state.compacted,
             });
         }
-        // Subscribed under the lock: the receiver gets every event after `state.current`.
-        let live = self.live.subscribe();
+        // Subscribed under the lock: the receiver sees every revision after `state.current`.
+        let published = self.published.subscribe();
         let upto = state.current;
         drop(state);
         let history: Arc<dyn History> = Arc::clone(&self.shared) as Arc<dyn History>;
-        Ok(event_stream(history, live, prefix.to_owned(), after, upto))
+        Ok(event_stream(
+            history,
+            published,
+            prefix.to_owned(),
+            after,
+            upto,
+        ))
     }
 
     async fn compact(&self, revision: Revision) -> Result<()> {
@@ -372,16 +372,10 @@ impl History for Shared {
         let end = usize::try_from(upto - state.compacted).unwrap_or(0);
         let events = state
             .log
-            .iter()
-            .skip(first)
-            .take(end.saturating_sub(first))
+            .range(first.min(end)..end)
             .filter(|event| event.kv.key.starts_with(prefix))
             .cloned()
             .collect();
         Ok((events, upto))
-    }
-
-    fn published(&self) -> Revision {
-        self.current.load(Ordering::Acquire)
     }
 }

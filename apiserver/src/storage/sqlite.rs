@@ -37,7 +37,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use rusqlite::types::{Type, Value};
 use rusqlite::{Connection, OpenFlags, Row, Transaction, TransactionBehavior};
-use tokio::sync::{Semaphore, broadcast, mpsc, oneshot};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 use super::{
     Backend, Error, Event, EventKind, EventStream, History, KeyValue, ListOptions, ListPage,
@@ -60,11 +60,6 @@ const RING_BYTES: usize = if cfg!(test) {
 };
 /// The newest events the ring keeps whatever their size.
 const RING_MIN_EVENTS: usize = if cfg!(test) { 4 } else { 64 };
-/// How many events the live feed buffers for a slow watcher before it falls back to the ring
-/// and then to the log table. Twice the largest batch, so that the watch cache's feed keeps up
-/// with a full batch; the buffer is allocated whole for every store, so it is kept small (a
-/// watcher behind it reads the ring, in memory).
-const LIVE_CAPACITY: usize = if cfg!(test) { 16 } else { 2 * MAX_BATCH };
 /// How many events one history read of the log table returns at most.
 const REPLAY_CHUNK: usize = if cfg!(test) { 50 } else { 1000 };
 /// How many read-only connections serve lists at past revisions and watch replays.
@@ -99,8 +94,9 @@ const INSERT_ROW: &str = "INSERT INTO kv (id, name, created, deleted, create_rev
 /// every watch stream.
 pub struct SqliteBackend {
     requests: mpsc::Sender<Request>,
-    /// The writer thread holds the other sender; watches end when both are gone.
-    live: broadcast::Sender<Arc<Event>>,
+    /// The last revision published; the writer thread holds the other reference, and watches
+    /// end when both are gone.
+    published: Arc<watch::Sender<Revision>>,
     shared: Arc<Shared>,
 }
 
@@ -108,7 +104,7 @@ pub struct SqliteBackend {
 struct Shared {
     /// The latest value of every live key.
     latest: RwLock<BTreeMap<String, KeyValue>>,
-    /// Recent events; locked while sending on the live feed so that subscribers see an order.
+    /// Recent events; locked while publishing a revision so that watches see them in order.
     recent: Mutex<Recent>,
     current: AtomicI64,
     compacted: AtomicI64,
@@ -249,10 +245,10 @@ impl SqliteBackend {
             },
         });
         let (requests, queue) = mpsc::channel(QUEUE_CAPACITY);
-        let (live, _) = broadcast::channel(LIVE_CAPACITY);
+        let published = Arc::new(watch::Sender::new(current));
         let writer = Writer {
             conn,
-            live: live.clone(),
+            published: Arc::clone(&published),
             shared: Arc::clone(&shared),
         };
         std::thread::Builder::new()
@@ -261,7 +257,7 @@ impl SqliteBackend {
             .map_err(|error| Error::Backend(Box::new(error)))?;
         Ok(Self {
             requests,
-            live,
+            published,
             shared,
         })
     }
@@ -635,9 +631,7 @@ impl History for Shared {
                 let end = usize::try_from(upto - before_first).unwrap_or(0);
                 let events = recent
                     .events
-                    .iter()
-                    .skip(first)
-                    .take(end.saturating_sub(first))
+                    .range(first.min(end)..end)
                     .filter(|event| event.kv.key.starts_with(prefix))
                     .cloned()
                     .collect();
@@ -647,10 +641,6 @@ impl History for Shared {
         let prefix = prefix.to_owned();
         self.with_reader(move |conn| read_events(conn, &prefix, after, upto))
             .await
-    }
-
-    fn published(&self) -> Revision {
-        lock(&self.recent).published
     }
 }
 
@@ -734,13 +724,19 @@ impl Backend for SqliteBackend {
                 compacted,
             });
         }
-        let (live, upto) = {
+        let (published, upto) = {
             let recent = lock(&self.shared.recent);
-            // Subscribed under the lock: the receiver gets every event after `published`.
-            (self.live.subscribe(), recent.published)
+            // Subscribed under the lock: the receiver sees every revision after `published`.
+            (self.published.subscribe(), recent.published)
         };
         let history: Arc<dyn History> = Arc::clone(&self.shared) as Arc<dyn History>;
-        Ok(event_stream(history, live, prefix.to_owned(), after, upto))
+        Ok(event_stream(
+            history,
+            published,
+            prefix.to_owned(),
+            after,
+            upto,
+        ))
     }
 
     async fn compact(&self, revision: Revision) -> Result<()> {
@@ -797,7 +793,7 @@ fn list_latest(
 /// The writer thread: the only connection that writes.
 struct Writer {
     conn: Connection,
-    live: broadcast::Sender<Arc<Event>>,
+    published: Arc<watch::Sender<Revision>>,
     shared: Arc<Shared>,
 }
 
@@ -895,10 +891,10 @@ impl Writer {
             .store(batch.compacted, Ordering::Release);
         let mut recent = lock(&self.shared.recent);
         for event in batch.events {
-            recent.push(Arc::clone(&event));
-            // No receivers is not an error: nobody is watching.
-            let _ = self.live.send(event);
+            recent.push(event);
         }
+        // Whether anybody watches or not.
+        self.published.send_replace(recent.published);
     }
 }
 
@@ -1180,5 +1176,40 @@ mod tests {
             .await
             .expect("read recent");
         assert_eq!(recent.len(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slow_watcher_keeps_no_event_the_ring_let_go_and_still_gets_every_one() {
+        use futures::StreamExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SqliteBackend::open(&dir.path().join("store.db")).expect("open");
+        let mut slow = store.watch("/big/", 0).await.expect("watch");
+        let mut fast = store.watch("/big/", 0).await.expect("watch");
+        let value = |i: u8| Bytes::from(vec![b'a' + i; 16 * 1024]);
+        // The fast watcher reads each event as it comes.
+        let mut seen = Vec::new();
+        let mut revision = 0;
+        for i in 0..9 {
+            revision = if i == 0 {
+                store.create("/big/k", value(0)).await.expect("create")
+            } else {
+                let update = store.update("/big/k", value(i), revision);
+                update.await.expect("update")
+            };
+            let event = fast.next().await.expect("an event").expect("no error");
+            seen.push(Arc::downgrade(&event));
+        }
+        // Nine writes of up to 32 KiB each: the ring's budget of 64 KiB keeps the newest few.
+        assert_eq!(lock(&store.shared.recent).events.len(), RING_MIN_EVENTS);
+        // The slow watcher has read nothing, yet it holds none of the events the ring let go.
+        let held: Vec<usize> = (0..9).filter(|&i| seen[i].upgrade().is_some()).collect();
+        assert_eq!(held, (9 - RING_MIN_EVENTS..9).collect::<Vec<usize>>());
+        // It still gets every event in order, the older ones from the log.
+        let mut values = Vec::new();
+        for _ in 0..9 {
+            let event = slow.next().await.expect("an event").expect("no error");
+            values.push(event.kv.value[0]);
+        }
+        assert_eq!(values, (0..9).map(|i| b'a' + i).collect::<Vec<u8>>());
     }
 }
