@@ -29,6 +29,7 @@ use atoll_api::work::Manifest;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::runtime::watcher;
+use serde_json::value::RawValue;
 use tokio::sync::watch;
 
 use crate::conditions::{Verdict, merge};
@@ -1163,11 +1164,20 @@ async fn stamp_all(
     let key = key(placement);
     let generation = placement.metadata.generation.unwrap_or(0);
     let mut first_error = None;
+    // Serialized once for every cluster without overrides, not once per cluster.
+    let shared = match serde_json::value::to_raw_value(&**manifests) {
+        Ok(raw) => Arc::<RawValue>::from(raw),
+        Err(error) => return Some(kube::Error::SerdeError(error)),
+    };
+    let mut stamped = 0;
     for chunk in clusters.chunks(STAMP_CONCURRENCY) {
         let writes = chunk.iter().map(|cluster| {
             let (manifests, rendered) = match renders.get(cluster) {
-                Some(Ok((r, digest))) => (Arc::new(r.manifests.clone()), Some(digest.clone())),
-                _ => (manifests.clone(), None),
+                Some(Ok((r, digest))) => (
+                    serde_json::value::to_raw_value(&r.manifests).map(Arc::from),
+                    Some(digest.clone()),
+                ),
+                _ => (Ok(Arc::clone(&shared)), None),
             };
             stamp(
                 client.clone(),
@@ -1181,6 +1191,7 @@ async fn stamp_all(
         for (cluster, result) in futures::future::join_all(writes).await {
             match result {
                 Ok(()) => {
+                    stamped += 1;
                     timings.insert(
                         cluster,
                         Timing {
@@ -1196,6 +1207,9 @@ async fn stamp_all(
                 }
             }
         }
+    }
+    if stamped > 0 {
+        tracing::info!(placement = %key, generation, clusters = stamped, "stamped the Works");
     }
     first_error
 }
@@ -1277,19 +1291,44 @@ async fn stamp(
     key: String,
     cluster: String,
     generation: i64,
-    manifests: Arc<Vec<atoll_api::work::Manifest>>,
+    manifests: serde_json::Result<Arc<RawValue>>,
     rendered: Option<String>,
 ) -> (String, kube::Result<()>) {
-    let result = write_work(
-        client,
-        &key,
-        &cluster,
-        generation,
-        &manifests,
-        rendered.as_deref(),
-    )
-    .await;
+    let result = match manifests {
+        Ok(manifests) => {
+            write_work(
+                client,
+                &key,
+                &cluster,
+                generation,
+                &manifests,
+                rendered.as_deref(),
+            )
+            .await
+        }
+        Err(error) => Err(kube::Error::SerdeError(error)),
+    };
     (cluster, result)
+}
+
+/// The Work the hub applies for a placement, with its manifests already serialized.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StampedWork<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: serde_json::Value,
+    spec: StampedSpec<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct StampedSpec<'a> {
+    workload: StampedWorkload<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct StampedWorkload<'a> {
+    manifests: &'a RawValue,
 }
 
 async fn write_work(
@@ -1297,7 +1336,7 @@ async fn write_work(
     key: &str,
     cluster: &str,
     generation: i64,
-    manifests: &[atoll_api::work::Manifest],
+    manifests: &RawValue,
     rendered: Option<&str>,
 ) -> kube::Result<()> {
     let mut annotations =
@@ -1305,19 +1344,21 @@ async fn write_work(
     if let Some(digest) = rendered {
         annotations[ANNOTATION_PLACEMENT_RENDERED] = digest.into();
     }
-    let work = serde_json::json!({
-        "apiVersion": "multicluster.x-k8s.io/v1alpha1",
-        "kind": "Work",
-        "metadata": {
+    let work = StampedWork {
+        api_version: "multicluster.x-k8s.io/v1alpha1",
+        kind: "Work",
+        metadata: serde_json::json!({
             "name": key,
             "namespace": cluster,
             "labels": {LABEL_PLACEMENT: key},
             // Held from the start, saving the hub a second write per Work.
             "finalizers": [FINALIZER_WORK_CLEANUP],
             "annotations": annotations,
+        }),
+        spec: StampedSpec {
+            workload: StampedWorkload { manifests },
         },
-        "spec": {"workload": {"manifests": manifests}},
-    });
+    };
     let url = <atoll_api::work::Work as kube::Resource>::url_path(&(), Some(cluster));
     let request = kube::core::Request::new(url)
         .patch(
@@ -1327,7 +1368,7 @@ async fn write_work(
         )
         .map_err(kube::Error::BuildRequest)?;
     crate::work::send_write(&client, request).await?;
-    tracing::info!(placement = %key, %cluster, generation, "stamped the Work");
+    tracing::debug!(placement = %key, %cluster, generation, "stamped the Work");
     Ok(())
 }
 
