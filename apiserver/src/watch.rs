@@ -33,8 +33,10 @@ pub struct CachedEvent {
     /// The object after the change as stored (for deletions: its last state, with the delete's
     /// revision).
     stored: KeyValue,
-    /// The object's JSON with its `resourceVersion`, as serializing the decoded object gives it.
-    json: Bytes,
+    /// The object's JSON with its `resourceVersion`, as serializing the decoded object gives it:
+    /// built once for an event, which every watcher sends; the current state leaves it out and
+    /// builds it when a list asks (see [`Self::current`]).
+    json: Option<Bytes>,
     /// The object's `apiVersion` (the storage version).
     api_version: String,
     /// The object decoded, kept for consumers that read a small set of objects again and
@@ -47,9 +49,14 @@ pub struct CachedEvent {
 }
 
 impl CachedEvent {
-    /// The object serialized as JSON, shared by every watcher.
-    pub fn object_json(&self) -> &Bytes {
-        &self.json
+    /// The object serialized as JSON: an event's, shared by every watcher; a current object's,
+    /// built from its stored bytes for this caller.
+    pub fn object_json(&self) -> Bytes {
+        match &self.json {
+            Some(json) => json.clone(),
+            None => with_resource_version(&self.stored.value, self.revision)
+                .map_or_else(|| self.stored.value.clone(), |(json, _)| json),
+        }
     }
 
     /// The object's `apiVersion`.
@@ -109,39 +116,35 @@ impl CachedEvent {
         object.is_some_and(|object| matches(&object, labels, fields))
     }
 
-    /// The same object without its previous state: what the current state keeps. Its stored
-    /// bytes are its JSON (decoding sets the `resourceVersion` it holds already), so the state
-    /// holds each object's bytes once.
+    /// The same object without its previous state and without its JSON: what the current
+    /// state keeps. It holds the stored bytes, which a backend that keeps its latest values in
+    /// memory (SQLite) shares with them, so that every live object's bytes are held once, not
+    /// once by the backend and again, with the `resourceVersion` spliced in, by the cache; a
+    /// list splices it in for each object it sends.
     fn current(&self) -> Self {
         CachedEvent {
             revision: self.revision,
             kind: self.kind,
             key: self.key.clone(),
-            stored: KeyValue {
-                value: self.json.clone(),
-                ..self.stored.clone()
-            },
-            json: self.json.clone(),
+            stored: self.stored.clone(),
+            json: None,
             api_version: self.api_version.clone(),
             object: self.object.clone(),
             prev_stored: None,
-            stored_bytes: self.json.len(),
+            stored_bytes: self.stored.value.len(),
         }
     }
 
     /// A live object as storage holds it, for the state loaded at start.
     fn stored(kv: &KeyValue) -> Option<Self> {
-        let (json, api_version) = with_resource_version(&kv.value, kv.mod_revision)?;
+        let api_version = api_version_of(&kv.value)?;
         Some(CachedEvent {
             revision: kv.mod_revision,
             kind: EventKind::Create,
             key: kv.key.clone(),
-            stored: KeyValue {
-                value: json.clone(),
-                ..kv.clone()
-            },
-            stored_bytes: json.len(),
-            json,
+            stored: kv.clone(),
+            stored_bytes: kv.value.len(),
+            json: None,
             api_version,
             object: OnceLock::new(),
             prev_stored: None,
@@ -155,7 +158,7 @@ impl CachedEvent {
             kind: event.kind,
             key: event.kv.key.clone(),
             stored: event.kv.clone(),
-            json,
+            json: Some(json),
             api_version,
             object: OnceLock::new(),
             prev_stored: event.prev.clone(),
@@ -199,10 +202,7 @@ fn selectable(stored: &[u8]) -> Option<Value> {
 /// values; `None` when the bytes are not a JSON object.
 fn with_resource_version(stored: &[u8], revision: Revision) -> Option<(Bytes, String)> {
     let top: BTreeMap<String, &RawValue> = serde_json::from_slice(stored).ok()?;
-    let api_version = top
-        .get("apiVersion")
-        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
-        .unwrap_or_default();
+    let api_version = api_version_in(&top);
     let metadata = top
         .get("metadata")
         .and_then(|m| serde_json::from_str::<BTreeMap<String, &RawValue>>(m.get()).ok());
@@ -225,6 +225,19 @@ fn with_resource_version(stored: &[u8], revision: Revision) -> Option<(Bytes, St
     let mut json = Vec::with_capacity(stored.len() + version.get().len() + 20);
     serde_json::to_writer(&mut json, &object).ok()?;
     Some((Bytes::from(json), api_version))
+}
+
+/// The `apiVersion` of a stored object (empty when it has none); `None` when the bytes are not
+/// a JSON object, which [`with_resource_version`] refuses too.
+fn api_version_of(stored: &[u8]) -> Option<String> {
+    let top: BTreeMap<String, &RawValue> = serde_json::from_slice(stored).ok()?;
+    Some(api_version_in(&top))
+}
+
+fn api_version_in(top: &BTreeMap<String, &RawValue>) -> String {
+    top.get("apiVersion")
+        .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+        .unwrap_or_default()
 }
 
 /// Why the cache cannot serve a revision.
@@ -852,6 +865,42 @@ mod tests {
         // A create has no state before it.
         let (events, _) = cache.events_after(key, 0).unwrap();
         assert!(!events[0].matches(&labels(""), &none, true));
+    }
+
+    #[tokio::test]
+    async fn the_state_holds_the_stored_bytes_once_and_lists_splice_the_resource_version() {
+        let backend: Arc<dyn Backend> = Arc::new(MemoryBackend::new());
+        let config = |name: &str| {
+            Bytes::from(format!(
+                r#"{{"apiVersion":"v1","data":{{"k":"1"}},"kind":"ConfigMap","metadata":{{"name":"{name}","namespace":"ns"}}}}"#
+            ))
+        };
+        let loaded = "/registry/core/configmaps/ns/loaded";
+        let before = backend.create(loaded, config("loaded")).await.unwrap();
+        let (_tx, rx) = watch::channel(false);
+        let cache = WatchCache::start(backend.clone(), 16, usize::MAX, rx)
+            .await
+            .unwrap();
+        let written = "/registry/core/configmaps/ns/written";
+        let after = backend.create(written, config("written")).await.unwrap();
+        until_cached(&cache, after).await;
+        let (state, _) = cache.list("/registry/core/configmaps/ns/");
+        assert_eq!(state.len(), 2);
+        for (object, revision) in state.iter().zip([before, after]) {
+            let stored = backend.get(&object.key).await.unwrap().unwrap();
+            // Loaded at start or kept from an event, the state holds the backend's bytes, not
+            // a copy of its own.
+            assert_eq!(object.stored.value.as_ptr(), stored.value.as_ptr());
+            assert!(object.json.is_none());
+            // A list gets the JSON decoding and serializing again would give.
+            let decoded = decode(&stored).unwrap();
+            assert_eq!(decoded["metadata"]["resourceVersion"], revision.to_string());
+            assert_eq!(
+                object.object_json(),
+                Bytes::from(serde_json::to_vec(&decoded).unwrap())
+            );
+            assert_eq!(object.api_version(), "v1");
+        }
     }
 
     #[tokio::test]

@@ -292,7 +292,7 @@ impl Watcher {
             buf.put_slice(b"{\"type\":\"");
             buf.put_slice(kind.as_bytes());
             buf.put_slice(b"\",\"object\":");
-            buf.put_slice(object);
+            buf.put_slice(&object);
             buf.put_slice(b"}\n");
             return self.send(buf.freeze()).await;
         }

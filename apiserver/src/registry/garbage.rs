@@ -214,7 +214,7 @@ pub fn wants(event: &CachedEvent) -> bool {
     if event.kind == EventKind::Delete {
         return true;
     }
-    if concerns(event.object_json()) {
+    if concerns(&event.object_json()) {
         return true;
     }
     // An update that took the last owner reference away, or ended a deletion's finalizers.
@@ -304,7 +304,7 @@ impl Collector {
                 .nodes
                 .get(key)
                 .map(|n| n.uid.clone())
-                .or_else(|| meta_of(event.object_json()).map(|m| m.uid));
+                .or_else(|| meta_of(&event.object_json()).map(|m| m.uid));
             self.forget(key);
             if let Some(uid) = uid {
                 self.graph.deleting.remove(&uid);
@@ -315,7 +315,7 @@ impl Collector {
             return;
         }
         let json = event.object_json();
-        match concerns(json).then(|| meta_of(json)).flatten() {
+        match concerns(&json).then(|| meta_of(&json)).flatten() {
             Some(meta) => self.record(key, meta, event.kind == EventKind::Create),
             None => self.forget(key),
         }
