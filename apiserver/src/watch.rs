@@ -198,16 +198,92 @@ fn selectable(stored: &[u8]) -> Option<Value> {
 
 /// The stored JSON of an object with `metadata.resourceVersion` set to `revision`, byte for byte
 /// what decoding it and serializing it again gives (stored objects are compact JSON with their
-/// keys in order), and its `apiVersion`. Only the top level and the metadata are split, into raw
-/// values; `None` when the bytes are not a JSON object.
+/// keys in order), and its `apiVersion`; `None` when the bytes are not a JSON object. The field
+/// is spliced into the bytes where it belongs among the metadata's keys: nothing is decoded but
+/// the names of the top-level fields and of the metadata's (a list splices every object it
+/// sends). Metadata that already has the field, or keys with escapes, take the longer way.
 fn with_resource_version(stored: &[u8], revision: Revision) -> Option<(Bytes, String)> {
+    let Some(top) = Top::parse(stored) else {
+        return with_resource_version_decoding(stored, revision);
+    };
+    let api_version = top.api_version();
+    let Some(metadata) = top.metadata.filter(|m| m.get().starts_with('{')) else {
+        // No metadata object: nothing to set, as decoding would leave it.
+        return Some((Bytes::copy_from_slice(stored), api_version));
+    };
+    let Some((at, field)) = splice_point(stored, metadata, revision) else {
+        return with_resource_version_decoding(stored, revision);
+    };
+    // Sized exactly: the cache may keep this buffer as long as the event.
+    let mut json = Vec::with_capacity(stored.len() + field.len());
+    json.extend_from_slice(&stored[..at]);
+    json.extend_from_slice(field.as_bytes());
+    json.extend_from_slice(&stored[at..]);
+    Some((Bytes::from(json), api_version))
+}
+
+/// What [`with_resource_version`] reads of an object's top level: the rest is skipped.
+#[derive(serde::Deserialize)]
+struct Top<'a> {
+    #[serde(rename = "apiVersion", borrow, default)]
+    api_version: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    metadata: Option<&'a RawValue>,
+}
+
+impl<'a> Top<'a> {
+    /// `None` unless `stored` is one JSON object with a string `apiVersion`, if any, and at
+    /// most one `metadata`.
+    fn parse(stored: &'a [u8]) -> Option<Self> {
+        let first = stored.iter().find(|b| !b.is_ascii_whitespace())?;
+        if *first != b'{' {
+            return None;
+        }
+        serde_json::from_slice(stored).ok()
+    }
+
+    fn api_version(&self) -> String {
+        self.api_version.as_deref().unwrap_or_default().to_owned()
+    }
+}
+
+/// Where in `stored` the field goes, before the first metadata key that sorts after it or
+/// before the metadata's closing brace, and the text to insert there. `None` when the metadata
+/// has the field already or a key with an escape.
+fn splice_point(stored: &[u8], metadata: &RawValue, revision: Revision) -> Option<(usize, String)> {
+    const FIELD: &str = "resourceVersion";
+    let keys: BTreeMap<&str, serde::de::IgnoredAny> = serde_json::from_str(metadata.get()).ok()?;
+    if keys.contains_key(FIELD) {
+        return None;
+    }
+    let offset = |text: &str| (text.as_ptr() as usize).checked_sub(stored.as_ptr() as usize);
+    let next = keys
+        .range::<str, _>((std::ops::Bound::Excluded(FIELD), std::ops::Bound::Unbounded))
+        .next();
+    match next {
+        Some((key, _)) => {
+            // The key's opening quote.
+            let at = offset(key)?.checked_sub(1)?;
+            (stored.get(at) == Some(&b'"')).then(|| (at, format!("\"{FIELD}\":\"{revision}\",")))
+        }
+        None => {
+            let at = offset(metadata.get())? + metadata.get().len() - 1;
+            let comma = if keys.is_empty() { "" } else { "," };
+            (stored.get(at) == Some(&b'}'))
+                .then(|| (at, format!("{comma}\"{FIELD}\":\"{revision}\"")))
+        }
+    }
+}
+
+/// [`with_resource_version`] by splitting the top level and the metadata into raw values and
+/// serializing them again.
+fn with_resource_version_decoding(stored: &[u8], revision: Revision) -> Option<(Bytes, String)> {
     let top: BTreeMap<String, &RawValue> = serde_json::from_slice(stored).ok()?;
     let api_version = api_version_in(&top);
     let metadata = top
         .get("metadata")
         .and_then(|m| serde_json::from_str::<BTreeMap<String, &RawValue>>(m.get()).ok());
     let Some(mut metadata) = metadata else {
-        // No metadata object: nothing to set, as decoding would leave it.
         return Some((Bytes::copy_from_slice(stored), api_version));
     };
     let version = RawValue::from_string(format!("\"{revision}\"")).ok()?;
@@ -220,8 +296,6 @@ fn with_resource_version(stored: &[u8], revision: Revision) -> Option<(Bytes, St
             _ => (key.as_str(), *value),
         })
         .collect();
-    // Sized for the stored bytes and the new field: the cache keeps this buffer whole, and
-    // growing it by doubling would leave up to half of it unused.
     let mut json = Vec::with_capacity(stored.len() + version.get().len() + 20);
     serde_json::to_writer(&mut json, &object).ok()?;
     Some((Bytes::from(json), api_version))
@@ -230,6 +304,9 @@ fn with_resource_version(stored: &[u8], revision: Revision) -> Option<(Bytes, St
 /// The `apiVersion` of a stored object (empty when it has none); `None` when the bytes are not
 /// a JSON object, which [`with_resource_version`] refuses too.
 fn api_version_of(stored: &[u8]) -> Option<String> {
+    if let Some(top) = Top::parse(stored) {
+        return Some(top.api_version());
+    }
     let top: BTreeMap<String, &RawValue> = serde_json::from_slice(stored).ok()?;
     Some(api_version_in(&top))
 }
@@ -992,6 +1069,12 @@ mod tests {
             serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}),
             serde_json::json!({"kind": "NoMetadata", "data": {"a": "b"}}),
             serde_json::json!({"kind": "OddMetadata", "metadata": "not an object"}),
+            serde_json::json!({"apiVersion": "v1", "data": {"metadata": {"z": 1}}, "kind": "ConfigMap",
+                "metadata": {"name": "before", "namespace": "all"}}),
+            serde_json::json!({"metadata": {"uid": "after", "selfLink": "/x"}, "spec": {}}),
+            serde_json::json!({"metadata": {"resourceVersion": "7", "name": "had-one"}}),
+            serde_json::json!({"metadata": {"na\"me": "escaped", "zz": 1}}),
+            serde_json::json!({"metadata": null}),
         ];
         for object in objects {
             let stored = KeyValue {
@@ -1013,5 +1096,12 @@ mod tests {
         }
         assert!(with_resource_version(b"[1, 2]", 1).is_none());
         assert!(with_resource_version(b"{not json", 1).is_none());
+        assert!(with_resource_version(br#"{"metadata": {"name": "a"}, "spec": [}"#, 1).is_none());
+        // Bytes not in serde_json's form still get the field, in a JSON object.
+        let (json, _) =
+            with_resource_version(br#" { "metadata" : { "name" : "a" } } "#, 9).unwrap();
+        let object: Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(object["metadata"]["resourceVersion"], "9");
+        assert_eq!(object["metadata"]["name"], "a");
     }
 }
