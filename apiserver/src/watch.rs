@@ -59,6 +59,40 @@ impl CachedEvent {
         }
     }
 
+    /// Appends the object's JSON to `out` (a list's body), splicing a current object's
+    /// `resourceVersion` in as it goes rather than building its JSON apart first; the length
+    /// it appends is at most [`Self::json_len_bound`].
+    pub fn write_json(&self, out: &mut bytes::BytesMut) {
+        use bytes::BufMut;
+        if let Some(json) = &self.json {
+            return out.put_slice(json);
+        }
+        let stored = &self.stored.value[..];
+        let fast = Top::parse(stored).and_then(|top| match top.metadata {
+            Some(metadata) if metadata.get().starts_with('{') => {
+                splice_point(stored, metadata, self.revision).map(Some)
+            }
+            _ => Some(None),
+        });
+        match fast {
+            Some(Some((at, field))) => {
+                out.put_slice(&stored[..at]);
+                out.put_slice(field.as_bytes());
+                out.put_slice(&stored[at..]);
+            }
+            Some(None) => out.put_slice(stored),
+            None => out.put_slice(&self.object_json()),
+        }
+    }
+
+    /// The most [`Self::write_json`] appends: the stored bytes and the field it may splice in.
+    pub fn json_len_bound(&self) -> usize {
+        match &self.json {
+            Some(json) => json.len(),
+            None => self.stored.value.len() + RESOURCE_VERSION_FIELD_BOUND,
+        }
+    }
+
     /// The object's `apiVersion`.
     pub fn api_version(&self) -> &str {
         &self.api_version
@@ -221,6 +255,9 @@ fn with_resource_version(stored: &[u8], revision: Revision) -> Option<(Bytes, St
     json.extend_from_slice(&stored[at..]);
     Some((Bytes::from(json), api_version))
 }
+
+/// The most `"resourceVersion":"N",` takes, with any revision.
+const RESOURCE_VERSION_FIELD_BOUND: usize = r#","resourceVersion":"""#.len() + 20 + 1;
 
 /// What [`with_resource_version`] reads of an object's top level: the rest is skipped.
 #[derive(serde::Deserialize)]
@@ -976,6 +1013,11 @@ mod tests {
                 object.object_json(),
                 Bytes::from(serde_json::to_vec(&decoded).unwrap())
             );
+            // A list writes the same into its body.
+            let mut body = bytes::BytesMut::new();
+            object.write_json(&mut body);
+            assert!(body.len() <= object.json_len_bound());
+            assert_eq!(body.freeze(), object.object_json());
             assert_eq!(object.api_version(), "v1");
         }
     }

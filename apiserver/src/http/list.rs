@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::{IntoResponse, Response};
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{BufMut, BytesMut};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::json;
 
@@ -108,17 +108,16 @@ fn spliced(
     if let Some(remaining) = remaining {
         metadata["remainingItemCount"] = json!(remaining);
     }
-    let jsons: Vec<Bytes> = objects.iter().map(|o| o.object_json()).collect();
-    let size: usize = jsons.iter().map(|json| json.len() + 1).sum();
+    let size: usize = objects.iter().map(|o| o.json_len_bound() + 1).sum();
     let mut body = BytesMut::with_capacity(size + 256);
     body.put_slice(b"{\"apiVersion\":");
     body.put_slice(&serde_json::to_vec(&rt.api_version()).unwrap_or_default());
     body.put_slice(b",\"items\":[");
-    for (index, json) in jsons.iter().enumerate() {
+    for (index, object) in objects.iter().enumerate() {
         if index > 0 {
             body.put_u8(b',');
         }
-        body.put_slice(json);
+        object.write_json(&mut body);
     }
     body.put_slice(b"],\"kind\":");
     body.put_slice(&serde_json::to_vec(&rt.list_kind).unwrap_or_default());
