@@ -68,19 +68,13 @@ impl CachedEvent {
             return out.put_slice(json);
         }
         let stored = &self.stored.value[..];
-        let fast = Top::parse(stored).and_then(|top| match top.metadata {
-            Some(metadata) if metadata.get().starts_with('{') => {
-                splice_point(stored, metadata, self.revision).map(Some)
-            }
-            _ => Some(None),
-        });
-        match fast {
-            Some(Some((at, field))) => {
+        match plan_splice(stored, self.revision) {
+            Some((_, Some((at, field)))) => {
                 out.put_slice(&stored[..at]);
                 out.put_slice(field.as_bytes());
                 out.put_slice(&stored[at..]);
             }
-            Some(None) => out.put_slice(stored),
+            Some((_, None)) => out.put_slice(stored),
             None => out.put_slice(&self.object_json()),
         }
     }
@@ -237,23 +231,35 @@ fn selectable(stored: &[u8]) -> Option<Value> {
 /// the names of the top-level fields and of the metadata's (a list splices every object it
 /// sends). Metadata that already has the field, or keys with escapes, take the longer way.
 fn with_resource_version(stored: &[u8], revision: Revision) -> Option<(Bytes, String)> {
-    let Some(top) = Top::parse(stored) else {
+    let Some((top, splice)) = plan_splice(stored, revision) else {
         return with_resource_version_decoding(stored, revision);
     };
-    let api_version = top.api_version();
-    let Some(metadata) = top.metadata.filter(|m| m.get().starts_with('{')) else {
-        // No metadata object: nothing to set, as decoding would leave it.
-        return Some((Bytes::copy_from_slice(stored), api_version));
+    let json = match splice {
+        Some((at, field)) => {
+            // Sized exactly: the cache may keep this buffer as long as the event.
+            let mut json = Vec::with_capacity(stored.len() + field.len());
+            json.extend_from_slice(&stored[..at]);
+            json.extend_from_slice(field.as_bytes());
+            json.extend_from_slice(&stored[at..]);
+            Bytes::from(json)
+        }
+        None => Bytes::copy_from_slice(stored),
     };
-    let Some((at, field)) = splice_point(stored, metadata, revision) else {
-        return with_resource_version_decoding(stored, revision);
+    Some((json, top.api_version()))
+}
+
+/// How the `resourceVersion` field goes into stored bytes without decoding them: the object's
+/// top level, and where to insert what (`None`: there is no metadata object, so nothing to set,
+/// as decoding would leave it). `None` when the bytes need the decoding way.
+fn plan_splice(stored: &[u8], revision: Revision) -> Option<(Top<'_>, Option<(usize, String)>)> {
+    let top = Top::parse(stored)?;
+    let splice = match top.metadata {
+        Some(metadata) if metadata.get().starts_with('{') => {
+            Some(splice_point(stored, metadata, revision)?)
+        }
+        _ => None,
     };
-    // Sized exactly: the cache may keep this buffer as long as the event.
-    let mut json = Vec::with_capacity(stored.len() + field.len());
-    json.extend_from_slice(&stored[..at]);
-    json.extend_from_slice(field.as_bytes());
-    json.extend_from_slice(&stored[at..]);
-    Some((Bytes::from(json), api_version))
+    Some((top, splice))
 }
 
 /// The most `"resourceVersion":"N",` takes, with any revision.
