@@ -300,7 +300,7 @@ impl Backend for MemoryBackend {
         let published = self.published.subscribe();
         let upto = state.current;
         drop(state);
-        let history: Arc<dyn History> = Arc::clone(&self.shared) as Arc<dyn History>;
+        let history = Arc::clone(&self.shared);
         Ok(event_stream(
             history,
             published,

@@ -729,7 +729,7 @@ impl Backend for SqliteBackend {
             // Subscribed under the lock: the receiver sees every revision after `published`.
             (self.published.subscribe(), recent.published)
         };
-        let history: Arc<dyn History> = Arc::clone(&self.shared) as Arc<dyn History>;
+        let history = Arc::clone(&self.shared);
         Ok(event_stream(
             history,
             published,
