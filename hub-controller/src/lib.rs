@@ -332,35 +332,16 @@ impl Hub {
         let (shutdown, stop) = watch::channel(false);
         let works = Arc::new(work::WorkIndex::default());
         config.metrics.watch(&fleet, &works);
-        let joins = Arc::new(grpc::guard::JoinLimiter::default());
-        let tokens = Arc::new(bootstrap::Tokens::default());
-        let service = grpc::HubService::new(
-            fleet.clone(),
-            works.clone(),
-            client.clone(),
-            config.auto_accept,
-            joins.clone(),
-            tokens.clone(),
-            config.credential_lifetime,
-        );
-        let server = serve_agents(identity, &fleet, joins)?.add_service(
-            HubServer::new(service).max_decoding_message_size(grpc::guard::SYNC_MAX_BYTES),
-        );
-        let incoming = grpc::listener::admit(listener, config.grpc_max_connections);
-        let mut server_stop = stop.clone();
         let mut tasks = Tasks::default();
-        tasks.spawn(
-            "bootstrap-tokens",
-            sources::bootstrap_tokens(tokens, client.clone(), stop.clone()),
-        );
-        tasks.spawn("grpc-server", async move {
-            let signal = async move {
-                let _ = server_stop.changed().await;
-            };
-            if let Err(error) = server.serve_with_incoming_shutdown(incoming, signal).await {
-                tracing::error!(%error, "the hub's gRPC server stopped");
-            }
-        });
+        spawn_agent_server(
+            &mut tasks,
+            (identity, listener),
+            &fleet,
+            &works,
+            &client,
+            &config,
+            &stop,
+        )?;
         if let Some(ready) = config.ready.clone() {
             let (works, mut stop) = (works.clone(), stop.clone());
             tasks.spawn("readiness", async move {
@@ -379,24 +360,13 @@ impl Hub {
             &stop,
             config.lost_cluster_grace,
         );
-        let agent_host = if grpc_addr.ip().is_unspecified() {
-            std::net::SocketAddr::new([127, 0, 0, 1].into(), grpc_addr.port())
-        } else {
-            grpc_addr
-        };
         tasks.spawn(
             "hosted-clusters",
             hosted::run(
                 client,
                 fleet.clone(),
-                hosted::Settings {
-                    kubernetes: hosted::kubernetes::Settings {
-                        hub_address: addresses.first().cloned(),
-                        ..config.hosted.kubernetes.clone()
-                    },
-                    ..config.hosted.clone()
-                },
-                format!("https://{agent_host}"),
+                hosted_settings(&config.hosted, addresses.first().cloned()),
+                agent_url(grpc_addr),
                 ca.cert_pem().to_owned(),
                 stop,
             ),
@@ -437,6 +407,72 @@ impl Hub {
         let _ = self.shutdown.send(true);
         self.tasks.join(SHUTDOWN_DEADLINE).await;
     }
+}
+
+/// The agents' gRPC service on `listener` with the hub's serving `identity`, answering from
+/// `fleet` and `works`, and the bootstrap tokens it admits joining clusters with: tasks that end
+/// on `stop`.
+fn spawn_agent_server(
+    tasks: &mut Tasks,
+    (identity, listener): (tonic::transport::Identity, Arc<tokio::net::TcpListener>),
+    fleet: &Arc<Fleet>,
+    works: &Arc<work::WorkIndex>,
+    client: &kube::Client,
+    config: &Config,
+    stop: &watch::Receiver<bool>,
+) -> Result<(), Error> {
+    let joins = Arc::new(grpc::guard::JoinLimiter::default());
+    let tokens = Arc::new(bootstrap::Tokens::default());
+    let service = grpc::HubService::new(
+        fleet.clone(),
+        works.clone(),
+        client.clone(),
+        config.auto_accept,
+        joins.clone(),
+        tokens.clone(),
+        config.credential_lifetime,
+    );
+    let server = serve_agents(identity, fleet, joins)?.add_service(
+        HubServer::new(service).max_decoding_message_size(grpc::guard::SYNC_MAX_BYTES),
+    );
+    let incoming = grpc::listener::admit(listener, config.grpc_max_connections);
+    let mut server_stop = stop.clone();
+    tasks.spawn(
+        "bootstrap-tokens",
+        sources::bootstrap_tokens(tokens, client.clone(), stop.clone()),
+    );
+    tasks.spawn("grpc-server", async move {
+        let signal = async move {
+            let _ = server_stop.changed().await;
+        };
+        if let Err(error) = server.serve_with_incoming_shutdown(incoming, signal).await {
+            tracing::error!(%error, "the hub's gRPC server stopped");
+        }
+    });
+    Ok(())
+}
+
+/// The hub's settings for hosted control planes, whose agents reach the hub at `hub_address`
+/// (the first address it publishes for agents, if any).
+fn hosted_settings(hosted: &hosted::Settings, hub_address: Option<String>) -> hosted::Settings {
+    hosted::Settings {
+        kubernetes: hosted::kubernetes::Settings {
+            hub_address,
+            ..hosted.kubernetes.clone()
+        },
+        ..hosted.clone()
+    }
+}
+
+/// Where agents the hub runs in its own process (those of hosted clusters) reach its gRPC
+/// service: its listening address, or the loopback one when it listens on every address.
+fn agent_url(grpc_addr: SocketAddr) -> String {
+    let agent_host = if grpc_addr.ip().is_unspecified() {
+        SocketAddr::new([127, 0, 0, 1].into(), grpc_addr.port())
+    } else {
+        grpc_addr
+    };
+    format!("https://{agent_host}")
 }
 
 /// The hub's controllers and watches, each a task that ends on `stop`.
@@ -560,4 +596,45 @@ async fn load(fleet: &Fleet, client: &kube::Client) -> Result<inventory::Written
         }
     }
     Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_process_agents_reach_a_hub_listening_everywhere_over_loopback() {
+        assert_eq!(
+            agent_url("0.0.0.0:7443".parse().unwrap()),
+            "https://127.0.0.1:7443"
+        );
+        assert_eq!(
+            agent_url("[::]:7443".parse().unwrap()),
+            "https://127.0.0.1:7443"
+        );
+        assert_eq!(
+            agent_url("10.0.0.5:7443".parse().unwrap()),
+            "https://10.0.0.5:7443"
+        );
+        assert_eq!(
+            agent_url("[::1]:7443".parse().unwrap()),
+            "https://[::1]:7443"
+        );
+    }
+
+    #[test]
+    fn hosted_control_planes_get_the_hubs_first_agent_address() {
+        let configured = hosted::Settings {
+            host: "hub.example".into(),
+            ..hosted::Settings::default()
+        };
+        let settings = hosted_settings(&configured, Some("hub.example:7443".into()));
+        assert_eq!(
+            settings.kubernetes.hub_address.as_deref(),
+            Some("hub.example:7443")
+        );
+        assert_eq!(settings.host, "hub.example", "the rest stays as configured");
+        let settings = hosted_settings(&configured, None);
+        assert_eq!(settings.kubernetes.hub_address, None);
+    }
 }

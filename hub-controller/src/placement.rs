@@ -22,8 +22,8 @@ use atoll_api::names::{
 };
 use atoll_api::placement::{
     ClusterDecision, FailedCluster, InvalidField, OverriddenCluster, PlacementSelector,
-    RolloutType, SELECTED_RESOURCES_MAX, SelectedResource, WorkOverride, WorkPlacement,
-    WorkPlacementStatus,
+    RolloutSettings, RolloutType, SELECTED_RESOURCES_MAX, SelectedResource, WorkOverride,
+    WorkPlacement, WorkPlacementStatus,
 };
 use atoll_api::work::Manifest;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
@@ -739,17 +739,7 @@ fn rollout_plan(
     now: Instant,
 ) -> Plan {
     let generation = placement.metadata.generation.unwrap_or(0);
-    let strategy = &placement.spec.rollout_strategy;
-    let settings = atoll_api::placement::overrides::validate(&placement.spec.overrides)
-        .and_then(|()| problem.cloned().map_or(Ok(()), Err))
-        .and_then(|()| {
-            placement
-                .spec
-                .policy
-                .as_ref()
-                .map_or(Ok(()), atoll_api::placement::policy::validate)
-        })
-        .and_then(|()| strategy.settings(selected.len()));
+    let settings = rollout_settings(placement, problem, selected.len());
     let (min_success, deadline) = settings
         .as_ref()
         .map_or((Duration::ZERO, None), |s| (s.min_success, s.deadline));
@@ -768,35 +758,10 @@ fn rollout_plan(
             None => None,
         };
         let state = match stamped.get(cluster) {
-            Some((_, entry))
-                if entry
-                    .placement
-                    .as_ref()
-                    .is_some_and(|(_, g)| *g == generation)
-                    && entry.rendered.as_ref() == desired =>
-            {
-                let timing = timings.entry(cluster.clone()).or_insert(Timing {
-                    generation,
-                    stamped: now,
-                    available_since: None,
-                });
-                if timing.generation != generation {
-                    *timing = Timing {
-                        generation,
-                        stamped: now,
-                        available_since: None,
-                    };
-                }
+            Some((_, entry)) if carries(entry, generation, desired) => {
+                let timing = current_timing(timings, cluster, generation, now);
                 let state = cluster_progress(entry, timing, now, min_success, deadline);
-                // A little past the moment, so that the check there holds.
-                let after = |at: Instant| at.saturating_duration_since(now) + WAKE_MARGIN;
-                let at = match state {
-                    Progress::Soaking => timing
-                        .available_since
-                        .map(|since| after(since + min_success)),
-                    Progress::Updating => deadline.map(|d| after(timing.stamped + d)),
-                    _ => None,
-                };
+                let at = wake_after(&state, timing, now, (min_success, deadline));
                 wake = match (wake, at) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
@@ -819,11 +784,97 @@ fn rollout_plan(
             };
         }
     };
+    let progressive = placement.spec.rollout_strategy.type_ == RolloutType::Progressive;
+    let (to_stamp, halted) = next_to_stamp(&progress, progressive, &settings);
+    Plan {
+        progress,
+        to_stamp,
+        halted,
+        invalid: None,
+        wake,
+    }
+}
+
+/// The rollout strategy's values for a placement selecting `total` clusters, or the first thing
+/// that keeps it from being followed: an invalid override rule, the placement's resource
+/// selectors or hub resources (`problem`), policy, or strategy.
+fn rollout_settings(
+    placement: &WorkPlacement,
+    problem: Option<&InvalidField>,
+    total: usize,
+) -> Result<RolloutSettings, InvalidField> {
+    atoll_api::placement::overrides::validate(&placement.spec.overrides)
+        .and_then(|()| problem.cloned().map_or(Ok(()), Err))
+        .and_then(|()| {
+            placement
+                .spec
+                .policy
+                .as_ref()
+                .map_or(Ok(()), atoll_api::placement::policy::validate)
+        })
+        .and_then(|()| placement.spec.rollout_strategy.settings(total))
+}
+
+/// Whether a cluster's Work carries the placement's current `generation` and the rendering
+/// wanted for it (`desired`: none when nothing renders per cluster).
+fn carries(entry: &Entry, generation: i64, desired: Option<&String>) -> bool {
+    entry
+        .placement
+        .as_ref()
+        .is_some_and(|(_, g)| *g == generation)
+        && entry.rendered.as_ref() == desired
+}
+
+/// The timing of a cluster whose Work carries `generation`: counted from `now` when the Work
+/// was first seen at that generation.
+fn current_timing<'a>(
+    timings: &'a mut HashMap<String, Timing>,
+    cluster: &str,
+    generation: i64,
+    now: Instant,
+) -> &'a mut Timing {
+    let fresh = Timing {
+        generation,
+        stamped: now,
+        available_since: None,
+    };
+    let timing = timings.entry(cluster.to_owned()).or_insert(fresh);
+    if timing.generation != generation {
+        *timing = fresh;
+    }
+    timing
+}
+
+/// When a cluster's `state` changes with time alone (its soak ends, or its deadline passes),
+/// a little past the moment so that the check there holds; `None` when it does not.
+fn wake_after(
+    state: &Progress,
+    timing: &Timing,
+    now: Instant,
+    (min_success, deadline): (Duration, Option<Duration>),
+) -> Option<Duration> {
+    let after = |at: Instant| at.saturating_duration_since(now) + WAKE_MARGIN;
+    match state {
+        Progress::Soaking => timing
+            .available_since
+            .map(|since| after(since + min_success)),
+        Progress::Updating => deadline.map(|d| after(timing.stamped + d)),
+        _ => None,
+    }
+}
+
+/// The outdated clusters to stamp now: all of them for an `All` rollout; for a `progressive`
+/// one, as many as its concurrency leaves room for beside those updating or soaking, and none
+/// once more clusters failed than it tolerates (then also the failures and the tolerance).
+fn next_to_stamp(
+    progress: &[(String, Progress)],
+    progressive: bool,
+    settings: &RolloutSettings,
+) -> (Vec<String>, Option<(usize, usize)>) {
     let failures = progress
         .iter()
         .filter(|(_, p)| matches!(p, Progress::Failed(..)))
         .count();
-    let progressive = strategy.type_ == RolloutType::Progressive;
     let halted = (progressive && failures > settings.max_failures)
         .then_some((failures, settings.max_failures));
     let outdated = progress
@@ -843,13 +894,7 @@ fn rollout_plan(
             .take(settings.concurrency.saturating_sub(in_flight))
             .collect()
     };
-    Plan {
-        progress,
-        to_stamp,
-        halted,
-        invalid: None,
-        wake,
-    }
+    (to_stamp, halted)
 }
 
 /// `Progressing`: why the rollout cannot go on (an invalid strategy, a missing set, nothing
@@ -1611,5 +1656,104 @@ mod tests {
             "{}",
             progressing.message
         );
+    }
+
+    #[test]
+    fn a_new_generation_restarts_a_clusters_timing() {
+        let start = Instant::now();
+        let later = start + Duration::from_secs(60);
+        let mut timings = HashMap::new();
+        current_timing(&mut timings, "a", 1, start).available_since = Some(start);
+        let same = *current_timing(&mut timings, "a", 1, later);
+        assert_eq!(
+            (same.stamped, same.available_since),
+            (start, Some(start)),
+            "the same generation keeps its timing"
+        );
+        let next = *current_timing(&mut timings, "a", 2, later);
+        assert_eq!(
+            (next.generation, next.stamped, next.available_since),
+            (2, later, None)
+        );
+    }
+
+    #[test]
+    fn a_rollout_wakes_when_a_soak_ends_or_a_deadline_passes() {
+        let now = Instant::now();
+        let timing = Timing {
+            generation: 1,
+            stamped: now - Duration::from_secs(10),
+            available_since: Some(now - Duration::from_secs(20)),
+        };
+        let minute = Duration::from_secs(60);
+        let half = Duration::from_secs(30);
+        assert_eq!(
+            wake_after(&Progress::Soaking, &timing, now, (minute, None)),
+            Some(Duration::from_secs(40) + WAKE_MARGIN)
+        );
+        assert_eq!(
+            wake_after(&Progress::Updating, &timing, now, (minute, Some(half))),
+            Some(Duration::from_secs(20) + WAKE_MARGIN)
+        );
+        assert_eq!(
+            wake_after(&Progress::Updating, &timing, now, (minute, None)),
+            None
+        );
+        assert_eq!(
+            wake_after(&Progress::Succeeded, &timing, now, (minute, Some(half))),
+            None
+        );
+    }
+
+    #[test]
+    fn soaking_clusters_take_a_progressive_rollouts_slots_and_failures_halt_it() {
+        let progress: Vec<(String, Progress)> = vec![
+            ("a".into(), Progress::Soaking),
+            ("b".into(), Progress::Outdated),
+            ("c".into(), Progress::Outdated),
+            ("d".into(), Progress::Failed("Degraded", "bad".into())),
+        ];
+        let tolerant = RolloutSettings {
+            concurrency: 2,
+            max_failures: 1,
+            min_success: Duration::ZERO,
+            deadline: None,
+        };
+        assert_eq!(
+            next_to_stamp(&progress, true, &tolerant),
+            (clusters(&["b"]), None)
+        );
+        assert_eq!(
+            next_to_stamp(&progress, false, &tolerant),
+            (clusters(&["b", "c"]), None)
+        );
+        let strict = RolloutSettings {
+            max_failures: 0,
+            ..tolerant
+        };
+        assert_eq!(
+            next_to_stamp(&progress, true, &strict),
+            (Vec::new(), Some((1, 0)))
+        );
+        assert_eq!(
+            next_to_stamp(&progress, false, &strict),
+            (clusters(&["b", "c"]), None),
+            "an All rollout does not halt"
+        );
+    }
+
+    #[test]
+    fn a_problem_with_the_hub_resources_keeps_the_rollout_from_being_followed() {
+        let placement = placement_with(serde_json::json!({"type": "All"}), 1);
+        let problem = InvalidField {
+            field: "spec.resourceSelectors[0].name".into(),
+            value: "\"x\"".into(),
+            why: "not found".into(),
+        };
+        assert_eq!(
+            rollout_settings(&placement, Some(&problem), 3),
+            Err(problem)
+        );
+        assert!(rollout_settings(&placement, None, 3).is_ok());
     }
 }

@@ -263,6 +263,8 @@ impl Applier {
         outcomes.into_iter().flatten().collect()
     }
 
+    /// Applies one manifest: names it (from the manifest), resolves its kind (discovery), decides
+    /// how to write it (the Work's manifest configs), writes it, and reports what became of it.
     async fn apply_one(
         &self,
         ordinal: usize,
@@ -270,288 +272,75 @@ impl Applier {
         configs: &[ManifestConfig],
         previous: &Previous<'_>,
     ) -> Outcome {
-        let last = previous.versions.get(&(ordinal as i32));
-        let ignored_before = previous.ignored.get(&(ordinal as i32));
         let mut identifier = ResourceIdentifier {
             ordinal: ordinal as i32,
             ..ResourceIdentifier::default()
         };
-        let fail = |identifier: ResourceIdentifier, reason, message: String| Outcome {
-            identifier,
-            applied: Err(Failure { reason, message }),
-            health: None,
-            complete: None,
-            uid: None,
-            resource_version: None,
-            drift_corrected: false,
-            found: false,
-            feedback: None,
-            ignored: BTreeMap::new(),
+        let api_version = match identify(&mut identifier, manifest) {
+            Ok(api_version) => api_version,
+            Err(failure) => return Outcome::failed(identifier, failure),
         };
-        let Some(object) = manifest.as_object() else {
-            return fail(
-                identifier,
-                "InvalidManifest",
-                format!("manifest {ordinal} is not an object"),
-            );
-        };
-        let text = |key: &str| {
-            object
-                .get(key)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        let (api_version, kind) = (text("apiVersion"), text("kind"));
-        let name = manifest
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        identifier.kind = kind.clone();
-        identifier.name = name.clone();
-        let (group, version) = match api_version.split_once('/') {
-            Some((g, v)) => (g.to_owned(), v.to_owned()),
-            None => (String::new(), api_version.clone()),
-        };
-        identifier.group = group.clone();
-        identifier.version = version.clone();
-        if kind.is_empty() || api_version.is_empty() {
-            let missing = if kind.is_empty() {
-                "kind"
-            } else {
-                "apiVersion"
-            };
-            return fail(
-                identifier,
-                "InvalidManifest",
-                format!("manifest {ordinal} has no {missing}"),
-            );
-        }
-        if name.is_empty() {
-            return fail(
-                identifier,
-                "InvalidManifest",
-                format!(
-                    "manifest {ordinal} ({kind}) has no metadata.name (generateName is not supported)"
-                ),
-            );
-        }
-        let gvk = GroupVersionKind::gvk(&group, &version, &kind);
-        let (resource, caps) = match self.resolve(&gvk).await {
+        let (resource, caps) = match self.resolve(&gvk_of(&identifier)).await {
             Ok(Some(found)) => found,
             Ok(None) => {
-                return fail(
-                    identifier,
-                    "KindNotServed",
-                    format!(
-                        "manifest {ordinal} ({kind} {api_version} {name}): the cluster does not serve this kind"
-                    ),
+                let ResourceIdentifier { kind, name, .. } = &identifier;
+                let message = format!(
+                    "manifest {ordinal} ({kind} {api_version} {name}): the cluster does not serve this kind"
                 );
+                return Outcome::failed(identifier, Failure::new("KindNotServed", message));
             }
             Err(e) => {
-                return fail(
-                    identifier,
-                    "DiscoveryFailed",
-                    format!("manifest {ordinal} ({kind} {name}): discovery failed: {e}"),
-                );
+                let ResourceIdentifier { kind, name, .. } = &identifier;
+                let message = format!("manifest {ordinal} ({kind} {name}): discovery failed: {e}");
+                return Outcome::failed(identifier, Failure::new("DiscoveryFailed", message));
             }
         };
         identifier.resource = resource.plural.clone();
-        let namespaced = caps.scope == Scope::Namespaced;
-        let namespace = namespaced.then(|| {
-            manifest
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .unwrap_or("default")
-                .to_owned()
-        });
+        let namespace = (caps.scope == Scope::Namespaced).then(|| namespace_of(manifest));
         identifier.namespace = namespace.clone().unwrap_or_default();
+        let settings = match settings(
+            &identifier,
+            namespace.as_deref(),
+            &self.deny,
+            configs,
+            previous.applied,
+        ) {
+            Ok(settings) => settings,
+            Err(failure) => return Outcome::failed(identifier, failure),
+        };
         let api: Api<DynamicObject> = match &namespace {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
             None => Api::all_with(self.client.clone(), &resource),
         };
         let described = describe(&identifier);
-        if let Some(why) = self
-            .deny
-            .refuses(&kind, &group, namespace.as_deref(), &name)
+        let prior = previous.of(identifier.ordinal);
+        let body = body_of(manifest, namespace.as_deref());
+        let written = match write(&api, &identifier.name, body, &settings, &prior, &described).await
         {
-            return fail(
-                identifier,
-                crate::deny::REASON_DENIED,
-                format!("{described}: {why}"),
-            );
-        }
-        let config = configs.iter().find(|c| {
-            let r = &c.resource_identifier;
-            r.group == group
-                && r.resource == resource.plural
-                && r.name == name
-                && r.namespace == identifier.namespace
-        });
-        let strategy = config
-            .and_then(|c| c.update_strategy.as_ref())
-            .map(|s| s.type_)
-            .unwrap_or_default();
-        let ssa = config
-            .and_then(|c| c.update_strategy.as_ref())
-            .and_then(|s| s.server_side_apply.as_ref());
-        let force = ssa.is_some_and(|s| s.force);
-        let ignore_fields = ssa.map(|s| s.ignore_fields.as_slice()).unwrap_or_default();
-        for path in ignore_fields.iter().flat_map(|f| &f.json_paths) {
-            if let Err(why) = crate::fields::check(path) {
-                return fail(
-                    identifier,
-                    REASON_IGNORE_FIELD_ERROR,
-                    format!("{described}: ignoreFields: {why}"),
-                );
-            }
-        }
-
-        let mut body = manifest.clone();
-        if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
-            if let Some(ns) = &namespace {
-                meta.insert("namespace".into(), Value::String(ns.clone()));
-            }
-            // Marks what the agent applied, so that it can watch those objects for drift.
-            let labels = meta
-                .entry("labels")
-                .or_insert_with(|| Value::Object(Default::default()));
-            if let Some(labels) = labels.as_object_mut() {
-                labels.insert(LABEL_APPLIED_BY.into(), Value::String(FIELD_MANAGER.into()));
-            }
-        }
-        let mut before: Option<String> = None;
-        let mut ignored = BTreeMap::new();
-        // Applying again what this Work already applied takes its fields back from whoever
-        // changed them since (drift, or a change of the Work); a first apply does not take
-        // fields others own unless the Work says so, and notes whether the object was there.
-        let applied_before = previous.applied.iter().any(|r| {
-            let id = &r.identifier;
-            id.group == identifier.group
-                && id.kind == identifier.kind
-                && id.namespace == identifier.namespace
-                && id.name == identifier.name
-        });
-        let mut found = false;
-        let written = match strategy {
-            UpdateStrategyType::ReadOnly => {
-                found = true;
-                api.get_opt(&name).await.map(|o| o.map(|o| (o, false)))
-            }
-            UpdateStrategyType::CreateOnly => match api.get_opt(&name).await {
-                Ok(Some(existing)) => {
-                    found = !applied_before && !applied_by_agent(&existing);
-                    Ok(Some((existing, false)))
-                }
-                Ok(None) => match serde_json::from_value::<DynamicObject>(body.clone()) {
-                    Ok(obj) => api
-                        .create(
-                            &PostParams {
-                                field_manager: Some(FIELD_MANAGER.to_owned()),
-                                ..PostParams::default()
-                            },
-                            &obj,
-                        )
-                        .await
-                        .map(|o| Some((o, true))),
-                    Err(e) => {
-                        return fail(identifier, "InvalidManifest", format!("{described}: {e}"));
-                    }
-                },
-                Err(e) => Err(e),
-            },
-            UpdateStrategyType::ServerSideApply | UpdateStrategyType::Update => {
-                // Read first when there is a previous apply to compare with (drift), or fields
-                // to leave as the cluster has them.
-                if last.is_some() || !ignore_fields.is_empty() || !applied_before {
-                    let existing = match api.get_opt(&name).await {
-                        Ok(existing) => existing,
-                        // Unread, it cannot be told apart from an object the Work made.
-                        Err(e) if !applied_before => {
-                            let (reason, message) = failure_of(&e);
-                            return fail(
-                                identifier,
-                                reason,
-                                format!("{described}: cannot read it before applying: {message}"),
-                            );
-                        }
-                        Err(_) => None,
-                    };
-                    found =
-                        !applied_before && existing.as_ref().is_some_and(|o| !applied_by_agent(o));
-                    before = existing
-                        .as_ref()
-                        .and_then(|o| o.metadata.resource_version.clone());
-                    if let Err(why) = leave_ignored(
-                        &mut body,
-                        existing.as_ref(),
-                        ignore_fields,
-                        ignored_before,
-                        &mut ignored,
-                    ) {
-                        return fail(
-                            identifier,
-                            REASON_IGNORE_FIELD_ERROR,
-                            format!("{described}: ignoreFields: {why}"),
-                        );
-                    }
-                }
-                let mut params = PatchParams::apply(FIELD_MANAGER);
-                params.force = force || last.is_some() || applied_before;
-                api.patch(&name, &params, &Patch::Apply(&body))
-                    .await
-                    .map(|o| Some((o, true)))
-            }
+            Ok(written) => written,
+            Err(failure) => return Outcome::failed(identifier, failure),
         };
-        let object = match written {
-            Ok(Some((object, _))) => object,
-            Ok(None) => {
-                return Outcome {
-                    health: Some(crate::health::missing(&described)),
-                    ..fail(
-                        identifier,
-                        "ResourceNotFound",
-                        format!("{described}: read-only, and it does not exist"),
-                    )
-                };
-            }
-            Err(e) => {
-                let (reason, message) = failure_of(&e);
-                return fail(identifier, reason, format!("{described}: {message}"));
-            }
+        let Some(written) = written else {
+            let message = format!("{described}: read-only, and it does not exist");
+            return Outcome {
+                health: Some(crate::health::missing(&described)),
+                ..Outcome::failed(identifier, Failure::new("ResourceNotFound", message))
+            };
         };
-        if kind == "CustomResourceDefinition" && group == "apiextensions.k8s.io" {
+        if identifier.kind == "CustomResourceDefinition"
+            && identifier.group == "apiextensions.k8s.io"
+        {
             // The kinds it defines are applied next: wait until they are served.
-            if let Err(message) = self.wait_established(&name).await {
-                return fail(
-                    identifier,
-                    "CRDNotEstablished",
-                    format!("{described}: {message}"),
-                );
+            if let Err(message) = self.wait_established(&identifier.name).await {
+                let message = format!("{described}: {message}");
+                return Outcome::failed(identifier, Failure::new("CRDNotEstablished", message));
             }
         }
-        let health = crate::health::of(&kind, object.metadata.generation, &object.data);
-        let after = object.metadata.resource_version.clone();
-        // Changed since the last apply (before != last), and changed back now (after != before).
-        let drift_corrected =
-            last.is_some() && before.is_some() && before.as_ref() != last && after != before;
-        if drift_corrected {
+        let outcome = Outcome::applied(identifier, written, prior.version, settings.config);
+        if outcome.drift_corrected {
             tracing::info!(manifest = %described, "corrected drift: the object was changed in the cluster");
         }
-        Outcome {
-            identifier,
-            applied: Ok(object.metadata.generation),
-            health: Some(health),
-            complete: crate::health::completion(&kind, &object.data),
-            uid: object.metadata.uid.clone(),
-            resource_version: after,
-            drift_corrected,
-            found,
-            feedback: feedback(&kind, config, &object),
-            ignored,
-        }
+        outcome
     }
 
     async fn wait_established(&self, name: &str) -> Result<(), String> {
@@ -612,6 +401,412 @@ impl Applier {
         }
         failed
     }
+}
+
+impl Outcome {
+    /// A manifest that was not applied.
+    fn failed(identifier: ResourceIdentifier, failure: Failure) -> Self {
+        Outcome {
+            identifier,
+            applied: Err(failure),
+            health: None,
+            complete: None,
+            uid: None,
+            resource_version: None,
+            drift_corrected: false,
+            found: false,
+            feedback: None,
+            ignored: BTreeMap::new(),
+        }
+    }
+
+    /// A manifest whose object the cluster has, as `written` left it; `last` is its
+    /// resourceVersion after the previous apply, `config` its manifest config.
+    fn applied(
+        identifier: ResourceIdentifier,
+        written: Written,
+        last: Option<&String>,
+        config: Option<&ManifestConfig>,
+    ) -> Self {
+        let Written {
+            object,
+            before,
+            found,
+            ignored,
+        } = written;
+        let kind = identifier.kind.as_str();
+        let after = object.metadata.resource_version.clone();
+        Outcome {
+            applied: Ok(object.metadata.generation),
+            health: Some(crate::health::of(
+                kind,
+                object.metadata.generation,
+                &object.data,
+            )),
+            complete: crate::health::completion(kind, &object.data),
+            uid: object.metadata.uid.clone(),
+            drift_corrected: drift_corrected(
+                last.map(String::as_str),
+                before.as_deref(),
+                after.as_deref(),
+            ),
+            resource_version: after,
+            found,
+            feedback: feedback(kind, config, &object),
+            ignored,
+            identifier,
+        }
+    }
+}
+
+impl Failure {
+    fn new(reason: &'static str, message: String) -> Self {
+        Failure { reason, message }
+    }
+}
+
+impl Previous<'_> {
+    /// What the previous apply left of the manifest at `ordinal`.
+    fn of(&self, ordinal: i32) -> Prior<'_> {
+        Prior {
+            version: self.versions.get(&ordinal),
+            ignored: self.ignored.get(&ordinal),
+        }
+    }
+}
+
+/// What the agent knows of one manifest's previous apply.
+#[derive(Debug, Default)]
+struct Prior<'a> {
+    /// Its object's resourceVersion after the previous apply in this process (a resync).
+    version: Option<&'a String>,
+    /// Its [`Outcome::ignored`] from the previous apply.
+    ignored: Option<&'a BTreeMap<String, Value>>,
+}
+
+/// Fills `identifier` with the group, version, kind and name `manifest` gives, as far as it can
+/// be read; returns its apiVersion, or why it cannot be applied.
+fn identify(identifier: &mut ResourceIdentifier, manifest: &Value) -> Result<String, Failure> {
+    let ordinal = identifier.ordinal;
+    let invalid = |message| Err(Failure::new("InvalidManifest", message));
+    let Some(object) = manifest.as_object() else {
+        return invalid(format!("manifest {ordinal} is not an object"));
+    };
+    let text = |key: &str| {
+        object
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    let name = manifest
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let (group, version) = match api_version.split_once('/') {
+        Some((g, v)) => (g.to_owned(), v.to_owned()),
+        None => (String::new(), api_version.clone()),
+    };
+    identifier.kind = kind;
+    identifier.name = name;
+    identifier.group = group;
+    identifier.version = version;
+    if identifier.kind.is_empty() || api_version.is_empty() {
+        let missing = if identifier.kind.is_empty() {
+            "kind"
+        } else {
+            "apiVersion"
+        };
+        return invalid(format!("manifest {ordinal} has no {missing}"));
+    }
+    if identifier.name.is_empty() {
+        return invalid(format!(
+            "manifest {ordinal} ({}) has no metadata.name (generateName is not supported)",
+            identifier.kind
+        ));
+    }
+    Ok(api_version)
+}
+
+/// The group, version and kind an identifier names.
+fn gvk_of(identifier: &ResourceIdentifier) -> GroupVersionKind {
+    GroupVersionKind::gvk(&identifier.group, &identifier.version, &identifier.kind)
+}
+
+/// The namespace a manifest of a namespaced kind goes to: its own, or `default`.
+fn namespace_of(manifest: &Value) -> String {
+    manifest
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("default")
+        .to_owned()
+}
+
+/// How one manifest is written, as the Work's manifest configs and its AppliedWork say.
+#[derive(Debug)]
+struct Settings<'a> {
+    /// The manifest config for this resource, if any.
+    config: Option<&'a ManifestConfig>,
+    strategy: UpdateStrategyType,
+    /// The config asks server-side apply to take fields other managers own.
+    force: bool,
+    ignore_fields: &'a [IgnoreField],
+    /// The Work's AppliedWork records this object as applied by the Work.
+    applied_before: bool,
+}
+
+impl Settings<'_> {
+    /// Whether server-side apply reads the object first: to compare with the previous apply
+    /// (`resync`, for drift), to leave ignored fields as the cluster has them, or to tell
+    /// whether the object was there before the Work.
+    fn reads_first(&self, resync: bool) -> bool {
+        resync || !self.ignore_fields.is_empty() || !self.applied_before
+    }
+
+    /// Whether server-side apply takes fields others own: applying again what this Work already
+    /// applied takes its fields back from whoever changed them since (drift, or a change of the
+    /// Work); a first apply does not, unless the Work says so.
+    fn forces(&self, resync: bool) -> bool {
+        self.force || resync || self.applied_before
+    }
+}
+
+/// Decides how the manifest `identifier` names (in `namespace`, none when cluster-scoped) is
+/// written: refused when `deny` names it or an ignored field is not a path the agent reads.
+/// `applied` is what the Work's AppliedWork records.
+fn settings<'a>(
+    identifier: &ResourceIdentifier,
+    namespace: Option<&str>,
+    deny: &crate::deny::Deny,
+    configs: &'a [ManifestConfig],
+    applied: &[AppliedResourceMeta],
+) -> Result<Settings<'a>, Failure> {
+    let described = describe(identifier);
+    if let Some(why) = deny.refuses(
+        &identifier.kind,
+        &identifier.group,
+        namespace,
+        &identifier.name,
+    ) {
+        return Err(Failure::new(
+            crate::deny::REASON_DENIED,
+            format!("{described}: {why}"),
+        ));
+    }
+    let config = configs.iter().find(|c| {
+        let r = &c.resource_identifier;
+        r.group == identifier.group
+            && r.resource == identifier.resource
+            && r.name == identifier.name
+            && r.namespace == identifier.namespace
+    });
+    let update_strategy = config.and_then(|c| c.update_strategy.as_ref());
+    let ssa = update_strategy.and_then(|s| s.server_side_apply.as_ref());
+    let ignore_fields = ssa.map(|s| s.ignore_fields.as_slice()).unwrap_or_default();
+    for path in ignore_fields.iter().flat_map(|f| &f.json_paths) {
+        if let Err(why) = crate::fields::check(path) {
+            return Err(Failure::new(
+                REASON_IGNORE_FIELD_ERROR,
+                format!("{described}: ignoreFields: {why}"),
+            ));
+        }
+    }
+    let applied_before = applied.iter().any(|r| {
+        let id = &r.identifier;
+        id.group == identifier.group
+            && id.kind == identifier.kind
+            && id.namespace == identifier.namespace
+            && id.name == identifier.name
+    });
+    Ok(Settings {
+        config,
+        strategy: update_strategy.map(|s| s.type_).unwrap_or_default(),
+        force: ssa.is_some_and(|s| s.force),
+        ignore_fields,
+        applied_before,
+    })
+}
+
+/// The manifest as the agent writes it: in `namespace` (when namespaced), and labelled as
+/// applied by the agent, so that it can watch those objects for drift.
+fn body_of(manifest: &Value, namespace: Option<&str>) -> Value {
+    let mut body = manifest.clone();
+    if let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+        if let Some(ns) = namespace {
+            meta.insert("namespace".into(), Value::String(ns.to_owned()));
+        }
+        let labels = meta
+            .entry("labels")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert(LABEL_APPLIED_BY.into(), Value::String(FIELD_MANAGER.into()));
+        }
+    }
+    body
+}
+
+/// What writing (or, for a read-only manifest, reading) one manifest's object left.
+#[derive(Debug)]
+struct Written {
+    /// The object as the cluster has it now.
+    object: DynamicObject,
+    /// Its resourceVersion before this apply, when it was read first.
+    before: Option<String>,
+    /// See [`Outcome::found`].
+    found: bool,
+    /// See [`Outcome::ignored`].
+    ignored: BTreeMap<String, Value>,
+}
+
+impl Written {
+    /// Only the object: not read before, not found, no ignored fields.
+    fn of(object: DynamicObject) -> Self {
+        Written {
+            object,
+            before: None,
+            found: false,
+            ignored: BTreeMap::new(),
+        }
+    }
+}
+
+/// Writes `body`, the manifest `described` names, through `api` as `settings` say; `None` when a
+/// read-only manifest's object does not exist.
+async fn write(
+    api: &Api<DynamicObject>,
+    name: &str,
+    body: Value,
+    settings: &Settings<'_>,
+    prior: &Prior<'_>,
+    described: &str,
+) -> Result<Option<Written>, Failure> {
+    match settings.strategy {
+        UpdateStrategyType::ReadOnly => {
+            let object = api
+                .get_opt(name)
+                .await
+                .map_err(|e| write_failure(described, &e))?;
+            Ok(object.map(|object| Written {
+                found: true,
+                ..Written::of(object)
+            }))
+        }
+        UpdateStrategyType::CreateOnly => {
+            create_once(api, name, body, settings.applied_before, described)
+                .await
+                .map(Some)
+        }
+        UpdateStrategyType::ServerSideApply | UpdateStrategyType::Update => {
+            apply_server_side(api, name, body, settings, prior, described)
+                .await
+                .map(Some)
+        }
+    }
+}
+
+/// Creates the object unless it exists; an existing one is left as it is.
+async fn create_once(
+    api: &Api<DynamicObject>,
+    name: &str,
+    body: Value,
+    applied_before: bool,
+    described: &str,
+) -> Result<Written, Failure> {
+    let existing = api
+        .get_opt(name)
+        .await
+        .map_err(|e| write_failure(described, &e))?;
+    if let Some(existing) = existing {
+        return Ok(Written {
+            found: !applied_before && !applied_by_agent(&existing),
+            ..Written::of(existing)
+        });
+    }
+    let object = serde_json::from_value::<DynamicObject>(body)
+        .map_err(|e| Failure::new("InvalidManifest", format!("{described}: {e}")))?;
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
+    };
+    let created = api
+        .create(&params, &object)
+        .await
+        .map_err(|e| write_failure(described, &e))?;
+    Ok(Written::of(created))
+}
+
+/// Server-side applies `body`, reading the object first when `settings` say so (for drift,
+/// ignored fields, and whether it was there before the Work).
+async fn apply_server_side(
+    api: &Api<DynamicObject>,
+    name: &str,
+    mut body: Value,
+    settings: &Settings<'_>,
+    prior: &Prior<'_>,
+    described: &str,
+) -> Result<Written, Failure> {
+    let resync = prior.version.is_some();
+    let mut before = None;
+    let mut found = false;
+    let mut ignored = BTreeMap::new();
+    if settings.reads_first(resync) {
+        let existing = match api.get_opt(name).await {
+            Ok(existing) => existing,
+            // Unread, it cannot be told apart from an object the Work made.
+            Err(e) if !settings.applied_before => {
+                let (reason, message) = failure_of(&e);
+                return Err(Failure::new(
+                    reason,
+                    format!("{described}: cannot read it before applying: {message}"),
+                ));
+            }
+            Err(_) => None,
+        };
+        found = !settings.applied_before && existing.as_ref().is_some_and(|o| !applied_by_agent(o));
+        before = existing
+            .as_ref()
+            .and_then(|o| o.metadata.resource_version.clone());
+        leave_ignored(
+            &mut body,
+            existing.as_ref(),
+            settings.ignore_fields,
+            prior.ignored,
+            &mut ignored,
+        )
+        .map_err(|why| {
+            Failure::new(
+                REASON_IGNORE_FIELD_ERROR,
+                format!("{described}: ignoreFields: {why}"),
+            )
+        })?;
+    }
+    let mut params = PatchParams::apply(FIELD_MANAGER);
+    params.force = settings.forces(resync);
+    let object = api
+        .patch(name, &params, &Patch::Apply(&body))
+        .await
+        .map_err(|e| write_failure(described, &e))?;
+    Ok(Written {
+        object,
+        before,
+        found,
+        ignored,
+    })
+}
+
+/// Whether this apply corrected drift: the object changed since the last apply (`before` is not
+/// `last`), and this apply changed it back (`after` is not `before`). Only a resync knows `last`.
+fn drift_corrected(last: Option<&str>, before: Option<&str>, after: Option<&str>) -> bool {
+    last.is_some() && before.is_some() && before != last && after != before
+}
+
+/// A failed read or write of the manifest `described` names.
+fn write_failure(described: &str, error: &kube::Error) -> Failure {
+    let (reason, message) = failure_of(error);
+    Failure::new(reason, format!("{described}: {message}"))
 }
 
 /// Whether an object carries the label the agent puts on what it applies.
@@ -777,5 +972,210 @@ mod tests {
             describe(&id),
             "manifest 3 (Deployment apps/v1 web/frontend)"
         );
+    }
+
+    fn deployment(ordinal: i32, namespace: &str, name: &str) -> ResourceIdentifier {
+        ResourceIdentifier {
+            ordinal,
+            group: "apps".into(),
+            version: "v1".into(),
+            kind: "Deployment".into(),
+            resource: "deployments".into(),
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    fn identified(manifest: Value) -> (ResourceIdentifier, Result<String, Failure>) {
+        let mut identifier = ResourceIdentifier {
+            ordinal: 2,
+            ..ResourceIdentifier::default()
+        };
+        let result = identify(&mut identifier, &manifest);
+        (identifier, result)
+    }
+
+    #[test]
+    fn a_manifest_is_identified_by_its_api_version_kind_and_name() {
+        let (id, result) = identified(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "frontend"}
+        }));
+        assert_eq!(result.unwrap(), "apps/v1");
+        assert_eq!(
+            (id.group.as_str(), id.version.as_str(), id.kind.as_str()),
+            ("apps", "v1", "Deployment")
+        );
+        assert_eq!(id.name, "frontend");
+        let (id, result) = identified(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}
+        }));
+        assert_eq!(result.unwrap(), "v1");
+        assert_eq!((id.group.as_str(), id.version.as_str()), ("", "v1"));
+    }
+
+    #[test]
+    fn a_manifest_without_kind_api_version_or_name_is_invalid_and_says_which() {
+        let reasons = |manifest: Value| {
+            let (id, result) = identified(manifest);
+            let failure = result.unwrap_err();
+            assert_eq!(failure.reason, "InvalidManifest");
+            (id, failure.message)
+        };
+        assert_eq!(
+            reasons(serde_json::json!("text")).1,
+            "manifest 2 is not an object"
+        );
+        let (id, message) = reasons(serde_json::json!({
+            "apiVersion": "v1", "metadata": {"name": "settings"}
+        }));
+        assert_eq!(message, "manifest 2 has no kind");
+        assert_eq!(id.name, "settings", "what could be read is reported");
+        let (_, message) = reasons(serde_json::json!({
+            "kind": "ConfigMap", "metadata": {"name": "settings"}
+        }));
+        assert_eq!(message, "manifest 2 has no apiVersion");
+        let (_, message) = reasons(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "settings-"}
+        }));
+        assert_eq!(
+            message,
+            "manifest 2 (ConfigMap) has no metadata.name (generateName is not supported)"
+        );
+    }
+
+    #[test]
+    fn a_namespaced_manifest_without_a_namespace_goes_to_default() {
+        assert_eq!(
+            namespace_of(&serde_json::json!({"metadata": {}})),
+            "default"
+        );
+        assert_eq!(
+            namespace_of(&serde_json::json!({"metadata": {"namespace": ""}})),
+            "default"
+        );
+        assert_eq!(
+            namespace_of(&serde_json::json!({"metadata": {"namespace": "web"}})),
+            "web"
+        );
+    }
+
+    #[test]
+    fn the_body_is_labelled_as_applied_by_the_agent_in_its_namespace() {
+        let manifest = serde_json::json!({
+            "kind": "ConfigMap",
+            "metadata": {"name": "settings", "labels": {"app": "web"}}
+        });
+        let body = body_of(&manifest, Some("default"));
+        assert_eq!(body["metadata"]["namespace"], "default");
+        assert_eq!(body["metadata"]["labels"]["app"], "web");
+        assert_eq!(body["metadata"]["labels"][LABEL_APPLIED_BY], FIELD_MANAGER);
+        let body = body_of(&serde_json::json!({"metadata": {"name": "web"}}), None);
+        assert!(
+            body["metadata"].get("namespace").is_none(),
+            "cluster-scoped"
+        );
+        assert_eq!(body["metadata"]["labels"][LABEL_APPLIED_BY], FIELD_MANAGER);
+    }
+
+    fn config(value: Value) -> ManifestConfig {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn settings_come_from_the_config_of_the_same_resource() {
+        let configs = [config(serde_json::json!({
+            "resourceIdentifier": {"group": "apps", "resource": "deployments", "namespace": "web", "name": "frontend"},
+            "updateStrategy": {"type": "CreateOnly", "serverSideApply": {"force": true}}
+        }))];
+        let deny = crate::deny::Deny::default();
+        let frontend = deployment(0, "web", "frontend");
+        let s = settings(&frontend, Some("web"), &deny, &configs, &[]).unwrap();
+        assert_eq!(s.strategy, UpdateStrategyType::CreateOnly);
+        assert!(s.force && s.config.is_some() && !s.applied_before);
+        let backend = deployment(1, "web", "backend");
+        let s = settings(&backend, Some("web"), &deny, &configs, &[]).unwrap();
+        assert_eq!(s.strategy, UpdateStrategyType::ServerSideApply);
+        assert!(!s.force && s.config.is_none());
+        let applied = [AppliedResourceMeta {
+            identifier: deployment(5, "web", "backend"),
+            uid: "u".into(),
+        }];
+        let s = settings(&backend, Some("web"), &deny, &configs, &applied).unwrap();
+        assert!(
+            s.applied_before,
+            "matched by group, kind, namespace and name"
+        );
+    }
+
+    #[test]
+    fn a_denied_namespace_or_an_unreadable_ignored_field_is_refused() {
+        let deny = crate::deny::Deny::default();
+        let system = deployment(0, "kube-system", "dns");
+        let failure = settings(&system, Some("kube-system"), &deny, &[], &[]).unwrap_err();
+        assert_eq!(failure.reason, crate::deny::REASON_DENIED);
+        assert!(
+            failure
+                .message
+                .starts_with("manifest 0 (Deployment apps/v1 kube-system/dns): "),
+            "{}",
+            failure.message
+        );
+        let configs = [config(serde_json::json!({
+            "resourceIdentifier": {"group": "apps", "resource": "deployments", "namespace": "web", "name": "frontend"},
+            "updateStrategy": {"type": "ServerSideApply", "serverSideApply": {
+                "ignoreFields": [{"condition": "OnSpokePresent", "jsonPaths": [".spec.replicas", ".spec..x"]}]
+            }}
+        }))];
+        let frontend = deployment(0, "web", "frontend");
+        let failure = settings(&frontend, Some("web"), &deny, &configs, &[]).unwrap_err();
+        assert_eq!(failure.reason, REASON_IGNORE_FIELD_ERROR);
+        assert!(
+            failure.message.contains("ignoreFields: "),
+            "{}",
+            failure.message
+        );
+    }
+
+    #[test]
+    fn a_first_apply_reads_first_and_does_not_force_and_a_later_one_forces() {
+        let first = Settings {
+            config: None,
+            strategy: UpdateStrategyType::ServerSideApply,
+            force: false,
+            ignore_fields: &[],
+            applied_before: false,
+        };
+        assert!(first.reads_first(false) && !first.forces(false));
+        let again = Settings {
+            applied_before: true,
+            ..first
+        };
+        assert!(!again.reads_first(false) && again.forces(false));
+        assert!(
+            again.reads_first(true),
+            "a resync compares with the last apply"
+        );
+        let ignored = [IgnoreField {
+            condition: IgnoreFieldsCondition::OnSpokePresent,
+            json_paths: vec![".spec.replicas".into()],
+        }];
+        let ignoring = Settings {
+            ignore_fields: &ignored,
+            ..again
+        };
+        assert!(ignoring.reads_first(false));
+    }
+
+    #[test]
+    fn drift_is_corrected_when_the_object_changed_since_and_changes_back() {
+        // A resync: the object moved from 1 to 2 in the cluster, and the apply made it 3.
+        assert!(drift_corrected(Some("1"), Some("2"), Some("3")));
+        // Nothing changed since the last apply.
+        assert!(!drift_corrected(Some("1"), Some("1"), Some("1")));
+        // Changed in the cluster, but the apply changed nothing back.
+        assert!(!drift_corrected(Some("1"), Some("2"), Some("2")));
+        // Not a resync, or the object was not read first.
+        assert!(!drift_corrected(None, Some("2"), Some("3")));
+        assert!(!drift_corrected(Some("1"), None, Some("3")));
     }
 }

@@ -362,41 +362,70 @@ impl Works {
             .as_ref()
             .and_then(|p| p.metadata.annotations.clone())
             .unwrap_or_default();
-        let same_version = annotations.get(ANNOTATION_WORK_UID) == Some(&upsert.uid)
-            && annotations.get(ANNOTATION_WORK_GENERATION) == Some(&upsert.generation.to_string());
         // A version whose last report did not reach the hub (it restarted, say) is reported again.
         let unreported = lock(&self.reported)
             .get(&upsert.name)
             .is_some_and(|(fingerprint, _)| fingerprint.is_empty());
-        if same_version && !resync && !unreported {
+        if already_applied(&annotations, upsert) && !resync && !unreported {
             tracing::debug!(work = %upsert.name, generation = upsert.generation, "already applied");
             return Ok(());
         }
-        let last = if resync {
-            lock(&self.versions)
-                .get(&upsert.name)
-                .cloned()
-                .unwrap_or_default()
-        } else {
-            HashMap::new()
-        };
-        let ignored_before: IgnoredValues = annotations
-            .get(ANNOTATION_IGNORED_FIELDS)
-            .and_then(|v| serde_json::from_str(v).ok())
-            .unwrap_or_default();
         let before = previous
             .and_then(|p| p.status)
             .map(|s| s.applied_resources)
             .unwrap_or_default();
+        let outcomes = self
+            .apply_manifests(&work, &upsert.name, resync, &annotations, &before)
+            .await;
+        let Holdings {
+            orphaning,
+            removed,
+            mut applied,
+        } = holdings(&work, before, &outcomes, found_objects(&annotations));
+        let left = self.applier.delete(&removed).await;
+        // Resources that could not be deleted stay on record, to be tried again.
+        applied.extend(left.into_iter().map(|(r, error)| {
+            tracing::warn!(resource = %describe(&r.identifier), %error, "cannot delete a resource the Work no longer holds");
+            r
+        }));
+        self.record(
+            &upsert.name,
+            &upsert.uid,
+            upsert.generation,
+            (&orphaning, &ignored_of(&outcomes)),
+            applied,
+        )
+        .await?;
+        self.report_status(client, upsert, &work, &outcomes, resync)
+            .await
+    }
+
+    /// Applies the manifests of Work `name`, whose AppliedWork has `annotations` and records
+    /// `before` as applied; remembers the objects' resourceVersions (for the next resync, which
+    /// `resync` says this is) and watches them.
+    async fn apply_manifests(
+        &self,
+        work: &Work,
+        name: &str,
+        resync: bool,
+        annotations: &BTreeMap<String, String>,
+        before: &[AppliedResourceMeta],
+    ) -> Vec<Outcome> {
+        let last = if resync {
+            lock(&self.versions).get(name).cloned().unwrap_or_default()
+        } else {
+            HashMap::new()
+        };
+        let ignored_before = ignored_values(annotations);
         let started = std::time::Instant::now();
         let outcomes = self
             .applier
             .apply(
-                &work,
+                work,
                 &Previous {
                     versions: &last,
                     ignored: &ignored_before,
-                    applied: &before,
+                    applied: before,
                 },
             )
             .await;
@@ -405,73 +434,22 @@ impl Works {
             outcomes.iter().filter(|o| o.applied.is_err()).count(),
             outcomes.iter().filter(|o| o.drift_corrected).count(),
         );
-        let ignored: IgnoredValues = outcomes
-            .iter()
-            .filter(|o| !o.ignored.is_empty())
-            .map(|o| (o.identifier.ordinal, o.ignored.clone()))
-            .collect();
-        let after: HashMap<i32, String> = outcomes
-            .iter()
-            .filter_map(|o| {
-                o.resource_version
-                    .clone()
-                    .map(|rv| (o.identifier.ordinal, rv))
-            })
-            .collect();
-        lock(&self.versions).insert(upsert.name.clone(), after);
-        self.watch_applied(&upsert.name, &outcomes);
+        lock(&self.versions).insert(name.to_owned(), versions_of(&outcomes));
+        self.watch_applied(name, &outcomes);
+        outcomes
+    }
 
-        // What the Work held before and no longer does goes.
-        let removed: Vec<AppliedResourceMeta> = before
-            .into_iter()
-            .filter(|r| {
-                !outcomes.iter().any(|o| {
-                    let id = &o.identifier;
-                    id.group == r.identifier.group
-                        && id.kind == r.identifier.kind
-                        && id.namespace == r.identifier.namespace
-                        && id.name == r.identifier.name
-                })
-            })
-            .collect();
-        // Objects found in the cluster stay found while the Work holds them (by UID: one the
-        // Work deleted and made again is its own).
-        let mut found = found_objects(&annotations);
-        found.retain(|uid| {
-            removed.iter().any(|r| &r.uid == uid)
-                || outcomes.iter().any(|o| o.uid.as_ref() == Some(uid))
-        });
-        found.extend(
-            outcomes
-                .iter()
-                .filter(|o| o.found)
-                .filter_map(|o| o.uid.clone()),
-        );
-        let orphaning = Orphaning::of(&work).with_found(found);
-        let (removed, _) = orphaning.split(removed);
-        let mut left = self.applier.delete(&removed).await;
-        let mut applied: Vec<AppliedResourceMeta> = outcomes
-            .iter()
-            .filter(|o| o.applied.is_ok())
-            .map(|o| AppliedResourceMeta {
-                identifier: o.identifier.clone(),
-                uid: o.uid.clone().unwrap_or_default(),
-            })
-            .collect();
-        // Resources that could not be deleted stay on record, to be tried again.
-        applied.extend(left.drain(..).map(|(r, error)| {
-            tracing::warn!(resource = %describe(&r.identifier), %error, "cannot delete a resource the Work no longer holds");
-            r
-        }));
-        self.record(
-            &upsert.name,
-            &upsert.uid,
-            upsert.generation,
-            (&orphaning, &ignored),
-            applied,
-        )
-        .await?;
-        let mut status = status_of(&outcomes, work.metadata.generation);
+    /// Reports the status of `work` after an apply, unless this is a resync and the hub already
+    /// has the same status; keeps conditions' transition times from the last report.
+    async fn report_status(
+        &self,
+        client: &mut hub::Client,
+        upsert: &WorkUpsert,
+        work: &Work,
+        outcomes: &[Outcome],
+        resync: bool,
+    ) -> Result<(), Error> {
+        let mut status = status_of(outcomes, work.metadata.generation);
         trim(&mut status, STATUS_MAX_BYTES);
         let fingerprint = fingerprint(&status);
         {
@@ -717,202 +695,363 @@ fn condition(
 /// and `Degraded` summarise as "the worst wins", `Progressing` is True while any manifest is.
 pub fn status_of(outcomes: &[Outcome], generation: Option<i64>) -> WorkStatus {
     let now = Time(jiff::Timestamp::now());
-    let mut manifest_conditions = Vec::new();
-    let mut failed = Vec::new();
-    let mut unavailable = Vec::new();
-    let mut progressing = Vec::new();
-    let mut degraded = Vec::new();
-    // Manifests that can finish, and those of them that have not.
-    let mut finishing = 0;
-    let mut unfinished = Vec::new();
-    for o in outcomes {
-        let described = describe(&o.identifier);
-        let mut conditions = Vec::new();
-        match &o.applied {
-            Ok(object_generation) if o.drift_corrected => conditions.push(condition(
-                CONDITION_APPLIED,
-                true,
-                "DriftCorrected",
-                format!("{described} was changed in the cluster and has been applied again"),
-                *object_generation,
-                &now,
-            )),
-            Ok(object_generation) => conditions.push(condition(
-                CONDITION_APPLIED,
-                true,
-                "AppliedManifestComplete",
-                "applied".to_owned(),
-                *object_generation,
-                &now,
-            )),
-            Err(f) => {
-                failed.push(f.message.clone());
-                conditions.push(condition(
-                    CONDITION_APPLIED,
-                    false,
-                    f.reason,
-                    f.message.clone(),
-                    None,
-                    &now,
-                ));
+    let mut tally = Tally::default();
+    let manifest_conditions = outcomes
+        .iter()
+        .map(|o| {
+            tally.count(o);
+            ManifestCondition {
+                identifier: o.identifier.clone(),
+                conditions: manifest_conditions(o, &now),
+                status_feedback: o.feedback.clone(),
             }
+        })
+        .collect();
+    let summary = Summary {
+        total: outcomes.len(),
+        generation,
+        now: &now,
+    };
+    WorkStatus {
+        conditions: summary.conditions(tally),
+        manifest_conditions,
+    }
+}
+
+/// One manifest's conditions: `Applied`; `Available`, and `Progressing` and `Degraded` when its
+/// object has a status; `Complete` for the kinds that run to an end.
+fn manifest_conditions(o: &Outcome, now: &Time) -> Vec<Condition> {
+    let described = describe(&o.identifier);
+    let mut conditions = vec![match &o.applied {
+        Ok(object_generation) if o.drift_corrected => condition(
+            CONDITION_APPLIED,
+            true,
+            "DriftCorrected",
+            format!("{described} was changed in the cluster and has been applied again"),
+            *object_generation,
+            now,
+        ),
+        Ok(object_generation) => condition(
+            CONDITION_APPLIED,
+            true,
+            "AppliedManifestComplete",
+            "applied".to_owned(),
+            *object_generation,
+            now,
+        ),
+        Err(f) => condition(
+            CONDITION_APPLIED,
+            false,
+            f.reason,
+            f.message.clone(),
+            None,
+            now,
+        ),
+    }];
+    let object_generation = o.applied.as_ref().ok().copied().flatten();
+    if let Some(health) = &o.health {
+        let mut verdicts = vec![(CONDITION_AVAILABLE, &health.available)];
+        // An object without a status (a ConfigMap) neither progresses nor degrades.
+        if health.observed {
+            verdicts.push((CONDITION_PROGRESSING, &health.progressing));
+            verdicts.push((CONDITION_DEGRADED, &health.degraded));
         }
-        let object_generation = o.applied.as_ref().ok().copied().flatten();
-        match &o.health {
-            Some(health) => {
-                let mut verdicts = vec![(CONDITION_AVAILABLE, &health.available)];
-                // An object without a status (a ConfigMap) neither progresses nor degrades.
-                if health.observed {
-                    verdicts.push((CONDITION_PROGRESSING, &health.progressing));
-                    verdicts.push((CONDITION_DEGRADED, &health.degraded));
-                }
-                for (type_, verdict) in verdicts {
-                    conditions.push(condition(
-                        type_,
-                        verdict.ok,
-                        &verdict.reason,
-                        verdict.message.clone(),
-                        object_generation,
-                        &now,
-                    ));
-                }
-                let line = |v: &crate::health::Verdict| format!("{described}: {}", v.message);
-                if !health.available.ok {
-                    unavailable.push(line(&health.available));
-                }
-                if health.progressing.ok {
-                    progressing.push(line(&health.progressing));
-                }
-                if health.degraded.ok {
-                    degraded.push(line(&health.degraded));
-                }
-            }
-            None => unavailable.push(format!("{described}: not applied")),
-        }
-        if let Some(complete) = &o.complete {
-            finishing += 1;
-            if !complete.ok {
-                unfinished.push(format!("{described}: {}", complete.message));
-            }
+        for (type_, verdict) in verdicts {
             conditions.push(condition(
-                CONDITION_COMPLETE,
-                complete.ok,
-                &complete.reason,
-                complete.message.clone(),
+                type_,
+                verdict.ok,
+                &verdict.reason,
+                verdict.message.clone(),
                 object_generation,
-                &now,
+                now,
             ));
         }
-        manifest_conditions.push(ManifestCondition {
-            identifier: o.identifier.clone(),
-            conditions,
-            status_feedback: o.feedback.clone(),
-        });
     }
-    let total = outcomes.len();
-    let summary = |list: &[String], what: &str| {
+    if let Some(complete) = &o.complete {
+        conditions.push(condition(
+            CONDITION_COMPLETE,
+            complete.ok,
+            &complete.reason,
+            complete.message.clone(),
+            object_generation,
+            now,
+        ));
+    }
+    conditions
+}
+
+/// The manifests each summary condition names, a line each, in manifest order.
+#[derive(Debug, Default)]
+struct Tally {
+    failed: Vec<String>,
+    unavailable: Vec<String>,
+    progressing: Vec<String>,
+    degraded: Vec<String>,
+    /// How many manifests can finish (Jobs, Pods).
+    finishing: usize,
+    /// Those of them that have not.
+    unfinished: Vec<String>,
+}
+
+impl Tally {
+    /// Adds what one manifest's outcome says.
+    fn count(&mut self, o: &Outcome) {
+        let described = describe(&o.identifier);
+        if let Err(f) = &o.applied {
+            self.failed.push(f.message.clone());
+        }
+        match &o.health {
+            Some(health) => {
+                let line = |v: &crate::health::Verdict| format!("{described}: {}", v.message);
+                if !health.available.ok {
+                    self.unavailable.push(line(&health.available));
+                }
+                if health.progressing.ok {
+                    self.progressing.push(line(&health.progressing));
+                }
+                if health.degraded.ok {
+                    self.degraded.push(line(&health.degraded));
+                }
+            }
+            None => self.unavailable.push(format!("{described}: not applied")),
+        }
+        if let Some(complete) = &o.complete {
+            self.finishing += 1;
+            if !complete.ok {
+                self.unfinished
+                    .push(format!("{described}: {}", complete.message));
+            }
+        }
+    }
+}
+
+/// What the Work's summary conditions are written with.
+struct Summary<'a> {
+    /// How many manifests the Work has.
+    total: usize,
+    /// The Work's generation.
+    generation: Option<i64>,
+    now: &'a Time,
+}
+
+impl Summary<'_> {
+    /// The Work's conditions: `Applied`, `Progressing`, `Available`, `Degraded`, and `Complete`
+    /// only for Works with manifests that finish (Jobs, Pods).
+    fn conditions(&self, tally: Tally) -> Vec<Condition> {
+        let total = self.total;
+        let applied = self.summarise(
+            CONDITION_APPLIED,
+            &tally.failed,
+            ("AppliedWorkFailed", "failed"),
+            (
+                "AppliedWorkComplete",
+                format!("all {total} manifests applied"),
+            ),
+        );
+        let available = self.summarise(
+            CONDITION_AVAILABLE,
+            &tally.unavailable,
+            ("ResourcesNotAvailable", "not available"),
+            (
+                "ResourcesAvailable",
+                format!("all {total} resources are available"),
+            ),
+        );
+        let progressing = if tally.progressing.is_empty()
+            && !(tally.failed.is_empty() && tally.degraded.is_empty())
+        {
+            self.condition(
+                CONDITION_PROGRESSING,
+                false,
+                "Failed",
+                "nothing is progressing, and some manifests failed or are degraded".to_owned(),
+            )
+        } else {
+            self.summarise(
+                CONDITION_PROGRESSING,
+                &tally.progressing,
+                ("Applying", "progressing"),
+                (
+                    "Completed",
+                    format!("all {total} resources match what was applied"),
+                ),
+            )
+        };
+        let degraded = self.summarise(
+            CONDITION_DEGRADED,
+            &tally.degraded,
+            ("ResourcesDegraded", "degraded"),
+            (
+                "AsExpected",
+                "no resource reports a degraded state".to_owned(),
+            ),
+        );
+        let mut conditions = vec![applied, progressing, available, degraded];
+        if tally.finishing > 0 {
+            conditions.push(self.complete(tally));
+        }
+        conditions
+    }
+
+    /// `Complete`: whether every manifest that runs to an end has finished.
+    fn complete(&self, tally: Tally) -> Condition {
+        let Tally {
+            failed,
+            finishing,
+            mut unfinished,
+            ..
+        } = tally;
+        if unfinished.is_empty() && failed.is_empty() {
+            self.condition(
+                CONDITION_COMPLETE,
+                true,
+                "ManifestsComplete",
+                format!("all {finishing} resources that run to an end have finished"),
+            )
+        } else {
+            unfinished.extend(failed);
+            self.condition(
+                CONDITION_COMPLETE,
+                false,
+                "ManifestsNotComplete",
+                self.text(&unfinished, "not finished"),
+            )
+        }
+    }
+
+    /// A summary condition of `type_`: `good` when `list` names no manifest, `bad` and the list
+    /// otherwise. `Applied` and `Available` hold when the list is empty, `Progressing` and
+    /// `Degraded` when it is not.
+    fn summarise(
+        &self,
+        type_: &str,
+        list: &[String],
+        bad: (&str, &str),
+        good: (&str, String),
+    ) -> Condition {
+        let holds_when_empty = type_ != CONDITION_PROGRESSING && type_ != CONDITION_DEGRADED;
+        if list.is_empty() {
+            self.condition(type_, holds_when_empty, good.0, good.1)
+        } else {
+            self.condition(type_, !holds_when_empty, bad.0, self.text(list, bad.1))
+        }
+    }
+
+    /// `2 of 7 manifests failed: first; second`, naming at most five.
+    fn text(&self, list: &[String], what: &str) -> String {
         let shown: Vec<&str> = list.iter().map(String::as_str).take(5).collect();
         let more = list.len().saturating_sub(shown.len());
         let mut text = format!(
-            "{} of {total} manifests {what}: {}",
+            "{} of {} manifests {what}: {}",
             list.len(),
+            self.total,
             shown.join("; ")
         );
         if more > 0 {
             text.push_str(&format!("; and {more} more"));
         }
         text
-    };
-    let summarise = |type_: &str, list: &[String], bad: (&str, &str), good: (&str, String)| {
-        let holds_when_empty = type_ != CONDITION_PROGRESSING && type_ != CONDITION_DEGRADED;
-        if list.is_empty() {
-            condition(type_, holds_when_empty, good.0, good.1, generation, &now)
-        } else {
-            condition(
-                type_,
-                !holds_when_empty,
-                bad.0,
-                summary(list, bad.1),
-                generation,
-                &now,
-            )
-        }
-    };
-    let applied = summarise(
-        CONDITION_APPLIED,
-        &failed,
-        ("AppliedWorkFailed", "failed"),
-        (
-            "AppliedWorkComplete",
-            format!("all {total} manifests applied"),
-        ),
-    );
-    let available = summarise(
-        CONDITION_AVAILABLE,
-        &unavailable,
-        ("ResourcesNotAvailable", "not available"),
-        (
-            "ResourcesAvailable",
-            format!("all {total} resources are available"),
-        ),
-    );
-    let progressing = if progressing.is_empty() && !(failed.is_empty() && degraded.is_empty()) {
-        condition(
-            CONDITION_PROGRESSING,
-            false,
-            "Failed",
-            "nothing is progressing, and some manifests failed or are degraded".to_owned(),
-            generation,
-            &now,
-        )
-    } else {
-        summarise(
-            CONDITION_PROGRESSING,
-            &progressing,
-            ("Applying", "progressing"),
-            (
-                "Completed",
-                format!("all {total} resources match what was applied"),
-            ),
-        )
-    };
-    let degraded = summarise(
-        CONDITION_DEGRADED,
-        &degraded,
-        ("ResourcesDegraded", "degraded"),
-        (
-            "AsExpected",
-            "no resource reports a degraded state".to_owned(),
-        ),
-    );
-    let mut conditions = vec![applied, progressing, available, degraded];
-    // Complete only says something for Works with manifests that finish (Jobs, Pods).
-    if finishing > 0 {
-        conditions.push(if unfinished.is_empty() && failed.is_empty() {
-            condition(
-                CONDITION_COMPLETE,
-                true,
-                "ManifestsComplete",
-                format!("all {finishing} resources that run to an end have finished"),
-                generation,
-                &now,
-            )
-        } else {
-            let mut left = unfinished;
-            left.extend(failed.iter().cloned());
-            condition(
-                CONDITION_COMPLETE,
-                false,
-                "ManifestsNotComplete",
-                summary(&left, "not finished"),
-                generation,
-                &now,
-            )
-        });
     }
-    WorkStatus {
-        conditions,
-        manifest_conditions,
+
+    fn condition(&self, type_: &str, ok: bool, reason: &str, message: String) -> Condition {
+        condition(type_, ok, reason, message, self.generation, self.now)
+    }
+}
+
+/// Whether the AppliedWork's `annotations` record this version of the Work (its UID and
+/// generation) as applied.
+fn already_applied(annotations: &BTreeMap<String, String>, upsert: &WorkUpsert) -> bool {
+    annotations.get(ANNOTATION_WORK_UID) == Some(&upsert.uid)
+        && annotations.get(ANNOTATION_WORK_GENERATION) == Some(&upsert.generation.to_string())
+}
+
+/// The ignored-field values an AppliedWork records from the Work's last apply.
+fn ignored_values(annotations: &BTreeMap<String, String>) -> IgnoredValues {
+    annotations
+        .get(ANNOTATION_IGNORED_FIELDS)
+        .and_then(|v| serde_json::from_str(v).ok())
+        .unwrap_or_default()
+}
+
+/// The ignored-field values of an apply, for the manifests that have any.
+fn ignored_of(outcomes: &[Outcome]) -> IgnoredValues {
+    outcomes
+        .iter()
+        .filter(|o| !o.ignored.is_empty())
+        .map(|o| (o.identifier.ordinal, o.ignored.clone()))
+        .collect()
+}
+
+/// Each manifest's resourceVersion after an apply, by ordinal.
+fn versions_of(outcomes: &[Outcome]) -> HashMap<i32, String> {
+    outcomes
+        .iter()
+        .filter_map(|o| {
+            o.resource_version
+                .clone()
+                .map(|rv| (o.identifier.ordinal, rv))
+        })
+        .collect()
+}
+
+/// What a Work holds after an apply.
+#[derive(Debug)]
+struct Holdings {
+    /// The Work's delete option, knowing the objects it found in the cluster.
+    orphaning: Orphaning,
+    /// What the Work held before and no longer does, and that does not stay: to delete.
+    removed: Vec<AppliedResourceMeta>,
+    /// What it applied now, to record.
+    applied: Vec<AppliedResourceMeta>,
+}
+
+/// Plans what Work `work` holds after an apply with `outcomes`: `before` is what its AppliedWork
+/// recorded as applied, and `found` the UIDs it recorded as found in the cluster.
+fn holdings(
+    work: &Work,
+    before: Vec<AppliedResourceMeta>,
+    outcomes: &[Outcome],
+    mut found: BTreeSet<String>,
+) -> Holdings {
+    // What the Work held before and no longer does goes.
+    let removed: Vec<AppliedResourceMeta> = before
+        .into_iter()
+        .filter(|r| {
+            !outcomes.iter().any(|o| {
+                let id = &o.identifier;
+                id.group == r.identifier.group
+                    && id.kind == r.identifier.kind
+                    && id.namespace == r.identifier.namespace
+                    && id.name == r.identifier.name
+            })
+        })
+        .collect();
+    // Objects found in the cluster stay found while the Work holds them (by UID: one the
+    // Work deleted and made again is its own).
+    found.retain(|uid| {
+        removed.iter().any(|r| &r.uid == uid)
+            || outcomes.iter().any(|o| o.uid.as_ref() == Some(uid))
+    });
+    found.extend(
+        outcomes
+            .iter()
+            .filter(|o| o.found)
+            .filter_map(|o| o.uid.clone()),
+    );
+    let orphaning = Orphaning::of(work).with_found(found);
+    let (removed, _) = orphaning.split(removed);
+    let applied = outcomes
+        .iter()
+        .filter(|o| o.applied.is_ok())
+        .map(|o| AppliedResourceMeta {
+            identifier: o.identifier.clone(),
+            uid: o.uid.clone().unwrap_or_default(),
+        })
+        .collect();
+    Holdings {
+        orphaning,
+        removed,
+        applied,
     }
 }
 
@@ -1159,5 +1298,256 @@ mod tests {
         let before = status.clone();
         trim(&mut status, STATUS_MAX_BYTES);
         assert_eq!(status, before);
+    }
+
+    fn verdict(ok: bool, reason: &str, message: &str) -> crate::health::Verdict {
+        crate::health::Verdict {
+            ok,
+            reason: reason.into(),
+            message: message.into(),
+        }
+    }
+
+    /// A manifest's outcome: applied with `health` (and `complete`), or failed with `failed`.
+    fn outcome(
+        ordinal: i32,
+        kind: &str,
+        failed: Option<&str>,
+        health: Option<crate::health::Health>,
+        complete: Option<crate::health::Verdict>,
+    ) -> Outcome {
+        Outcome {
+            identifier: ResourceIdentifier {
+                ordinal,
+                version: "v1".into(),
+                kind: kind.into(),
+                namespace: "default".into(),
+                name: format!("m{ordinal}"),
+                ..ResourceIdentifier::default()
+            },
+            applied: match failed {
+                Some(message) => Err(crate::apply::Failure {
+                    reason: "Forbidden",
+                    message: message.into(),
+                }),
+                None => Ok(Some(1)),
+            },
+            health,
+            complete,
+            uid: None,
+            resource_version: None,
+            drift_corrected: false,
+            found: false,
+            feedback: None,
+            ignored: BTreeMap::new(),
+        }
+    }
+
+    fn find<'a>(conditions: &'a [Condition], type_: &str) -> &'a Condition {
+        conditions.iter().find(|c| c.type_ == type_).unwrap()
+    }
+
+    #[test]
+    fn one_failed_manifest_makes_the_work_not_applied_and_not_progressing() {
+        let config_map = crate::health::of("ConfigMap", None, &serde_json::json!({}));
+        let outcomes = [
+            outcome(0, "ConfigMap", None, Some(config_map), None),
+            outcome(1, "Secret", Some("manifest 1: forbidden"), None, None),
+        ];
+        let status = status_of(&outcomes, Some(4));
+        let types: Vec<&str> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(
+            types,
+            [
+                CONDITION_APPLIED,
+                CONDITION_PROGRESSING,
+                CONDITION_AVAILABLE,
+                CONDITION_DEGRADED
+            ],
+            "no Complete: nothing runs to an end"
+        );
+        let applied = find(&status.conditions, CONDITION_APPLIED);
+        assert_eq!(
+            (applied.status.as_str(), applied.reason.as_str()),
+            ("False", "AppliedWorkFailed")
+        );
+        assert_eq!(
+            applied.message,
+            "1 of 2 manifests failed: manifest 1: forbidden"
+        );
+        assert_eq!(applied.observed_generation, Some(4));
+        let available = find(&status.conditions, CONDITION_AVAILABLE);
+        assert_eq!(available.status, "False");
+        assert_eq!(
+            available.message,
+            "1 of 2 manifests not available: manifest 1 (Secret v1 default/m1): not applied"
+        );
+        let progressing = find(&status.conditions, CONDITION_PROGRESSING);
+        assert_eq!(
+            (progressing.status.as_str(), progressing.reason.as_str()),
+            ("False", "Failed")
+        );
+        assert_eq!(find(&status.conditions, CONDITION_DEGRADED).status, "False");
+        // The ConfigMap has no status: Applied and Available only.
+        let first: Vec<(&str, &str)> = status.manifest_conditions[0]
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str()))
+            .collect();
+        assert_eq!(
+            first,
+            [(CONDITION_APPLIED, "True"), (CONDITION_AVAILABLE, "True")]
+        );
+        let second = &status.manifest_conditions[1].conditions;
+        assert_eq!(second.len(), 1);
+        assert_eq!(
+            (second[0].status.as_str(), second[0].reason.as_str()),
+            ("False", "Forbidden")
+        );
+    }
+
+    #[test]
+    fn a_progressing_manifest_keeps_the_work_progressing_and_unfinished() {
+        let rolling = crate::health::Health {
+            observed: true,
+            available: verdict(false, "Unavailable", "0 of 1 ready"),
+            progressing: verdict(true, "Rolling", "rolling out"),
+            degraded: verdict(false, "AsExpected", "fine"),
+        };
+        let outcomes = [outcome(
+            0,
+            "Job",
+            None,
+            Some(rolling),
+            Some(verdict(false, "Running", "still running")),
+        )];
+        let status = status_of(&outcomes, None);
+        let progressing = find(&status.conditions, CONDITION_PROGRESSING);
+        assert_eq!(
+            (progressing.status.as_str(), progressing.message.as_str()),
+            (
+                "True",
+                "1 of 1 manifests progressing: manifest 0 (Job v1 default/m0): rolling out"
+            )
+        );
+        let complete = find(&status.conditions, CONDITION_COMPLETE);
+        assert_eq!(
+            (complete.status.as_str(), complete.reason.as_str()),
+            ("False", "ManifestsNotComplete")
+        );
+        let types: Vec<&str> = status.manifest_conditions[0]
+            .conditions
+            .iter()
+            .map(|c| c.type_.as_str())
+            .collect();
+        assert_eq!(
+            types,
+            [
+                CONDITION_APPLIED,
+                CONDITION_AVAILABLE,
+                CONDITION_PROGRESSING,
+                CONDITION_DEGRADED,
+                CONDITION_COMPLETE
+            ]
+        );
+        let finished = [outcome(
+            0,
+            "Job",
+            None,
+            None,
+            Some(verdict(true, "Complete", "done")),
+        )];
+        let complete = find(&status_of(&finished, None).conditions, CONDITION_COMPLETE).clone();
+        assert_eq!(
+            (complete.status.as_str(), complete.message.as_str()),
+            ("True", "all 1 resources that run to an end have finished")
+        );
+    }
+
+    #[test]
+    fn a_summary_names_at_most_five_manifests() {
+        let now = Time(jiff::Timestamp::now());
+        let summary = Summary {
+            total: 9,
+            generation: None,
+            now: &now,
+        };
+        let list: Vec<String> = ["a", "b", "c", "d", "e", "f", "g"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        assert_eq!(
+            summary.text(&list, "failed"),
+            "7 of 9 manifests failed: a; b; c; d; e; and 2 more"
+        );
+        assert_eq!(
+            summary.text(&list[..2], "degraded"),
+            "2 of 9 manifests degraded: a; b"
+        );
+    }
+
+    #[test]
+    fn a_work_is_already_applied_only_at_the_same_uid_and_generation() {
+        let annotations = BTreeMap::from([
+            (ANNOTATION_WORK_UID.to_owned(), "uid-1".to_owned()),
+            (ANNOTATION_WORK_GENERATION.to_owned(), "3".to_owned()),
+        ]);
+        let upsert = |uid: &str, generation: i64| WorkUpsert {
+            name: "w".into(),
+            uid: uid.into(),
+            generation,
+            ..WorkUpsert::default()
+        };
+        assert!(already_applied(&annotations, &upsert("uid-1", 3)));
+        assert!(!already_applied(&annotations, &upsert("uid-1", 4)));
+        assert!(
+            !already_applied(&annotations, &upsert("uid-2", 3)),
+            "a Work made again under the same name"
+        );
+        assert!(!already_applied(&BTreeMap::new(), &upsert("uid-1", 3)));
+    }
+
+    #[test]
+    fn what_the_work_no_longer_holds_goes_unless_it_was_found_in_the_cluster() {
+        let work: Work = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "w"},
+            "spec": {"workload": {"manifests": []}}
+        }))
+        .unwrap();
+        let with_uid = |mut o: Outcome, uid: &str| {
+            o.uid = Some(uid.to_owned());
+            o
+        };
+        let held = |o: &Outcome| AppliedResourceMeta {
+            identifier: o.identifier.clone(),
+            uid: o.uid.clone().unwrap_or_default(),
+        };
+        let gone = |ordinal: i32, uid: &str| {
+            held(&with_uid(
+                outcome(ordinal, "ConfigMap", None, None, None),
+                uid,
+            ))
+        };
+        let kept = with_uid(outcome(0, "ConfigMap", None, None, None), "u0");
+        let mut found_now = with_uid(outcome(2, "ConfigMap", None, None, None), "u2");
+        found_now.found = true;
+        let outcomes = [
+            kept.clone(),
+            outcome(1, "ConfigMap", Some("forbidden"), None, None),
+            found_now,
+        ];
+        let before = vec![held(&kept), gone(7, "u7"), gone(8, "u8")];
+        let found = BTreeSet::from(["u8".to_owned(), "u-stale".to_owned()]);
+        let holdings = holdings(&work, before, &outcomes, found);
+        let names = |list: &[AppliedResourceMeta]| -> Vec<String> {
+            list.iter().map(|r| r.identifier.name.clone()).collect()
+        };
+        assert_eq!(names(&holdings.removed), ["m7"], "m8 was found: it stays");
+        assert_eq!(names(&holdings.applied), ["m0", "m2"], "m1 failed");
+        assert_eq!(
+            holdings.orphaning.found,
+            BTreeSet::from(["u2".to_owned(), "u8".to_owned()]),
+            "found while held, and newly found; not what the Work no longer knows"
+        );
     }
 }
