@@ -1507,7 +1507,7 @@ impl Store {
                 super::defaults::apply(&rt.group, &rt.kind, object, old);
                 // Built-in kinds are typed: a value of the wrong type fails decoding (400), as
                 // kube-apiserver's JSON decoder does; the rest is validation (422).
-                let found = validation::validate(object, None, schema);
+                let found = validation::schema::compiled_for(schema).validate(object, None);
                 if let Some(bad) = found.iter().find(|e| is_type_error(e)) {
                     return Err(Error::BadRequest(format!(
                         "{kind} in version {version:?} cannot be handled as a {kind}: {bad}",
@@ -1520,7 +1520,7 @@ impl Store {
             } else {
                 validation::apply_defaults(object, schema, &unchanged);
                 // Custom resources ratchet: unchanged fields are not validated again.
-                errors.extend(validation::validate(object, old, schema));
+                errors.extend(validation::schema::compiled_for(schema).validate(object, old));
                 if let Some(rules) =
                     validation::cel::validator_for(&rt.qualified_resource(), &rt.version, schema)
                 {

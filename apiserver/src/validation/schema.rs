@@ -7,9 +7,10 @@
 //! checked (`int32`, `int64`, `float`, `double` carry no range check), and anyOf/oneOf failures
 //! add the errors of the closest alternative.
 
+use std::collections::BTreeMap;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -61,13 +62,202 @@ impl fmt::Display for Path<'_> {
 /// custom resources (KEP-4008): a property whose value is unchanged is not validated again, so
 /// an object that became invalid under a newer schema can still be updated elsewhere, and a
 /// status write does not pay for validating an unchanged spec.
+///
+/// This compiles `schema` for one use; a server validating many objects against one schema
+/// takes its compiled form from [`compiled_for`] and calls [`Schema::validate`].
 pub fn validate(obj: &Value, old: Option<&Value>, schema: &Value) -> Vec<FieldError> {
-    let mut errs = validate_node(obj, old, schema, &Path::Root);
-    errs.extend(list_sets_and_maps(obj, old, schema, &Path::Root));
-    errs
+    Schema::compile(schema).validate(obj, old)
 }
 
-/// The old value of property `name`, when `old` is an object.
+/// One node of a schema with its keywords read once: a validation walks these instead of
+/// looking each keyword up in the schema's JSON at every value it checks.
+#[derive(Debug, Default)]
+pub struct Schema {
+    /// Whether the node is a JSON object at all (anything else validates everything).
+    object: bool,
+    /// The declared types; `x-kubernetes-int-or-string` gives integer and string.
+    types: Vec<String>,
+    nullable: bool,
+    /// A string format Kubernetes validates, as written and without its dashes (`date-time`,
+    /// `datetime`).
+    format: Option<(String, String)>,
+    any_of: Vec<Schema>,
+    one_of: Vec<Schema>,
+    all_of: Vec<Schema>,
+    not: Option<Box<Schema>>,
+    max_length: Option<u64>,
+    min_length: Option<u64>,
+    /// The pattern as written, and its regular expression or why it does not compile.
+    pattern: Option<(String, Result<Arc<Regex>, String>)>,
+    multiple_of: Option<f64>,
+    maximum: Option<f64>,
+    exclusive_maximum: bool,
+    minimum: Option<f64>,
+    exclusive_minimum: bool,
+    /// `items`, when it is a schema.
+    items: Option<Box<Schema>>,
+    min_items: Option<u64>,
+    max_items: Option<u64>,
+    unique_items: bool,
+    enum_values: Option<Vec<Value>>,
+    min_properties: Option<u64>,
+    max_properties: Option<u64>,
+    /// `properties`, by name (sorted, as errors are reported).
+    properties: BTreeMap<String, Schema>,
+    additional: Additional,
+    required: Vec<String>,
+    list_type: Option<String>,
+    list_map_keys: Vec<String>,
+}
+
+/// What `additionalProperties` says of the properties `properties` does not name.
+#[derive(Debug, Default)]
+enum Additional {
+    /// Not set.
+    #[default]
+    Absent,
+    /// `false`: forbidden.
+    Forbidden,
+    /// A schema they follow.
+    Schema(Box<Schema>),
+    /// Set to anything else (`true`): allowed, unchecked.
+    Allowed,
+}
+
+impl Schema {
+    /// Reads the keywords of `schema` and compiles its sub-schemas and pattern.
+    pub fn compile(schema: &Value) -> Schema {
+        let Some(s) = schema.as_object() else {
+            return Schema::default();
+        };
+        let u64_of = |key: &str| s.get(key).and_then(Value::as_u64);
+        let f64_of = |key: &str| s.get(key).and_then(Value::as_f64);
+        let flag = |key: &str| s.get(key).and_then(Value::as_bool) == Some(true);
+        let all = |key: &str| {
+            s.get(key)
+                .and_then(Value::as_array)
+                .map_or_else(Vec::new, |subs| subs.iter().map(Schema::compile).collect())
+        };
+        let strings = |key: &str| {
+            s.get(key)
+                .and_then(Value::as_array)
+                .map_or_else(Vec::new, |list| {
+                    list.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+        };
+        Schema {
+            object: true,
+            types: schema_types(s).into_iter().map(str::to_owned).collect(),
+            nullable: flag("nullable"),
+            format: supported_format(s).map(|f| (f.to_owned(), f.replace('-', ""))),
+            any_of: all("anyOf"),
+            one_of: all("oneOf"),
+            all_of: all("allOf"),
+            not: s.get("not").map(|not| Box::new(Schema::compile(not))),
+            max_length: u64_of("maxLength"),
+            min_length: u64_of("minLength"),
+            pattern: s
+                .get("pattern")
+                .and_then(Value::as_str)
+                .map(|pattern| (pattern.to_owned(), compiled(pattern))),
+            multiple_of: f64_of("multipleOf"),
+            maximum: f64_of("maximum"),
+            exclusive_maximum: flag("exclusiveMaximum"),
+            minimum: f64_of("minimum"),
+            exclusive_minimum: flag("exclusiveMinimum"),
+            items: s
+                .get("items")
+                .filter(|items| items.is_object())
+                .map(|items| Box::new(Schema::compile(items))),
+            min_items: u64_of("minItems"),
+            max_items: u64_of("maxItems"),
+            unique_items: flag("uniqueItems"),
+            enum_values: s.get("enum").and_then(Value::as_array).cloned(),
+            min_properties: u64_of("minProperties"),
+            max_properties: u64_of("maxProperties"),
+            properties: s
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|properties| {
+                    properties
+                        .iter()
+                        .map(|(name, sub)| (name.clone(), Schema::compile(sub)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            additional: match s.get("additionalProperties") {
+                None => Additional::Absent,
+                Some(Value::Bool(false)) => Additional::Forbidden,
+                Some(sub @ Value::Object(_)) => Additional::Schema(Box::new(Schema::compile(sub))),
+                Some(_) => Additional::Allowed,
+            },
+            required: strings("required"),
+            list_type: s
+                .get("x-kubernetes-list-type")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            list_map_keys: strings("x-kubernetes-list-map-keys"),
+        }
+    }
+
+    /// Validates `obj` (and ratchets against `old`) as [`validate`] does.
+    pub fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        let mut errs = validate_node(obj, old, self, &Path::Root);
+        errs.extend(list_sets_and_maps(obj, old, self, &Path::Root));
+        errs
+    }
+
+    fn has_type(&self, name: &str) -> bool {
+        self.types.iter().any(|t| t == name)
+    }
+
+    fn additional_schema(&self) -> Option<&Schema> {
+        match &self.additional {
+            Additional::Schema(sub) => Some(sub),
+            _ => None,
+        }
+    }
+}
+
+/// How many compiled schemas are kept before the cache is emptied.
+const SCHEMAS_CAPACITY: usize = 1024;
+
+/// Compiled schemas by the address of the schema they were compiled from. Each entry holds a
+/// weak reference to that schema, which keeps its allocation: no other schema can take that
+/// address while the entry stands, so an address found is the same schema.
+static SCHEMAS: LazyLock<Mutex<HashMap<usize, CompiledEntry>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The schema a compiled form was made from, and that form.
+type CompiledEntry = (Weak<Value>, Arc<Schema>);
+
+/// The compiled form of `schema` (a CRD version's or a built-in kind's), compiled on its first
+/// use and kept while the schema is: a CRD update that replaces a version's schema compiles
+/// the new one on its first write.
+pub fn compiled_for(schema: &Arc<Value>) -> Arc<Schema> {
+    let key = Arc::as_ptr(schema).addr();
+    let lock = || {
+        SCHEMAS
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    };
+    if let Some((_, compiled)) = lock().get(&key) {
+        return compiled.clone();
+    }
+    let compiled = Arc::new(Schema::compile(schema));
+    let mut cache = lock();
+    // Schemas a CRD change replaced go with the next compile (it rebuilds every CRD's).
+    cache.retain(|_, (seen, _)| seen.strong_count() > 0);
+    if cache.len() >= SCHEMAS_CAPACITY {
+        cache.clear();
+    }
+    cache.insert(key, (Arc::downgrade(schema), compiled.clone()));
+    compiled
+}
+
 fn old_child<'a>(old: Option<&'a Value>, name: &str) -> Option<&'a Value> {
     old.and_then(|o| o.get(name))
 }
@@ -163,19 +353,17 @@ fn is_whole(f: f64) -> bool {
 fn validate_node(
     data: &Value,
     old: Option<&Value>,
-    schema: &Value,
+    s: &Schema,
     path: &Path<'_>,
 ) -> Vec<FieldError> {
-    let Some(s) = schema.as_object() else {
+    if !s.object {
         return Vec::new();
-    };
+    }
     let mut errs = Vec::new();
-    let types = schema_types(s);
-    let nullable = s.get("nullable").and_then(Value::as_bool) == Some(true);
 
     if data.is_null() {
-        if !types.is_empty() && !nullable {
-            errs.push(type_error(path, &types.join(","), "null"));
+        if !s.types.is_empty() && !s.nullable {
+            errs.push(type_error(path, &s.types.join(","), "null"));
         }
         errs.extend(check_enum(data, s, path));
         return errs;
@@ -183,17 +371,16 @@ fn validate_node(
 
     // Type.
     let data_type = json_type(data);
-    let format = supported_format(s);
+    let format = s.format.as_ref();
     let format_only = format.is_some()
-        && !types.iter().any(|t| *t == "number" || *t == "integer")
+        && !(s.has_type("number") || s.has_type("integer"))
         && matches!(data, Value::String(_) | Value::Array(_));
-    if !types.is_empty() && !format_only {
-        let float_int = data_type == "number"
-            && as_f64(data).is_some_and(is_whole)
-            && types.contains(&"integer");
-        let int_float = data_type == "integer" && types.contains(&"number");
-        if !(types.contains(&data_type) || float_int || int_float) {
-            errs.push(type_error(path, &types.join(","), data_type));
+    if !s.types.is_empty() && !format_only {
+        let float_int =
+            data_type == "number" && as_f64(data).is_some_and(is_whole) && s.has_type("integer");
+        let int_float = data_type == "integer" && s.has_type("number");
+        if !(s.has_type(data_type) || float_int || int_float) {
+            errs.push(type_error(path, &s.types.join(","), data_type));
         }
     }
 
@@ -202,8 +389,8 @@ fn validate_node(
     match data {
         Value::String(text) => {
             errs.extend(check_string(text, s, path));
-            if let Some(format) = format
-                && !format_valid(format, text)
+            if let Some((format, normalized)) = format
+                && !format_valid(normalized, text)
             {
                 errs.push(FieldError::type_invalid(
                     error_field(path),
@@ -239,25 +426,16 @@ fn type_error(path: &Path<'_>, expected: &str, actual: &str) -> FieldError {
     )
 }
 
-fn sub_schemas<'a>(s: &'a Map<String, Value>, key: &str) -> &'a [Value] {
-    s.get(key)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-fn check_combinators(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> Vec<FieldError> {
+fn check_combinators(data: &Value, s: &Schema, path: &Path<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    if !["anyOf", "oneOf", "allOf", "not"]
-        .iter()
-        .any(|k| s.contains_key(*k))
-    {
+    if s.any_of.is_empty() && s.one_of.is_empty() && s.all_of.is_empty() && s.not.is_none() {
         return errs;
     }
     let quoted = go_quote(&path.to_string());
 
-    let any_of = sub_schemas(s, "anyOf");
-    if !any_of.is_empty() {
-        let results: Vec<Vec<FieldError>> = any_of
+    if !s.any_of.is_empty() {
+        let results: Vec<Vec<FieldError>> = s
+            .any_of
             .iter()
             .map(|sub| validate_node(data, None, sub, path))
             .collect();
@@ -271,9 +449,9 @@ fn check_combinators(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> V
         }
     }
 
-    let one_of = sub_schemas(s, "oneOf");
-    if !one_of.is_empty() {
-        let results: Vec<Vec<FieldError>> = one_of
+    if !s.one_of.is_empty() {
+        let results: Vec<Vec<FieldError>> = s
+            .one_of
             .iter()
             .map(|sub| validate_node(data, None, sub, path))
             .collect();
@@ -295,17 +473,16 @@ fn check_combinators(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> V
         }
     }
 
-    let all_of = sub_schemas(s, "allOf");
-    if !all_of.is_empty() {
+    if !s.all_of.is_empty() {
         let mut valid = 0;
-        for sub in all_of {
+        for sub in &s.all_of {
             let result = validate_node(data, None, sub, path);
             if result.is_empty() {
                 valid += 1;
             }
             errs.extend(result);
         }
-        if valid != all_of.len() {
+        if valid != s.all_of.len() {
             let detail = if valid == 0 { ". None validated" } else { "" };
             errs.push(composite_error(format!(
                 "{quoted} must validate all the schemas (allOf){detail}"
@@ -313,7 +490,7 @@ fn check_combinators(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> V
         }
     }
 
-    if let Some(not) = s.get("not")
+    if let Some(not) = &s.not
         && validate_node(data, None, not, path).is_empty()
     {
         errs.push(composite_error(format!(
@@ -323,17 +500,17 @@ fn check_combinators(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> V
     errs
 }
 
-fn check_string(text: &str, s: &Map<String, Value>, path: &Path<'_>) -> Option<FieldError> {
+fn check_string(text: &str, s: &Schema, path: &Path<'_>) -> Option<FieldError> {
     // Counted only when a length is limited, and then only when the bytes could break the limit
     // (a string has at most as many characters as bytes).
     let chars = || text.chars().count() as u64;
-    if let Some(max) = s.get("maxLength").and_then(Value::as_u64)
+    if let Some(max) = s.max_length
         && text.len() as u64 > max
         && chars() > max
     {
         return Some(FieldError::too_long(error_field(path), max as usize));
     }
-    if let Some(min) = s.get("minLength").and_then(Value::as_u64)
+    if let Some(min) = s.min_length
         && chars() < min
     {
         return Some(FieldError::invalid(
@@ -342,8 +519,8 @@ fn check_string(text: &str, s: &Map<String, Value>, path: &Path<'_>) -> Option<F
             format!("{path} in body should be at least {min} chars long"),
         ));
     }
-    if let Some(pattern) = s.get("pattern").and_then(Value::as_str) {
-        match compiled(pattern) {
+    if let Some((pattern, re)) = &s.pattern {
+        match re {
             Ok(re) if re.is_match(text) => {}
             Ok(_) => {
                 return Some(FieldError::invalid(
@@ -409,14 +586,14 @@ fn bound_text(bound: f64, data_is_int: bool) -> String {
     }
 }
 
-fn check_number(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> Vec<FieldError> {
+fn check_number(data: &Value, s: &Schema, path: &Path<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let Some(value) = as_f64(data) else {
         return errs;
     };
     let is_int = data.is_i64() || data.is_u64();
 
-    if let Some(factor) = s.get("multipleOf").and_then(Value::as_f64)
+    if let Some(factor) = s.multiple_of
         && factor > 0.0
     {
         let ok = if is_int && is_whole(factor) {
@@ -440,8 +617,8 @@ fn check_number(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> Vec<Fi
             ));
         }
     }
-    if let Some(max) = s.get("maximum").and_then(Value::as_f64) {
-        let exclusive = s.get("exclusiveMaximum").and_then(Value::as_bool) == Some(true);
+    if let Some(max) = s.maximum {
+        let exclusive = s.exclusive_maximum;
         let (v, m) = if is_int {
             (value.trunc(), max.trunc())
         } else {
@@ -463,8 +640,8 @@ fn check_number(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> Vec<Fi
             ));
         }
     }
-    if let Some(min) = s.get("minimum").and_then(Value::as_f64) {
-        let exclusive = s.get("exclusiveMinimum").and_then(Value::as_bool) == Some(true);
+    if let Some(min) = s.minimum {
+        let exclusive = s.exclusive_minimum;
         let (v, m) = if is_int {
             (value.trunc(), min.trunc())
         } else {
@@ -489,9 +666,9 @@ fn check_number(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> Vec<Fi
     errs
 }
 
-fn check_array(items: &[Value], s: &Map<String, Value>, path: &Path<'_>) -> Vec<FieldError> {
+fn check_array(items: &[Value], s: &Schema, path: &Path<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    if let Some(item_schema) = s.get("items").filter(|v| v.is_object()) {
+    if let Some(item_schema) = &s.items {
         for (i, item) in items.iter().enumerate() {
             errs.extend(validate_node(
                 item,
@@ -502,7 +679,7 @@ fn check_array(items: &[Value], s: &Map<String, Value>, path: &Path<'_>) -> Vec<
         }
     }
     let size = items.len() as u64;
-    if let Some(min) = s.get("minItems").and_then(Value::as_u64)
+    if let Some(min) = s.min_items
         && size < min
     {
         errs.push(FieldError::invalid(
@@ -511,7 +688,7 @@ fn check_array(items: &[Value], s: &Map<String, Value>, path: &Path<'_>) -> Vec<
             format!("{path} in body should have at least {min} items"),
         ));
     }
-    if let Some(max) = s.get("maxItems").and_then(Value::as_u64)
+    if let Some(max) = s.max_items
         && size > max
     {
         errs.push(FieldError::too_many(
@@ -520,7 +697,7 @@ fn check_array(items: &[Value], s: &Map<String, Value>, path: &Path<'_>) -> Vec<
             Some(max),
         ));
     }
-    if s.get("uniqueItems").and_then(Value::as_bool) == Some(true) {
+    if s.unique_items {
         let mut seen = HashSet::new();
         if !items.iter().all(|item| seen.insert(go_json(item))) {
             errs.push(FieldError::invalid(
@@ -548,8 +725,8 @@ fn enum_equal(data: &Value, allowed: &Value) -> bool {
     }
 }
 
-fn check_enum(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> Option<FieldError> {
-    let allowed = s.get("enum").and_then(Value::as_array)?;
+fn check_enum(data: &Value, s: &Schema, path: &Path<'_>) -> Option<FieldError> {
+    let allowed = s.enum_values.as_ref()?;
     if allowed.is_empty() || allowed.iter().any(|a| enum_equal(data, a)) {
         return None;
     }
@@ -570,11 +747,11 @@ fn check_enum(data: &Value, s: &Map<String, Value>, path: &Path<'_>) -> Option<F
 fn check_object(
     map: &Map<String, Value>,
     old: Option<&Value>,
-    s: &Map<String, Value>,
+    s: &Schema,
     path: &Path<'_>,
 ) -> Vec<FieldError> {
     let count = map.len() as u64;
-    if let Some(min) = s.get("minProperties").and_then(Value::as_u64)
+    if let Some(min) = s.min_properties
         && count < min
     {
         return vec![FieldError::invalid(
@@ -583,7 +760,7 @@ fn check_object(
             format!("{path} in body should have at least {min} properties"),
         )];
     }
-    if let Some(max) = s.get("maxProperties").and_then(Value::as_u64)
+    if let Some(max) = s.max_properties
         && count > max
     {
         return vec![FieldError::too_many(
@@ -594,34 +771,29 @@ fn check_object(
     }
 
     let mut errs = Vec::new();
-    let empty = Map::new();
-    let properties = s
-        .get("properties")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
     let unchanged = |key: &str, value: &Value| old_child(old, key) == Some(value);
-    let additional = s.get("additionalProperties");
-    let mut keys: Vec<&String> = Vec::new();
-    if additional.is_some() {
-        keys = map.keys().collect();
+    let unlisted = || {
+        let mut keys: Vec<&String> = map
+            .keys()
+            .filter(|key| !s.properties.contains_key(key.as_str()))
+            .collect();
         keys.sort();
-    }
-    match additional {
-        Some(Value::Bool(false)) => {
-            for key in &keys {
-                if !properties.contains_key(key.as_str()) {
-                    errs.push(FieldError::invalid(
-                        error_field(path),
-                        key.as_str(),
-                        format!("{path}.{key} in body is a forbidden property"),
-                    ));
-                }
+        keys
+    };
+    match &s.additional {
+        Additional::Forbidden => {
+            for key in unlisted() {
+                errs.push(FieldError::invalid(
+                    error_field(path),
+                    key.as_str(),
+                    format!("{path}.{key} in body is a forbidden property"),
+                ));
             }
         }
-        Some(additional @ Value::Object(_)) => {
-            for key in &keys {
+        Additional::Schema(additional) => {
+            for key in unlisted() {
                 let value = &map[key.as_str()];
-                if !properties.contains_key(key.as_str()) && !unchanged(key, value) {
+                if !unchanged(key, value) {
                     errs.extend(validate_node(
                         value,
                         old_child(old, key),
@@ -631,26 +803,24 @@ fn check_object(
                 }
             }
         }
-        _ => {}
+        Additional::Absent | Additional::Allowed => {}
     }
 
-    let mut names: Vec<&String> = properties.keys().collect();
-    names.sort();
-    for name in names {
+    for (name, sub) in &s.properties {
         if let Some(value) = map.get(name.as_str())
             && !unchanged(name, value)
         {
             errs.extend(validate_node(
                 value,
                 old_child(old, name),
-                &properties[name.as_str()],
+                sub,
                 &Path::Field(path, name),
             ));
         }
     }
 
-    for required in sub_schemas(s, "required").iter().filter_map(Value::as_str) {
-        if !map.contains_key(required) {
+    for required in &s.required {
+        if !map.contains_key(required.as_str()) {
             errs.push(FieldError::required(
                 error_field(Path::Dotted(path, required)),
                 "",
@@ -660,9 +830,9 @@ fn check_object(
     errs
 }
 
-/// Whether `text` is a valid value of the (supported) string `format`.
+/// Whether `text` is a valid value of the (supported) string `format`, its dashes taken out.
 fn format_valid(format: &str, text: &str) -> bool {
-    match format.replace('-', "").as_str() {
+    match format {
         "datetime" => is_date_time(text),
         "date" => is_date(text),
         "byte" => is_base64(text),
@@ -790,10 +960,10 @@ fn is_cidr(text: &str) -> bool {
 fn list_sets_and_maps(
     data: &Value,
     old: Option<&Value>,
-    schema: &Value,
+    s: &Schema,
     path: &Path<'_>,
 ) -> Vec<FieldError> {
-    let (Some(map), Some(s)) = (data.as_object(), schema.as_object()) else {
+    let Some(map) = data.as_object().filter(|_| s.object) else {
         return Vec::new();
     };
     let mut errs = Vec::new();
@@ -803,7 +973,7 @@ fn list_sets_and_maps(
         .map(|(key, _)| key)
         .collect();
     keys.sort();
-    if let Some(additional) = s.get("additionalProperties").filter(|v| v.is_object()) {
+    if let Some(additional) = s.additional_schema() {
         for key in &keys {
             errs.extend(list_value(
                 &map[key.as_str()],
@@ -813,37 +983,30 @@ fn list_sets_and_maps(
             ));
         }
     }
-    if let Some(properties) = s.get("properties").and_then(Value::as_object) {
-        for key in &keys {
-            if let Some(sub) = properties.get(key.as_str()) {
-                errs.extend(list_value(
-                    &map[key.as_str()],
-                    old_child(old, key),
-                    sub,
-                    &Path::Field(path, key),
-                ));
-            }
+    for key in &keys {
+        if let Some(sub) = s.properties.get(key.as_str()) {
+            errs.extend(list_value(
+                &map[key.as_str()],
+                old_child(old, key),
+                sub,
+                &Path::Field(path, key),
+            ));
         }
     }
     errs
 }
 
-fn list_value(
-    data: &Value,
-    old: Option<&Value>,
-    schema: &Value,
-    path: &Path<'_>,
-) -> Vec<FieldError> {
+fn list_value(data: &Value, old: Option<&Value>, s: &Schema, path: &Path<'_>) -> Vec<FieldError> {
     match data {
-        Value::Array(items) => list_array(items, schema, path),
-        Value::Object(_) => list_sets_and_maps(data, old, schema, path),
+        Value::Array(items) => list_array(items, s, path),
+        Value::Object(_) => list_sets_and_maps(data, old, s, path),
         _ => Vec::new(),
     }
 }
 
-fn list_array(items: &[Value], schema: &Value, path: &Path<'_>) -> Vec<FieldError> {
+fn list_array(items: &[Value], s: &Schema, path: &Path<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
+    match s.list_type.as_deref() {
         Some("set") => {
             for i in repeated(items.iter().map(set_key)) {
                 errs.push(FieldError::duplicate(
@@ -852,10 +1015,10 @@ fn list_array(items: &[Value], schema: &Value, path: &Path<'_>) -> Vec<FieldErro
                 ));
             }
         }
-        Some("map") => errs.extend(list_map(items, schema, path)),
+        Some("map") => errs.extend(list_map(items, &s.list_map_keys, path)),
         _ => {}
     }
-    if let Some(item_schema) = schema.get("items").filter(|v| v.is_object()) {
+    if let Some(item_schema) = &s.items {
         for (i, item) in items.iter().enumerate() {
             errs.extend(list_value(item, None, item_schema, &Path::Index(path, i)));
         }
@@ -885,7 +1048,7 @@ fn repeated(keys: impl Iterator<Item = String>) -> Vec<usize> {
     out
 }
 
-fn list_map(items: &[Value], schema: &Value, path: &Path<'_>) -> Vec<FieldError> {
+fn list_map(items: &[Value], key_fields: &[String], path: &Path<'_>) -> Vec<FieldError> {
     if let Some((i, item)) = items
         .iter()
         .enumerate()
@@ -897,19 +1060,14 @@ fn list_map(items: &[Value], schema: &Value, path: &Path<'_>) -> Vec<FieldError>
             "must be an object for an array of list-type map",
         )];
     }
-    let key_fields: Vec<&str> = schema
-        .get("x-kubernetes-list-map-keys")
-        .and_then(Value::as_array)
-        .map(|keys| keys.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
     let keys: Vec<Map<String, Value>> = items
         .iter()
         .map(|item| {
             let mut key = Map::new();
             if let Some(obj) = item.as_object() {
-                for field in &key_fields {
-                    if let Some(v) = obj.get(*field) {
-                        key.insert((*field).to_string(), v.clone());
+                for field in key_fields {
+                    if let Some(v) = obj.get(field.as_str()) {
+                        key.insert(field.clone(), v.clone());
                     }
                 }
             }
@@ -980,6 +1138,36 @@ mod tests {
     fn check(spec: Value) -> Vec<String> {
         let obj = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec});
         messages(&validate(&obj, None, &widget_schema()))
+    }
+
+    #[test]
+    fn a_schema_is_compiled_once_and_its_replacement_anew() {
+        let obj = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": "mm"}});
+        let schema = Arc::new(widget_schema());
+        let first = compiled_for(&schema);
+        assert!(Arc::ptr_eq(&first, &compiled_for(&schema)));
+        assert!(first.validate(&obj, None).is_empty());
+
+        let mut stricter = widget_schema();
+        stricter["properties"]["spec"]["properties"]["size"]["maxLength"] = json!(1);
+        let replaced = Arc::new(stricter);
+        let second = compiled_for(&replaced);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert_eq!(
+            messages(&second.validate(&obj, None)),
+            ["spec.size: Too long: may not be more than 1 byte"]
+        );
+        // The first schema, still held, keeps its own compiled form.
+        assert!(Arc::ptr_eq(&first, &compiled_for(&schema)));
+        // A schema dropped (a CRD change replaced it) leaves the cache at the next compile.
+        let dropped = Arc::downgrade(&second);
+        drop((second, replaced));
+        compiled_for(&Arc::new(json!({"type": "object"})));
+        assert_eq!(
+            dropped.strong_count(),
+            0,
+            "the compiled form of a dropped schema is kept"
+        );
     }
 
     #[test]
