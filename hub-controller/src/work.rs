@@ -2,15 +2,18 @@
 //! agent's sync stream as it changes, diffed against what an agent has when it (re)connects, and
 //! let go once the agent reports it cleaned up (or its cluster is gone).
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use atoll_api::names::{CONDITION_APPLIED, FINALIZER_WORK_CLEANUP};
-use atoll_api::work::Work;
+use atoll_api::work::{DeleteOption, Work, WorkStatus};
 use atoll_proto::v1::{SyncEvent, WorkDelete, WorkUpsert, WorkVersion, sync_event};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::runtime::watcher::{self, Event};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use tokio::sync::watch;
 
 use crate::conditions::{Verdict, merge};
@@ -22,6 +25,73 @@ pub use atoll_api::names::MANIFESTS_MAX_BYTES;
 pub const ANNOTATION_FORCE_DELETE: &str = "atoll.dev/force-delete";
 /// How long a deleting Work waits, by default, for a cluster that is Unknown before it goes anyway.
 pub const LOST_CLUSTER_GRACE: Duration = Duration::from_secs(300);
+
+/// A Work as the hub's Work watch reads it: its spec stays the JSON it arrived in. The hub reads
+/// two things in it, and every status report brings the whole Work back through the watch:
+/// decoding its manifests into trees, and serializing them again for the agent, was most of
+/// what the watch cost.
+#[derive(Debug, Clone, Deserialize)]
+pub struct WatchedWork {
+    pub metadata: ObjectMeta,
+    pub spec: Box<RawValue>,
+    #[serde(default)]
+    pub status: Option<WorkStatus>,
+}
+
+impl kube::Resource for WatchedWork {
+    type DynamicType = ();
+    type Scope = kube::core::NamespaceResourceScope;
+
+    fn kind(dt: &()) -> Cow<'_, str> {
+        <Work as kube::Resource>::kind(dt)
+    }
+
+    fn group(dt: &()) -> Cow<'_, str> {
+        <Work as kube::Resource>::group(dt)
+    }
+
+    fn version(dt: &()) -> Cow<'_, str> {
+        <Work as kube::Resource>::version(dt)
+    }
+
+    fn plural(dt: &()) -> Cow<'_, str> {
+        <Work as kube::Resource>::plural(dt)
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// What the hub reads in a Work's spec, borrowed from its JSON (the manifests are only measured).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct SpecView<'a> {
+    #[serde(default, borrow)]
+    workload: Option<WorkloadView<'a>>,
+    #[serde(default)]
+    delete_option: Option<DeleteOption>,
+}
+
+#[derive(Deserialize)]
+struct WorkloadView<'a> {
+    #[serde(default, borrow)]
+    manifests: Option<&'a RawValue>,
+}
+
+/// A Work as its agent receives it: no status, no managedFields, the spec as stored.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SentWork<'a> {
+    api_version: Cow<'a, str>,
+    kind: Cow<'a, str>,
+    metadata: &'a ObjectMeta,
+    spec: &'a RawValue,
+}
 
 /// One Work as the hub sends it.
 #[derive(Debug, Clone, Default)]
@@ -84,8 +154,8 @@ pub const ANNOTATION_PLACEMENT_GENERATION: &str = "atoll.dev/placement-generatio
 /// rendered for its cluster.
 pub const ANNOTATION_PLACEMENT_RENDERED: &str = "atoll.dev/placement-rendered";
 
-fn reported(work: &Work) -> Reported {
-    let Some(status) = &work.status else {
+fn reported(status: Option<&WorkStatus>) -> Reported {
+    let Some(status) = status else {
         return Reported::default();
     };
     let find = |t: &str| status.conditions.iter().find(|c| c.type_ == t);
@@ -108,10 +178,9 @@ fn reported(work: &Work) -> Reported {
     }
 }
 
-fn placement_of(work: &Work) -> Option<(String, i64)> {
-    let key = work.metadata.labels.as_ref()?.get(LABEL_PLACEMENT)?.clone();
-    let generation = work
-        .metadata
+fn placement_of(metadata: &ObjectMeta) -> Option<(String, i64)> {
+    let key = metadata.labels.as_ref()?.get(LABEL_PLACEMENT)?.clone();
+    let generation = metadata
         .annotations
         .as_ref()
         .and_then(|a| a.get(ANNOTATION_PLACEMENT_GENERATION))
@@ -195,7 +264,7 @@ impl WorkIndex {
     }
 
     /// Records a Work; returns its entry when what an agent must know changed.
-    pub fn upsert(&self, work: &Work) -> Option<(String, String, Entry)> {
+    pub fn upsert(&self, work: &WatchedWork) -> Option<(String, String, Entry)> {
         let cluster = work.metadata.namespace.clone()?;
         let name = work.metadata.name.clone()?;
         let uid = work.metadata.uid.clone().unwrap_or_default();
@@ -207,18 +276,18 @@ impl WorkIndex {
             && old.uid == uid
             && old.generation == generation
             && old.deleting == deleting
-            && old.force_delete == force_delete(work)
+            && old.force_delete == force_delete(&work.metadata)
         {
             // A placement that changed but stamps the same manifests (a new rollout strategy
             // or policy) bumps only the Work's annotations: the placement must see that the Work
             // carries its generation, or it would stamp it again and wait forever.
-            let placement = placement_of(work);
+            let placement = placement_of(&work.metadata);
             if old.placement != placement {
                 old.placement = placement;
                 self.touch(old.placement.as_ref());
             }
-            let now = reported(work);
-            let needs_finalizer = needs_finalizer(work);
+            let now = reported(work.status.as_ref());
+            let needs_finalizer = needs_finalizer(&work.metadata);
             if old.reported != now || old.needs_finalizer != needs_finalizer {
                 if old.reported != now {
                     self.touch(old.placement.as_ref());
@@ -351,53 +420,69 @@ impl WorkIndex {
     }
 }
 
-fn entry_of(work: &Work, uid: String, generation: i64, deleting: bool) -> Entry {
-    let manifests_bytes = serde_json::to_vec(&work.spec.workload.manifests).map_or(0, |b| b.len());
-    let refused = (manifests_bytes > MANIFESTS_MAX_BYTES).then(|| {
-        format!(
-            "the manifests take {manifests_bytes} bytes, more than the limit of {MANIFESTS_MAX_BYTES}; split them into several Works"
-        )
-    });
-    let mut sent = work.clone();
-    sent.status = None;
-    sent.metadata.managed_fields = None;
+fn entry_of(work: &WatchedWork, uid: String, generation: i64, deleting: bool) -> Entry {
+    let (view, unreadable) = match serde_json::from_str::<SpecView<'_>>(work.spec.get()) {
+        Ok(view) => (view, None),
+        Err(e) => (SpecView::default(), Some(e)),
+    };
+    let manifests_bytes = view
+        .workload
+        .as_ref()
+        .and_then(|w| w.manifests)
+        .map_or(0, |m| m.get().len());
+    let refused = match unreadable {
+        Some(e) => Some(format!("its spec cannot be read: {e}")),
+        None => (manifests_bytes > MANIFESTS_MAX_BYTES).then(|| {
+            format!(
+                "the manifests take {manifests_bytes} bytes, more than the limit of {MANIFESTS_MAX_BYTES}; split them into several Works"
+            )
+        }),
+    };
+    let metadata = ObjectMeta {
+        managed_fields: None,
+        ..work.metadata.clone()
+    };
+    let sent = SentWork {
+        api_version: <Work as kube::Resource>::api_version(&()),
+        kind: <Work as kube::Resource>::kind(&()),
+        metadata: &metadata,
+        spec: &work.spec,
+    };
     Entry {
         uid,
         generation,
         deleting,
         body: Arc::from(serde_json::to_vec(&sent).unwrap_or_default()),
         refused,
-        force_delete: force_delete(work),
-        placement: placement_of(work),
+        force_delete: force_delete(&work.metadata),
+        placement: placement_of(&work.metadata),
         rendered: work
             .metadata
             .annotations
             .as_ref()
             .and_then(|a| a.get(ANNOTATION_PLACEMENT_RENDERED))
             .cloned(),
-        reported: reported(work),
-        ttl_after_finished: work
-            .spec
+        reported: reported(work.status.as_ref()),
+        ttl_after_finished: view
             .delete_option
             .as_ref()
             .and_then(|d| d.ttl_seconds_after_finished)
             .map(|s| Duration::from_secs(s.max(0) as u64)),
         deletion_requested: work.metadata.deletion_timestamp.as_ref().map(|t| t.0),
-        needs_finalizer: needs_finalizer(work),
+        needs_finalizer: needs_finalizer(&work.metadata),
     }
 }
 
-fn needs_finalizer(work: &Work) -> bool {
-    work.metadata.deletion_timestamp.is_none()
-        && !work
-            .metadata
+fn needs_finalizer(metadata: &ObjectMeta) -> bool {
+    metadata.deletion_timestamp.is_none()
+        && !metadata
             .finalizers
             .as_ref()
             .is_some_and(|f| f.iter().any(|f| f == FINALIZER_WORK_CLEANUP))
 }
 
-fn force_delete(work: &Work) -> bool {
-    work.metadata
+fn force_delete(metadata: &ObjectMeta) -> bool {
+    metadata
         .annotations
         .as_ref()
         .is_some_and(|a| a.get(ANNOTATION_FORCE_DELETE).is_some_and(|v| v == "true"))
@@ -441,13 +526,15 @@ pub async fn watch_works(
     client: kube::Client,
     shutdown: watch::Receiver<bool>,
 ) {
-    let api: Api<Work> = Api::all(client.clone());
+    let api: Api<WatchedWork> = Api::all(client.clone());
     sources::run(
         watcher::watcher(api, watcher::Config::default()),
         shutdown,
         "Works",
         |event| match event {
-            Event::Apply(work) | Event::InitApply(work) => {
+            Event::Apply(mut work) | Event::InitApply(mut work) => {
+                // Not sent, and not read: dropped before the index copies the metadata.
+                work.metadata.managed_fields = None;
                 if let Some((cluster, name, entry)) = index.upsert(&work)
                     && entry.refused.is_none()
                 {
@@ -486,7 +573,7 @@ pub(crate) async fn add_finalizer(
     let Some(work) = api.get_opt(name).await? else {
         return Ok(());
     };
-    if !needs_finalizer(&work) {
+    if !needs_finalizer(&work.metadata) {
         return Ok(());
     }
     let mut finalizers = work.metadata.finalizers.clone().unwrap_or_default();
@@ -642,10 +729,83 @@ mod tests {
         out
     }
 
+    #[test]
+    fn the_agent_receives_the_work_as_stored_without_its_status_or_managed_fields() {
+        let stored = serde_json::json!({
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+            "metadata": {"name": "web", "namespace": "east", "uid": "u1", "generation": 2,
+                "labels": {"team": "a"},
+                "managedFields": [{"manager": "atoll-hub", "operation": "Apply",
+                    "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]},
+            "spec": {
+                "workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "a", "namespace": "web"}, "data": {"k": "v"}}]},
+                "deleteOption": {"propagationPolicy": "Orphan", "ttlSecondsAfterFinished": 30},
+                "manifestConfigs": [{"resourceIdentifier": {"group": "", "resource": "configmaps",
+                    "name": "a", "namespace": "web"},
+                    "updateStrategy": {"type": "ServerSideApply",
+                        "serverSideApply": {"force": true}}}]},
+            "status": {"conditions": [{"type": "Applied", "status": "True", "reason": "Applied",
+                "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+        let watched: WatchedWork = serde_json::from_value(stored.clone()).unwrap();
+        let (_, _, entry) = WorkIndex::default().upsert(&watched).unwrap();
+
+        let mut expected = stored;
+        let object = expected.as_object_mut().unwrap();
+        object.remove("status");
+        object["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        let sent: serde_json::Value = serde_json::from_slice(&entry.body).unwrap();
+        assert_eq!(sent, expected);
+        // What the agent decodes it into.
+        let work: Work = serde_json::from_slice(&entry.body).unwrap();
+        assert_eq!(work.spec.workload.manifests.len(), 1);
+        assert_eq!(entry.ttl_after_finished, Some(Duration::from_secs(30)));
+        assert_eq!(entry.refused, None);
+        assert_eq!(entry.reported.applied, Some(true));
+    }
+
+    #[test]
+    fn a_work_with_manifests_over_the_limit_or_a_spec_that_cannot_be_read_is_refused() {
+        let work = |spec: serde_json::Value| -> WatchedWork {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+                "metadata": {"name": "web", "namespace": "east", "uid": "u1", "generation": 1},
+                "spec": spec}))
+            .unwrap()
+        };
+        let index = WorkIndex::default();
+        let large = "x".repeat(MANIFESTS_MAX_BYTES);
+        let (_, _, entry) = index
+            .upsert(&work(serde_json::json!({"workload": {"manifests": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+                 "data": {"k": large}}]}})))
+            .unwrap();
+        let refused = entry.refused.unwrap();
+        assert!(
+            refused.contains("more than the limit of") && refused.contains("split them"),
+            "{refused}"
+        );
+
+        let index = WorkIndex::default();
+        let (_, _, entry) = index
+            .upsert(&work(serde_json::json!({"workload": {"manifests": []},
+                "deleteOption": {"ttlSecondsAfterFinished": "soon"}})))
+            .unwrap();
+        let refused = entry.refused.unwrap();
+        assert!(
+            refused.starts_with("its spec cannot be read:") && refused.contains("invalid type"),
+            "{refused}"
+        );
+        assert_eq!(entry.ttl_after_finished, None);
+    }
+
     #[tokio::test]
     async fn a_work_without_the_cleanup_finalizer_goes_to_the_lifecycle_controller_once() {
         let index = WorkIndex::default();
-        let mut work: Work = serde_json::from_value(serde_json::json!({
+        let mut work: WatchedWork = serde_json::from_value(serde_json::json!({
             "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
             "metadata": {"name": "web", "namespace": "east", "uid": "u1", "generation": 1},
             "spec": {"workload": {"manifests": []}}}))
@@ -661,7 +821,7 @@ mod tests {
         assert!(index.upsert(&work).is_none());
         assert!(!index.get("east", "web").unwrap().needs_finalizer);
         // A placement's Work carries it from the start.
-        let stamped = Work {
+        let stamped = WatchedWork {
             metadata: kube::api::ObjectMeta {
                 name: Some("stamped".into()),
                 ..work.metadata.clone()
@@ -674,7 +834,7 @@ mod tests {
     #[tokio::test]
     async fn a_placement_generation_stamped_on_the_same_manifests_reaches_the_index() {
         let index = WorkIndex::default();
-        let stamped = |generation: &str| -> Work {
+        let stamped = |generation: &str| -> WatchedWork {
             serde_json::from_value(serde_json::json!({
                 "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
                 "metadata": {"name": "default.p", "namespace": "east", "uid": "u1", "generation": 1,
