@@ -736,7 +736,11 @@ mod tests {
             "data": {"k": "v"},
             "extra": true,
         });
-        let pruned = crate::validation::structural::prune(&mut object, &schema, &[]);
+        let pruned = crate::validation::structural::prune(
+            &mut object,
+            &crate::validation::schema::Schema::compile(&schema),
+            &[],
+        );
         assert_eq!(pruned, ["extra"]);
         assert!(object.get("extra").is_none());
         assert_eq!(object["data"]["k"], "v");

@@ -1487,8 +1487,9 @@ impl Store {
         let mut errors = Vec::new();
         let schema = schema_of(rt);
         if let Some(schema) = &schema {
+            let compiled = validation::schema::compiled_for(schema);
             let unchanged = validation::unchanged_fields(object, old);
-            let unknown = validation::prune(object, schema, &unchanged);
+            let unknown = validation::prune(object, &compiled, &unchanged);
             if !unknown.is_empty() {
                 match options.field_validation {
                     FieldValidation::Strict => {
@@ -1507,7 +1508,7 @@ impl Store {
                 super::defaults::apply(&rt.group, &rt.kind, object, old);
                 // Built-in kinds are typed: a value of the wrong type fails decoding (400), as
                 // kube-apiserver's JSON decoder does; the rest is validation (422).
-                let found = validation::schema::compiled_for(schema).validate(object, None);
+                let found = compiled.validate(object, None);
                 if let Some(bad) = found.iter().find(|e| is_type_error(e)) {
                     return Err(Error::BadRequest(format!(
                         "{kind} in version {version:?} cannot be handled as a {kind}: {bad}",
@@ -1518,9 +1519,9 @@ impl Store {
                 errors.extend(found);
                 errors.extend(validation::builtin::validate(&rt.group, &rt.kind, object));
             } else {
-                validation::apply_defaults(object, schema, &unchanged);
+                validation::apply_defaults(object, &compiled, &unchanged);
                 // Custom resources ratchet: unchanged fields are not validated again.
-                errors.extend(validation::schema::compiled_for(schema).validate(object, old));
+                errors.extend(compiled.validate(object, old));
                 if let Some(rules) =
                     validation::cel::validator_for(&rt.qualified_resource(), &rt.version, schema)
                 {
@@ -2062,10 +2063,10 @@ pub fn convert(object: &mut Value, rt: &ResourceType) {
             .map(|v| version_of(v).to_owned())
     {
         super::conversion::convert_body(object, &rt.group, &rt.plural, &from, &rt.version);
-    } else if let Some(schema) = rt.schema.as_deref()
+    } else if let Some(schema) = &rt.schema
         && object["apiVersion"].as_str() != Some(rt.api_version().as_str())
     {
-        validation::prune(object, schema, &[]);
+        validation::prune(object, &validation::schema::compiled_for(schema), &[]);
     }
     if let Some(o) = object.as_object_mut() {
         o.insert("apiVersion".into(), json!(rt.api_version()));

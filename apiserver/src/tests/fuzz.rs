@@ -360,7 +360,8 @@ proptest! {
     ) {
         let _ = crate::validation::schema::validate(&object, old.as_ref(), &schema);
         let mut pruned = object.clone();
-        let _ = crate::validation::structural::prune(&mut pruned, &schema, &[]);
-        crate::validation::structural::apply_defaults(&mut pruned, &schema, &[]);
+        let compiled = crate::validation::schema::Schema::compile(&schema);
+        let _ = crate::validation::structural::prune(&mut pruned, &compiled, &[]);
+        crate::validation::structural::apply_defaults(&mut pruned, &compiled, &[]);
     }
 }

@@ -108,12 +108,18 @@ pub struct Schema {
     required: Vec<String>,
     list_type: Option<String>,
     list_map_keys: Vec<String>,
+    /// `x-kubernetes-preserve-unknown-fields`.
+    preserve_unknown: bool,
+    /// `x-kubernetes-embedded-resource`.
+    embedded: bool,
+    /// `default`, unless it is null.
+    default: Option<Value>,
 }
 
 /// What `additionalProperties` says of the properties `properties` does not name.
 #[derive(Debug, Default)]
 enum Additional {
-    /// Not set.
+    /// Not set (or null).
     #[default]
     Absent,
     /// `false`: forbidden.
@@ -189,7 +195,7 @@ impl Schema {
                 })
                 .unwrap_or_default(),
             additional: match s.get("additionalProperties") {
-                None => Additional::Absent,
+                None | Some(Value::Null) => Additional::Absent,
                 Some(Value::Bool(false)) => Additional::Forbidden,
                 Some(sub @ Value::Object(_)) => Additional::Schema(Box::new(Schema::compile(sub))),
                 Some(_) => Additional::Allowed,
@@ -200,6 +206,9 @@ impl Schema {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             list_map_keys: strings("x-kubernetes-list-map-keys"),
+            preserve_unknown: flag("x-kubernetes-preserve-unknown-fields"),
+            embedded: flag("x-kubernetes-embedded-resource"),
+            default: s.get("default").filter(|v| !v.is_null()).cloned(),
         }
     }
 
@@ -208,6 +217,48 @@ impl Schema {
         let mut errs = validate_node(obj, old, self, &Path::Root);
         errs.extend(list_sets_and_maps(obj, old, self, &Path::Root));
         errs
+    }
+
+    /// The schema of property `name`, when `properties` names it.
+    pub(crate) fn property(&self, name: &str) -> Option<&Schema> {
+        self.properties.get(name)
+    }
+
+    /// The schema for map values `properties` does not name: `Some(None)` when
+    /// `additionalProperties` is set without a schema (such values are unknown to pruning).
+    pub(crate) fn additional_properties(&self) -> Option<Option<&Schema>> {
+        match &self.additional {
+            Additional::Absent => None,
+            Additional::Schema(sub) => Some(Some(sub)),
+            Additional::Forbidden | Additional::Allowed => Some(None),
+        }
+    }
+
+    /// The schema of array items.
+    pub(crate) fn items(&self) -> Option<&Schema> {
+        self.items.as_deref()
+    }
+
+    pub(crate) fn preserves_unknown_fields(&self) -> bool {
+        self.preserve_unknown
+    }
+
+    pub(crate) fn is_embedded_resource(&self) -> bool {
+        self.embedded
+    }
+
+    pub(crate) fn is_nullable(&self) -> bool {
+        self.nullable
+    }
+
+    /// The schema's `default`, if it has a non-null one.
+    pub(crate) fn default_value(&self) -> Option<&Value> {
+        self.default.as_ref()
+    }
+
+    /// The properties `properties` names, with their schemas, by name.
+    pub(crate) fn properties(&self) -> impl Iterator<Item = (&String, &Schema)> {
+        self.properties.iter()
     }
 
     fn has_type(&self, name: &str) -> bool {

@@ -3,11 +3,9 @@
 
 use serde_json::Value;
 
-const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
+use super::schema::Schema;
 
-fn flag(schema: &Value, key: &str) -> bool {
-    schema.get(key).and_then(Value::as_bool) == Some(true)
-}
+const META_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 fn property<'a>(schema: &'a Value, name: &str) -> Option<&'a Value> {
     schema
@@ -41,7 +39,7 @@ fn items(schema: &Value) -> Option<&Value> {
 ///
 /// `unchanged` names top-level fields an update leaves as stored: they were pruned when they
 /// were written and are not walked again (on a status write, everything but the status).
-pub fn prune(obj: &mut Value, schema: &Value, unchanged: &[String]) -> Vec<String> {
+pub fn prune(obj: &mut Value, schema: &Schema, unchanged: &[String]) -> Vec<String> {
     let mut pruned = Vec::new();
     without_fields(obj, unchanged, |obj| {
         prune_node(obj, Some(schema), true, &mut String::new(), &mut pruned);
@@ -93,13 +91,13 @@ fn holds_fields(x: &Value) -> bool {
 /// that a path is only copied when a field is pruned).
 fn prune_node(
     x: &mut Value,
-    schema: Option<&Value>,
+    schema: Option<&Schema>,
     root: bool,
     path: &mut String,
     pruned: &mut Vec<String>,
 ) {
     if let Some(s) = schema
-        && flag(s, "x-kubernetes-preserve-unknown-fields")
+        && s.preserves_unknown_fields()
     {
         skip_prune(x, s, root, path, pruned);
         return;
@@ -115,14 +113,14 @@ fn prune_node(
                 map.clear();
                 return;
             };
-            let embedded = root || flag(s, "x-kubernetes-embedded-resource");
-            let additional = additional(s);
+            let embedded = root || s.is_embedded_resource();
+            let additional = s.additional_properties();
             let mut unknown = Vec::new();
             for (key, v) in map.iter_mut() {
                 if embedded && META_FIELDS.contains(&key.as_str()) {
                     continue;
                 }
-                let known = property(s, key).or(additional.flatten());
+                let known = s.property(key).or(additional.flatten());
                 if known.is_some() || additional.is_some() {
                     if holds_fields(v) {
                         let len = enter_key(path, key);
@@ -144,7 +142,7 @@ fn prune_node(
         }
         Value::Array(list) => {
             // Without an items schema, every object inside the array is unknown.
-            let item_schema = schema.and_then(items);
+            let item_schema = schema.and_then(Schema::items);
             for (i, v) in list.iter_mut().enumerate() {
                 if holds_fields(v) {
                     let len = enter_index(path, i);
@@ -157,16 +155,16 @@ fn prune_node(
     }
 }
 
-fn skip_prune(x: &mut Value, s: &Value, root: bool, path: &mut String, pruned: &mut Vec<String>) {
+fn skip_prune(x: &mut Value, s: &Schema, root: bool, path: &mut String, pruned: &mut Vec<String>) {
     match x {
         Value::Object(map) => {
-            let embedded = root || flag(s, "x-kubernetes-embedded-resource");
-            let additional = additional(s);
+            let embedded = root || s.is_embedded_resource();
+            let additional = s.additional_properties();
             for (key, v) in map.iter_mut() {
                 if (embedded && META_FIELDS.contains(&key.as_str())) || !holds_fields(v) {
                     continue;
                 }
-                let known = match property(s, key) {
+                let known = match s.property(key) {
                     Some(prop) => Some(prop),
                     None => match additional {
                         Some(schema) => schema,
@@ -179,7 +177,7 @@ fn skip_prune(x: &mut Value, s: &Value, root: bool, path: &mut String, pruned: &
             }
         }
         Value::Array(list) => {
-            if let Some(item_schema) = items(s) {
+            if let Some(item_schema) = s.items() {
                 for (i, v) in list.iter_mut().enumerate() {
                     if holds_fields(v) {
                         let len = enter_index(path, i);
@@ -209,14 +207,9 @@ pub fn strict_decoding_message(pruned: &[String]) -> Option<String> {
     Some(format!("strict decoding error: {}", fields.join(", ")))
 }
 
-/// A schema's `default`, if it has a non-null one.
-fn default_of(schema: &Value) -> Option<&Value> {
-    schema.get("default").filter(|v| !v.is_null())
-}
-
 /// Whether `x` is a `null` the schema does not allow.
-fn non_nullable_null(x: &Value, schema: Option<&Value>) -> bool {
-    x.is_null() && schema.is_some_and(|s| !flag(s, "nullable"))
+fn non_nullable_null(x: &Value, schema: Option<&Schema>) -> bool {
+    x.is_null() && schema.is_some_and(|s| !s.is_nullable())
 }
 
 /// Applies the schema's defaults to `obj`, as upstream's decoder does: first drops `null`s of
@@ -224,7 +217,7 @@ fn non_nullable_null(x: &Value, schema: Option<&Value>) -> bool {
 /// property that has a `default` to a copy of it, recursively through properties,
 /// `additionalProperties` values and array items (defaults inside defaults included). The
 /// top-level fields named in `unchanged` are left as stored (see [`prune`]).
-pub fn apply_defaults(obj: &mut Value, schema: &Value, unchanged: &[String]) {
+pub fn apply_defaults(obj: &mut Value, schema: &Schema, unchanged: &[String]) {
     without_fields(obj, unchanged, |obj| {
         prune_nulls_without_defaults(obj, Some(schema));
         default_node(obj, schema);
@@ -245,24 +238,25 @@ pub fn unchanged_fields(new: &Value, old: Option<&Value>) -> Vec<String> {
         .collect()
 }
 
-fn field_schema<'a>(schema: Option<&'a Value>, key: &str) -> Option<&'a Value> {
+fn field_schema<'a>(schema: Option<&'a Schema>, key: &str) -> Option<&'a Schema> {
     let s = schema?;
-    property(s, key).or_else(|| additional(s).flatten())
+    s.property(key)
+        .or_else(|| s.additional_properties().flatten())
 }
 
-fn prune_nulls_without_defaults(x: &mut Value, schema: Option<&Value>) {
+fn prune_nulls_without_defaults(x: &mut Value, schema: Option<&Schema>) {
     match x {
         Value::Object(map) => {
             map.retain(|key, v| {
                 let sub = field_schema(schema, key);
-                !(non_nullable_null(v, sub) && sub.and_then(default_of).is_none())
+                !(non_nullable_null(v, sub) && sub.and_then(Schema::default_value).is_none())
             });
             for (key, v) in map.iter_mut() {
                 prune_nulls_without_defaults(v, field_schema(schema, key));
             }
         }
         Value::Array(list) => {
-            let item_schema = schema.and_then(items);
+            let item_schema = schema.and_then(Schema::items);
             for v in list.iter_mut() {
                 prune_nulls_without_defaults(v, item_schema);
             }
@@ -271,28 +265,26 @@ fn prune_nulls_without_defaults(x: &mut Value, schema: Option<&Value>) {
     }
 }
 
-fn default_node(x: &mut Value, schema: &Value) {
+fn default_node(x: &mut Value, schema: &Schema) {
     match x {
         Value::Object(map) => {
-            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
-                for (key, prop) in properties {
-                    let Some(default) = default_of(prop) else {
-                        continue;
-                    };
-                    let absent = map
-                        .get(key)
-                        .is_none_or(|v| non_nullable_null(v, Some(prop)));
-                    if absent {
-                        map.insert(key.clone(), default.clone());
-                    }
+            for (key, prop) in schema.properties() {
+                let Some(default) = prop.default_value() else {
+                    continue;
+                };
+                let absent = map
+                    .get(key)
+                    .is_none_or(|v| non_nullable_null(v, Some(prop)));
+                if absent {
+                    map.insert(key.clone(), default.clone());
                 }
             }
             for (key, v) in map.iter_mut() {
-                if let Some(prop) = property(schema, key) {
+                if let Some(prop) = schema.property(key) {
                     default_node(v, prop);
-                } else if let Some(Some(additional)) = additional(schema) {
+                } else if let Some(Some(additional)) = schema.additional_properties() {
                     if non_nullable_null(v, Some(additional))
-                        && let Some(default) = default_of(additional)
+                        && let Some(default) = additional.default_value()
                     {
                         *v = default.clone();
                     }
@@ -301,10 +293,10 @@ fn default_node(x: &mut Value, schema: &Value) {
             }
         }
         Value::Array(list) => {
-            if let Some(item_schema) = items(schema) {
+            if let Some(item_schema) = schema.items() {
                 for v in list.iter_mut() {
                     if non_nullable_null(v, Some(item_schema))
-                        && let Some(default) = default_of(item_schema)
+                        && let Some(default) = item_schema.default_value()
                     {
                         *v = default.clone();
                     }
@@ -422,7 +414,7 @@ mod tests {
                 "embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}, "other": 1}
             }
         });
-        let pruned = prune(&mut obj, &schema(), &[]);
+        let pruned = prune(&mut obj, &Schema::compile(&schema()), &[]);
         assert_eq!(
             pruned,
             [
@@ -451,7 +443,7 @@ mod tests {
     #[test]
     fn strict_and_warning_messages() {
         let mut obj = json!({"spec": {"unknownField": 1, "other": 2}});
-        let pruned = prune(&mut obj, &schema(), &[]);
+        let pruned = prune(&mut obj, &Schema::compile(&schema()), &[]);
         assert_eq!(
             unknown_field_message(&pruned[0]),
             r#"unknown field "spec.other""#
@@ -469,14 +461,14 @@ mod tests {
     fn prune_keeps_everything_under_preserve_at_root() {
         let schema = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
         let mut obj = json!({"spec": {"a": 1}, "b": [1]});
-        assert!(prune(&mut obj, &schema, &[]).is_empty());
+        assert!(prune(&mut obj, &Schema::compile(&schema), &[]).is_empty());
         assert_eq!(obj, json!({"spec": {"a": 1}, "b": [1]}));
     }
 
     #[test]
     fn defaults_fill_absent_fields() {
         let mut obj = json!({"spec": {"items": [{"name": "a"}, {"name": "b", "weight": 5}], "replicas": null, "opt": null}});
-        apply_defaults(&mut obj, &schema(), &[]);
+        apply_defaults(&mut obj, &Schema::compile(&schema()), &[]);
         assert_eq!(
             obj,
             json!({"spec": {
@@ -491,7 +483,7 @@ mod tests {
     #[test]
     fn defaults_replace_non_nullable_nulls() {
         let mut obj = json!({"spec": {"size": null}});
-        apply_defaults(&mut obj, &schema(), &[]);
+        apply_defaults(&mut obj, &Schema::compile(&schema()), &[]);
         assert_eq!(obj["spec"]["size"], json!("m"));
     }
 
@@ -500,7 +492,7 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"m": {"type": "object",
             "additionalProperties": {"type": "object", "properties": {"x": {"type": "integer", "default": 7}}}}}});
         let mut obj = json!({"m": {"a": {}, "b": {"x": 1}}});
-        apply_defaults(&mut obj, &schema, &[]);
+        apply_defaults(&mut obj, &Schema::compile(&schema), &[]);
         assert_eq!(obj, json!({"m": {"a": {"x": 7}, "b": {"x": 1}}}));
     }
 
@@ -533,8 +525,11 @@ mod tests {
             "status": {"extra": 1}});
         let unchanged = unchanged_fields(&new, Some(&old));
         assert_eq!(unchanged, ["spec"]);
-        assert_eq!(prune(&mut new, &schema, &unchanged), ["status.extra"]);
-        apply_defaults(&mut new, &schema, &unchanged);
+        assert_eq!(
+            prune(&mut new, &Schema::compile(&schema), &unchanged),
+            ["status.extra"]
+        );
+        apply_defaults(&mut new, &Schema::compile(&schema), &unchanged);
         assert_eq!(new["spec"], json!({"a": "1", "stale": true}));
         assert_eq!(new["status"], json!({"b": "x"}));
         assert!(unchanged_fields(&new, None).is_empty());
