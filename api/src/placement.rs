@@ -293,7 +293,8 @@ pub struct WorkPlacementStatus {
     pub unused_overrides: Vec<i32>,
     /// What the policy decided (with a policy only): the chosen clusters with their scores
     /// (at most 1,000, first), those failover keeps or replaced and every name of `PickFixed`,
-    /// and, with why not, the first 20 by name of the others the selector picks.
+    /// and, under `PickAll` or `PickN`, with why not, the first 20 by name of the others the
+    /// selector picks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "decisions_schema")]
     pub decisions: Vec<ClusterDecision>,

@@ -67,10 +67,10 @@ pub struct Verdict {
     pub message: String,
 }
 
-/// How many of the clusters a policy neither chose, retained nor replaced (nor, under
-/// `PickFixed`, was named) get a decision in the status: why a few were left out is worth reading,
-/// a line for each of thousands is not (a `PickFixed` of one cluster on a fleet of 5,000 wrote
-/// 1,000 decisions into its status at every change; the `Scheduled` condition counts them all).
+/// How many of the clusters a `PickAll` or `PickN` policy neither chose, retained nor replaced
+/// get a decision in the status: why a few were left out is worth reading, a line for each of
+/// thousands is not (the `Scheduled` condition counts them all). `PickFixed` decides on the
+/// clusters it names alone.
 pub const UNCHOSEN_DECISIONS_MAX: usize = 20;
 
 /// What the policy decided.
@@ -116,8 +116,13 @@ impl Standing<'_> {
 /// clusters of `previous` (chosen before) that still match. The policy is assumed valid
 /// (`atoll_api::placement::policy::validate`); an expression that is not matches nothing.
 pub fn schedule(policy: &Policy, candidates: &[Candidate], previous: &Previous) -> Schedule {
+    // `PickFixed` decides on the clusters it names alone, as KubeFleet's does: the controller
+    // then looks those up instead of reading the whole fleet for each such placement.
+    let fixed: Option<BTreeSet<&str>> = (policy.type_ == PolicyType::PickFixed)
+        .then(|| policy.cluster_names.iter().map(String::as_str).collect());
     let mut standings: Vec<Standing<'_>> = candidates
         .iter()
+        .filter(|c| fixed.as_ref().is_none_or(|f| f.contains(c.name.as_str())))
         .map(|candidate| Standing {
             candidate,
             unmatched: unmatched(&policy.affinity, candidate),
@@ -244,8 +249,8 @@ fn pick_all(field: &Field<'_, '_>, decisions: &mut Decisions) -> Picked {
     }
 }
 
-/// `PickFixed`: the matching candidates `clusterNames` names; a name that is no candidate gets a
-/// decision saying so.
+/// `PickFixed`: the matching candidates, all of which `clusterNames` names; a name that is no
+/// candidate gets a decision saying so.
 fn pick_fixed(
     policy: &Policy,
     candidates: &[Candidate],
@@ -255,12 +260,8 @@ fn pick_fixed(
     let named: BTreeSet<&str> = policy.cluster_names.iter().map(String::as_str).collect();
     let mut chosen = Vec::new();
     for standing in field.matching {
-        if named.contains(standing.candidate.name.as_str()) {
-            decisions.decide(standing, true, "named in clusterNames".into());
-            chosen.push(standing.candidate.name.clone());
-        } else {
-            decisions.decide(standing, false, "not named in clusterNames".into());
-        }
+        decisions.decide(standing, true, "named in clusterNames".into());
+        chosen.push(standing.candidate.name.clone());
     }
     let known: BTreeSet<&str> = candidates.iter().map(|c| c.name.as_str()).collect();
     let extra: Vec<ClusterDecision> = named
@@ -469,8 +470,8 @@ impl<'p> PickN<'p> {
 }
 
 /// The decisions a status lists, in order: the chosen first, then the retained (what the next
-/// schedule reads back); every chosen, retained or replaced cluster and every cluster `PickFixed`
-/// names; of the others, the first [`UNCHOSEN_DECISIONS_MAX`] by name; at most [`DECISIONS_MAX`].
+/// schedule reads back); every chosen, retained or replaced cluster and every decision of
+/// `PickFixed` (each on a cluster it names); of the others, the first [`UNCHOSEN_DECISIONS_MAX`] by name; at most [`DECISIONS_MAX`].
 fn listed(mut decisions: Vec<ClusterDecision>, policy: &Policy) -> Vec<ClusterDecision> {
     decisions.sort_by(|a, b| {
         (!a.selected, !a.retained, &a.cluster_name).cmp(&(
@@ -484,8 +485,7 @@ fn listed(mut decisions: Vec<ClusterDecision>, policy: &Policy) -> Vec<ClusterDe
         let kept = d.selected
             || d.retained
             || d.reason.contains(REPLACED)
-            || (policy.type_ == PolicyType::PickFixed
-                && policy.cluster_names.contains(&d.cluster_name));
+            || policy.type_ == PolicyType::PickFixed;
         if !kept {
             unchosen += 1;
         }
@@ -818,11 +818,11 @@ mod tests {
         assert!(three.decisions[..3].iter().all(|d| d.selected));
         assert!(three.decisions[3..].iter().all(|d| !d.selected));
         assert_eq!(three.verdict.status, "True");
-        // PickFixed: every named cluster, the one that is no member too, and 20 others.
+        // PickFixed: every named cluster, the one that is no member too, and no other.
         let fixed = policy("{type: PickFixed, clusterNames: [c050, c099, gone]}");
         let named = schedule(&fixed, &fleet, &none());
         assert_eq!(named.chosen, ["c050", "c099"]);
-        assert_eq!(named.decisions.len(), 3 + UNCHOSEN_DECISIONS_MAX);
+        assert_eq!(named.decisions.len(), 3);
         assert_eq!(
             decision(&named, "gone").reason,
             "not a member cluster the selector picks"
@@ -1238,7 +1238,11 @@ mod tests {
             s.verdict.message,
             "found 1 of 2 clusters: not member clusters the selector picks: south"
         );
-        assert_eq!(decision(&s, "east").reason, "not named in clusterNames");
+        assert!(
+            s.decisions.iter().all(|d| d.cluster_name != "east"),
+            "a cluster PickFixed does not name gets no decision: {:?}",
+            s.decisions
+        );
         assert_eq!(
             decision(&s, "south").reason,
             "not a member cluster the selector picks"
