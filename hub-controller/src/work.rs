@@ -12,7 +12,7 @@ use atoll_api::work::{DeleteOption, Work, WorkStatus};
 use atoll_proto::v1::{SyncEvent, WorkDelete, WorkUpsert, WorkVersion, sync_event};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::runtime::watcher::{self, Event};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::watch;
 
@@ -83,16 +83,6 @@ struct WorkloadView<'a> {
     manifests: Option<&'a RawValue>,
 }
 
-/// A Work as its agent receives it: no status, no managedFields, the spec as stored.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SentWork<'a> {
-    api_version: Cow<'a, str>,
-    kind: Cow<'a, str>,
-    metadata: &'a ObjectMeta,
-    spec: &'a RawValue,
-}
-
 /// One Work as the hub sends it.
 #[derive(Debug, Clone, Default)]
 pub struct Entry {
@@ -102,9 +92,11 @@ pub struct Entry {
     pub generation: i64,
     /// Whether it is being deleted.
     pub deleting: bool,
-    /// The Work as JSON, status left out, in a buffer of its size (the index holds one for every
-    /// Work on the hub).
-    pub body: Arc<[u8]>,
+    /// Its metadata as JSON, managedFields left out.
+    pub metadata: Arc<str>,
+    /// Its spec as stored. The index holds one for every Work on the hub, and the Works of a
+    /// placement without per-cluster overrides (thousands of clusters) share one.
+    pub spec: Arc<str>,
     /// When set, why it cannot be sent.
     pub refused: Option<String>,
     /// Whether it carries the force-delete annotation.
@@ -190,6 +182,17 @@ fn placement_of(metadata: &ObjectMeta) -> Option<(String, i64)> {
 }
 
 impl Entry {
+    /// The Work as its agent receives it: no status, no managedFields, the spec as stored.
+    pub fn body(&self) -> Vec<u8> {
+        let api_version = <Work as kube::Resource>::api_version(&());
+        let kind = <Work as kube::Resource>::kind(&());
+        format!(
+            r#"{{"apiVersion":"{api_version}","kind":"{kind}","metadata":{},"spec":{}}}"#,
+            self.metadata, self.spec
+        )
+        .into_bytes()
+    }
+
     /// The event that brings an agent up to date with this Work.
     pub fn event(&self, name: &str) -> SyncEvent {
         let event = if self.deleting {
@@ -202,7 +205,7 @@ impl Entry {
                 name: name.to_owned(),
                 uid: self.uid.clone(),
                 generation: self.generation,
-                work: self.body.to_vec(),
+                work: self.body(),
             })
         };
         SyncEvent { event: Some(event) }
@@ -247,7 +250,7 @@ impl<K: Eq + std::hash::Hash> Changed<K> {
 /// the placement controller last looked.
 #[derive(Default)]
 pub struct WorkIndex {
-    inner: Mutex<HashMap<String, HashMap<String, Entry>>>,
+    inner: Mutex<Works>,
     /// Placements whose Works changed, by key.
     touched: Changed<String>,
     /// Works being deleted or carrying a time to live that changed, by cluster and name, for the
@@ -258,8 +261,66 @@ pub struct WorkIndex {
     loaded_notify: tokio::sync::Notify,
 }
 
+/// The Works the index holds: by cluster and name, and which of them each placement stamped
+/// (a placement of one cluster on a fleet of thousands looks up its own instead of reading
+/// every Work at each reconcile).
+#[derive(Default)]
+struct Works {
+    by_cluster: HashMap<String, HashMap<String, Entry>>,
+    /// By placement key: the (cluster, name) of each Work it stamped.
+    by_placement: HashMap<String, HashSet<(String, String)>>,
+    /// Every spec the Works hold, and how many hold it.
+    specs: HashMap<Arc<str>, usize>,
+}
+
+/// The spec `spec` as the index holds it, shared with the Works that hold the same.
+fn intern(specs: &mut HashMap<Arc<str>, usize>, spec: &str) -> Arc<str> {
+    if let Some((shared, holders)) = specs.get_key_value(spec) {
+        let shared = Arc::clone(shared);
+        specs.insert(Arc::clone(&shared), holders + 1);
+        return shared;
+    }
+    let shared: Arc<str> = Arc::from(spec);
+    specs.insert(Arc::clone(&shared), 1);
+    shared
+}
+
+/// Lets go of a spec a Work no longer holds; the last holder takes it out of the index.
+fn let_go(specs: &mut HashMap<Arc<str>, usize>, spec: &Arc<str>) {
+    if let Some(holders) = specs.get_mut(&**spec) {
+        *holders -= 1;
+        if *holders == 0 {
+            specs.remove(&**spec);
+        }
+    }
+}
+
+/// Notes in `by_placement` that the Work `cluster`/`name` belongs to `placement`, or (`linked`
+/// false) no longer does.
+fn relink(
+    by_placement: &mut HashMap<String, HashSet<(String, String)>>,
+    placement: Option<&(String, i64)>,
+    (cluster, name): (&str, &str),
+    linked: bool,
+) {
+    let Some((key, _)) = placement else {
+        return;
+    };
+    if linked {
+        by_placement
+            .entry(key.clone())
+            .or_default()
+            .insert((cluster.to_owned(), name.to_owned()));
+    } else if let Some(works) = by_placement.get_mut(key) {
+        works.remove(&(cluster.to_owned(), name.to_owned()));
+        if works.is_empty() {
+            by_placement.remove(key);
+        }
+    }
+}
+
 impl WorkIndex {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, HashMap<String, Entry>>> {
+    fn lock(&self) -> MutexGuard<'_, Works> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -271,7 +332,12 @@ impl WorkIndex {
         let generation = work.metadata.generation.unwrap_or(0);
         let deleting = work.metadata.deletion_timestamp.is_some();
         let mut index = self.lock();
-        let works = index.entry(cluster.clone()).or_default();
+        let Works {
+            by_cluster,
+            by_placement,
+            specs,
+        } = &mut *index;
+        let works = by_cluster.entry(cluster.clone()).or_default();
         if let Some(old) = works.get_mut(&name)
             && old.uid == uid
             && old.generation == generation
@@ -283,6 +349,13 @@ impl WorkIndex {
             // carries its generation, or it would stamp it again and wait forever.
             let placement = placement_of(&work.metadata);
             if old.placement != placement {
+                relink(
+                    by_placement,
+                    old.placement.as_ref(),
+                    (&cluster, &name),
+                    false,
+                );
+                relink(by_placement, placement.as_ref(), (&cluster, &name), true);
                 old.placement = placement;
                 self.touch(old.placement.as_ref());
             }
@@ -298,10 +371,30 @@ impl WorkIndex {
             }
             return None;
         }
-        let entry = entry_of(work, uid, generation, deleting);
+        let entry = entry_of(
+            work,
+            uid,
+            generation,
+            deleting,
+            intern(specs, work.spec.get()),
+        );
         self.touch(entry.placement.as_ref());
         self.touch_lifecycle(&cluster, &name, &entry);
-        works.insert(name.clone(), entry.clone());
+        if let Some(old) = works.insert(name.clone(), entry.clone()) {
+            relink(
+                by_placement,
+                old.placement.as_ref(),
+                (&cluster, &name),
+                false,
+            );
+            let_go(specs, &old.spec);
+        }
+        relink(
+            by_placement,
+            entry.placement.as_ref(),
+            (&cluster, &name),
+            true,
+        );
         Some((cluster, name, entry))
     }
 
@@ -355,12 +448,19 @@ impl WorkIndex {
     /// Forgets a Work that is gone from the hub.
     pub fn remove(&self, cluster: &str, name: &str) -> Option<Entry> {
         let mut index = self.lock();
-        let works = index.get_mut(cluster)?;
+        let works = index.by_cluster.get_mut(cluster)?;
         let removed = works.remove(name);
         if works.is_empty() {
-            index.remove(cluster);
+            index.by_cluster.remove(cluster);
         }
         if let Some(entry) = &removed {
+            relink(
+                &mut index.by_placement,
+                entry.placement.as_ref(),
+                (cluster, name),
+                false,
+            );
+            let_go(&mut index.specs, &entry.spec);
             self.touch(entry.placement.as_ref());
         }
         removed
@@ -368,7 +468,7 @@ impl WorkIndex {
 
     /// Looks at every Work in turn, under the index's lock (keep `f` short).
     pub fn each(&self, mut f: impl FnMut(&Entry)) {
-        for works in self.lock().values() {
+        for works in self.lock().by_cluster.values() {
             works.values().for_each(&mut f);
         }
     }
@@ -376,6 +476,7 @@ impl WorkIndex {
     /// One Work.
     pub fn get(&self, cluster: &str, name: &str) -> Option<Entry> {
         self.lock()
+            .by_cluster
             .get(cluster)
             .and_then(|works| works.get(name))
             .cloned()
@@ -384,6 +485,7 @@ impl WorkIndex {
     /// The Works of one cluster.
     pub fn of_cluster(&self, cluster: &str) -> Vec<(String, Entry)> {
         self.lock()
+            .by_cluster
             .get(cluster)
             .map(|works| works.iter().map(|(n, e)| (n.clone(), e.clone())).collect())
             .unwrap_or_default()
@@ -392,21 +494,23 @@ impl WorkIndex {
     /// The Works a WorkPlacement stamped (`key` is `namespace.name`), by cluster.
     pub fn stamped(&self, key: &str) -> HashMap<String, (String, Entry)> {
         let index = self.lock();
-        let mut out = HashMap::new();
-        for (cluster, works) in index.iter() {
-            for (name, entry) in works {
-                if entry.placement.as_ref().is_some_and(|(k, _)| k == key) {
-                    out.insert(cluster.clone(), (name.clone(), entry.clone()));
-                }
-            }
-        }
-        out
+        let Some(stamped) = index.by_placement.get(key) else {
+            return HashMap::new();
+        };
+        stamped
+            .iter()
+            .filter_map(|(cluster, name)| {
+                let entry = index.by_cluster.get(cluster)?.get(name)?;
+                Some((cluster.clone(), (name.clone(), entry.clone())))
+            })
+            .collect()
     }
 
     /// Every stamped Work: cluster, name and the placement key that stamped it.
     pub fn all_stamped(&self) -> Vec<(String, String, String)> {
         let index = self.lock();
         index
+            .by_cluster
             .iter()
             .flat_map(|(cluster, works)| {
                 works.iter().filter_map(|(name, e)| {
@@ -420,7 +524,13 @@ impl WorkIndex {
     }
 }
 
-fn entry_of(work: &WatchedWork, uid: String, generation: i64, deleting: bool) -> Entry {
+fn entry_of(
+    work: &WatchedWork,
+    uid: String,
+    generation: i64,
+    deleting: bool,
+    spec: Arc<str>,
+) -> Entry {
     let (view, unreadable) = match serde_json::from_str::<SpecView<'_>>(work.spec.get()) {
         Ok(view) => (view, None),
         Err(e) => (SpecView::default(), Some(e)),
@@ -442,17 +552,13 @@ fn entry_of(work: &WatchedWork, uid: String, generation: i64, deleting: bool) ->
         managed_fields: None,
         ..work.metadata.clone()
     };
-    let sent = SentWork {
-        api_version: <Work as kube::Resource>::api_version(&()),
-        kind: <Work as kube::Resource>::kind(&()),
-        metadata: &metadata,
-        spec: &work.spec,
-    };
     Entry {
         uid,
         generation,
         deleting,
-        body: Arc::from(serde_json::to_vec(&sent).unwrap_or_default()),
+        // Cannot fail: the metadata is strings, numbers and maps of strings.
+        metadata: Arc::from(serde_json::to_string(&metadata).unwrap_or_default()),
+        spec,
         refused,
         force_delete: force_delete(&work.metadata),
         placement: placement_of(&work.metadata),
@@ -702,7 +808,8 @@ mod tests {
             uid: uid.to_owned(),
             generation,
             deleting,
-            body: Arc::from(&b"{}"[..]),
+            metadata: Arc::from("{}"),
+            spec: Arc::from("{}"),
             ..Entry::default()
         }
     }
@@ -757,10 +864,10 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("managedFields");
-        let sent: serde_json::Value = serde_json::from_slice(&entry.body).unwrap();
+        let sent: serde_json::Value = serde_json::from_slice(&entry.body()).unwrap();
         assert_eq!(sent, expected);
         // What the agent decodes it into.
-        let work: Work = serde_json::from_slice(&entry.body).unwrap();
+        let work: Work = serde_json::from_slice(&entry.body()).unwrap();
         assert_eq!(work.spec.workload.manifests.len(), 1);
         assert_eq!(entry.ttl_after_finished, Some(Duration::from_secs(30)));
         assert_eq!(entry.refused, None);
@@ -853,6 +960,75 @@ mod tests {
             Some(("default.p".to_owned(), 2))
         );
         assert_eq!(index.next_touched().await, ["default.p"]);
+    }
+
+    #[test]
+    fn a_placements_works_are_found_as_they_come_move_and_go() {
+        let index = WorkIndex::default();
+        let work = |cluster: &str, uid: &str, generation: i64, placement: Option<&str>| {
+            let labels: std::collections::BTreeMap<String, String> = placement
+                .map(|p| (LABEL_PLACEMENT.to_owned(), p.to_owned()))
+                .into_iter()
+                .collect();
+            serde_json::from_value::<WatchedWork>(serde_json::json!({
+                "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+                "metadata": {"name": "w", "namespace": cluster, "uid": uid,
+                    "generation": generation, "labels": labels},
+                "spec": {"workload": {"manifests": []}}}))
+            .unwrap()
+        };
+        let clusters = |key: &str| -> Vec<String> {
+            let mut clusters: Vec<String> = index.stamped(key).into_keys().collect();
+            clusters.sort();
+            clusters
+        };
+        index.upsert(&work("east", "u1", 1, Some("default.p")));
+        index.upsert(&work("west", "u2", 1, Some("default.p")));
+        index.upsert(&work("north", "u3", 1, None));
+        assert_eq!(clusters("default.p"), ["east", "west"]);
+        // Relabelled at the same generation, then replaced by a new generation of another.
+        index.upsert(&work("east", "u1", 1, Some("default.q")));
+        index.upsert(&work("west", "u2", 2, Some("default.q")));
+        assert!(clusters("default.p").is_empty());
+        assert_eq!(clusters("default.q"), ["east", "west"]);
+        assert_eq!(index.stamped("default.q")["west"].1.generation, 2);
+        // Recreated without the label, and deleted.
+        index.upsert(&work("east", "u4", 1, None));
+        index.remove("west", "w");
+        assert!(clusters("default.q").is_empty());
+        assert!(index.lock().by_placement.is_empty());
+        assert_eq!(index.of_cluster("east")[0].1.uid, "u4");
+    }
+
+    #[test]
+    fn works_of_the_same_spec_share_it_until_the_last_one_goes() {
+        let index = WorkIndex::default();
+        let work = |cluster: &str, uid: &str, generation: i64, data: &str| {
+            serde_json::from_value::<WatchedWork>(serde_json::json!({
+                "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+                "metadata": {"name": "w", "namespace": cluster, "uid": uid,
+                    "generation": generation},
+                "spec": {"workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "c", "namespace": "n"}, "data": {"k": data}}]}}}))
+            .unwrap()
+        };
+        let specs = || index.lock().specs.clone();
+        let (_, _, east) = index.upsert(&work("east", "u1", 1, "v1")).unwrap();
+        let (_, _, west) = index.upsert(&work("west", "u2", 1, "v1")).unwrap();
+        assert!(Arc::ptr_eq(&east.spec, &west.spec));
+        assert_eq!(specs().into_values().collect::<Vec<_>>(), [2]);
+        // Each agent still receives its own Work, whole.
+        let body: serde_json::Value = serde_json::from_slice(&west.body()).unwrap();
+        assert_eq!(body["metadata"]["namespace"], "west");
+        assert_eq!(body["spec"]["workload"]["manifests"][0]["data"]["k"], "v1");
+        // A new spec for one: two specs, one holder each; both gone: none.
+        index.upsert(&work("east", "u1", 2, "v2")).unwrap();
+        let mut holders: Vec<usize> = specs().into_values().collect();
+        holders.sort();
+        assert_eq!(holders, [1, 1]);
+        index.remove("east", "w");
+        index.remove("west", "w");
+        assert!(specs().is_empty());
     }
 
     #[test]
