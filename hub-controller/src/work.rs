@@ -273,48 +273,88 @@ struct Works {
     specs: HashMap<Arc<str>, usize>,
 }
 
-/// The spec `spec` as the index holds it, shared with the Works that hold the same.
-fn intern(specs: &mut HashMap<Arc<str>, usize>, spec: &str) -> Arc<str> {
-    if let Some((shared, holders)) = specs.get_key_value(spec) {
-        let shared = Arc::clone(shared);
-        specs.insert(Arc::clone(&shared), holders + 1);
-        return shared;
+impl Works {
+    /// `spec` as the index holds it: the copy the Works holding the same already share, or a
+    /// new one.
+    fn shared_spec(&self, spec: &str) -> Arc<str> {
+        self.specs
+            .get_key_value(spec)
+            .map_or_else(|| Arc::from(spec), |(shared, _)| Arc::clone(shared))
     }
-    let shared: Arc<str> = Arc::from(spec);
-    specs.insert(Arc::clone(&shared), 1);
-    shared
-}
 
-/// Lets go of a spec a Work no longer holds; the last holder takes it out of the index.
-fn let_go(specs: &mut HashMap<Arc<str>, usize>, spec: &Arc<str>) {
-    if let Some(holders) = specs.get_mut(&**spec) {
-        *holders -= 1;
-        if *holders == 0 {
-            specs.remove(&**spec);
+    /// Puts a Work in, in place of the one before under its name.
+    fn insert(&mut self, cluster: &str, name: &str, entry: Entry) {
+        let (placement, spec) = (entry.placement.clone(), Arc::clone(&entry.spec));
+        let before = self
+            .by_cluster
+            .entry(cluster.to_owned())
+            .or_default()
+            .insert(name.to_owned(), entry);
+        if let Some(before) = before {
+            self.unlink(cluster, name, before.placement.as_ref(), Some(&before.spec));
+        }
+        self.link(cluster, name, placement.as_ref(), Some(&spec));
+    }
+
+    /// Takes a Work out.
+    fn remove(&mut self, cluster: &str, name: &str) -> Option<Entry> {
+        let works = self.by_cluster.get_mut(cluster)?;
+        let removed = works.remove(name)?;
+        if works.is_empty() {
+            self.by_cluster.remove(cluster);
+        }
+        self.unlink(
+            cluster,
+            name,
+            removed.placement.as_ref(),
+            Some(&removed.spec),
+        );
+        Some(removed)
+    }
+
+    /// Notes that the Work `cluster`/`name` belongs to `placement` and holds `spec`.
+    fn link(
+        &mut self,
+        cluster: &str,
+        name: &str,
+        placement: Option<&(String, i64)>,
+        spec: Option<&Arc<str>>,
+    ) {
+        if let Some((key, _)) = placement {
+            self.by_placement
+                .entry(key.clone())
+                .or_default()
+                .insert((cluster.to_owned(), name.to_owned()));
+        }
+        if let Some(spec) = spec {
+            *self.specs.entry(Arc::clone(spec)).or_default() += 1;
         }
     }
-}
 
-/// Notes in `by_placement` that the Work `cluster`/`name` belongs to `placement`, or (`linked`
-/// false) no longer does.
-fn relink(
-    by_placement: &mut HashMap<String, HashSet<(String, String)>>,
-    placement: Option<&(String, i64)>,
-    (cluster, name): (&str, &str),
-    linked: bool,
-) {
-    let Some((key, _)) = placement else {
-        return;
-    };
-    if linked {
-        by_placement
-            .entry(key.clone())
-            .or_default()
-            .insert((cluster.to_owned(), name.to_owned()));
-    } else if let Some(works) = by_placement.get_mut(key) {
-        works.remove(&(cluster.to_owned(), name.to_owned()));
-        if works.is_empty() {
-            by_placement.remove(key);
+    /// Notes that the Work `cluster`/`name` no longer belongs to `placement` nor holds `spec`;
+    /// a spec's last holder takes it out.
+    fn unlink(
+        &mut self,
+        cluster: &str,
+        name: &str,
+        placement: Option<&(String, i64)>,
+        spec: Option<&Arc<str>>,
+    ) {
+        if let Some((key, _)) = placement
+            && let Some(works) = self.by_placement.get_mut(key)
+        {
+            works.remove(&(cluster.to_owned(), name.to_owned()));
+            if works.is_empty() {
+                self.by_placement.remove(key);
+            }
+        }
+        if let Some(spec) = spec
+            && let Some(holders) = self.specs.get_mut(&**spec)
+        {
+            *holders -= 1;
+            if *holders == 0 {
+                self.specs.remove(&**spec);
+            }
         }
     }
 }
@@ -332,13 +372,10 @@ impl WorkIndex {
         let generation = work.metadata.generation.unwrap_or(0);
         let deleting = work.metadata.deletion_timestamp.is_some();
         let mut index = self.lock();
-        let Works {
-            by_cluster,
-            by_placement,
-            specs,
-        } = &mut *index;
-        let works = by_cluster.entry(cluster.clone()).or_default();
-        if let Some(old) = works.get_mut(&name)
+        if let Some(old) = index
+            .by_cluster
+            .get_mut(&cluster)
+            .and_then(|works| works.get_mut(&name))
             && old.uid == uid
             && old.generation == generation
             && old.deleting == deleting
@@ -348,15 +385,9 @@ impl WorkIndex {
             // or policy) bumps only the Work's annotations: the placement must see that the Work
             // carries its generation, or it would stamp it again and wait forever.
             let placement = placement_of(&work.metadata);
-            if old.placement != placement {
-                relink(
-                    by_placement,
-                    old.placement.as_ref(),
-                    (&cluster, &name),
-                    false,
-                );
-                relink(by_placement, placement.as_ref(), (&cluster, &name), true);
-                old.placement = placement;
+            let moved = (old.placement != placement)
+                .then(|| std::mem::replace(&mut old.placement, placement.clone()));
+            if moved.is_some() {
                 self.touch(old.placement.as_ref());
             }
             let now = reported(work.status.as_ref());
@@ -369,32 +400,17 @@ impl WorkIndex {
                 old.needs_finalizer = needs_finalizer;
                 self.touch_lifecycle(&cluster, &name, old);
             }
+            if let Some(before) = moved {
+                index.unlink(&cluster, &name, before.as_ref(), None);
+                index.link(&cluster, &name, placement.as_ref(), None);
+            }
             return None;
         }
-        let entry = entry_of(
-            work,
-            uid,
-            generation,
-            deleting,
-            intern(specs, work.spec.get()),
-        );
+        let spec = index.shared_spec(work.spec.get());
+        let entry = entry_of(work, uid, generation, deleting, spec);
         self.touch(entry.placement.as_ref());
         self.touch_lifecycle(&cluster, &name, &entry);
-        if let Some(old) = works.insert(name.clone(), entry.clone()) {
-            relink(
-                by_placement,
-                old.placement.as_ref(),
-                (&cluster, &name),
-                false,
-            );
-            let_go(specs, &old.spec);
-        }
-        relink(
-            by_placement,
-            entry.placement.as_ref(),
-            (&cluster, &name),
-            true,
-        );
+        index.insert(&cluster, &name, entry.clone());
         Some((cluster, name, entry))
     }
 
@@ -447,23 +463,9 @@ impl WorkIndex {
 
     /// Forgets a Work that is gone from the hub.
     pub fn remove(&self, cluster: &str, name: &str) -> Option<Entry> {
-        let mut index = self.lock();
-        let works = index.by_cluster.get_mut(cluster)?;
-        let removed = works.remove(name);
-        if works.is_empty() {
-            index.by_cluster.remove(cluster);
-        }
-        if let Some(entry) = &removed {
-            relink(
-                &mut index.by_placement,
-                entry.placement.as_ref(),
-                (cluster, name),
-                false,
-            );
-            let_go(&mut index.specs, &entry.spec);
-            self.touch(entry.placement.as_ref());
-        }
-        removed
+        let removed = self.lock().remove(cluster, name)?;
+        self.touch(removed.placement.as_ref());
+        Some(removed)
     }
 
     /// Looks at every Work in turn, under the index's lock (keep `f` short).
