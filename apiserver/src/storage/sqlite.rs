@@ -916,99 +916,135 @@ impl Batch {
         op: &Op,
     ) -> rusqlite::Result<Result<Done>> {
         match op {
-            Op::Create { key, value } => {
-                if self.current(shared, key).is_some() {
-                    return Ok(Err(Error::AlreadyExists(key.clone())));
-                }
-                let revision = self.revision + 1;
-                insert_row(tx, revision, key, true, false, revision, 0, value)?;
-                let kv = KeyValue {
-                    key: key.clone(),
-                    value: value.clone(),
-                    create_revision: revision,
-                    mod_revision: revision,
-                };
-                self.record(kv.clone(), Some(kv.clone()), EventKind::Create, None);
-                Ok(Ok(Done::Written(revision)))
-            }
+            Op::Create { key, value } => self.create(tx, shared, key, value),
             Op::Update {
                 key,
                 value,
                 expected,
-            } => {
-                let prev = match self.compare(shared, key, Some(*expected)) {
-                    Ok(prev) => prev,
-                    Err(error) => return Ok(Err(error)),
-                };
-                let revision = self.revision + 1;
-                insert_row(
-                    tx,
-                    revision,
-                    key,
-                    false,
-                    false,
-                    prev.create_revision,
-                    prev.mod_revision,
-                    value,
-                )?;
-                let kv = KeyValue {
-                    key: key.clone(),
-                    value: value.clone(),
-                    create_revision: prev.create_revision,
-                    mod_revision: revision,
-                };
-                self.record(kv.clone(), Some(kv), EventKind::Update, Some(prev));
-                Ok(Ok(Done::Written(revision)))
-            }
-            Op::Delete { key, expected } => {
-                let prev = match self.compare(shared, key, *expected) {
-                    Ok(prev) => prev,
-                    Err(error) => return Ok(Err(error)),
-                };
-                let revision = self.revision + 1;
-                insert_row(
-                    tx,
-                    revision,
-                    key,
-                    false,
-                    true,
-                    prev.create_revision,
-                    prev.mod_revision,
-                    &Bytes::new(),
-                )?;
-                let deleted = KeyValue {
-                    mod_revision: revision,
-                    ..prev.clone()
-                };
-                self.record(deleted.clone(), None, EventKind::Delete, Some(prev));
-                Ok(Ok(Done::Deleted(revision, deleted)))
-            }
-            Op::Compact { revision } => {
-                let revision = *revision;
-                if revision <= self.compacted {
-                    return Ok(Ok(Done::Compacted));
-                }
-                if revision > self.revision {
-                    return Ok(Err(Error::FutureRevision {
-                        requested: revision,
-                        current: self.revision,
-                    }));
-                }
-                // Rows replaced by a newer row at or before `revision`, then deletes there.
-                // Earlier compactions already removed everything replaced before `compacted`.
-                tx.prepare_cached(
-                    "DELETE FROM kv WHERE id IN (SELECT prev_revision FROM kv \
-                     WHERE id > ?1 AND id <= ?2 AND created = 0)",
-                )?
-                .execute([self.compacted, revision])?;
-                tx.prepare_cached("DELETE FROM kv WHERE id > ?1 AND id <= ?2 AND deleted = 1")?
-                    .execute([self.compacted, revision])?;
-                tx.prepare_cached("UPDATE meta SET value = ?1 WHERE key = 'compacted'")?
-                    .execute([revision])?;
-                self.compacted = revision;
-                Ok(Ok(Done::Compacted))
-            }
+            } => self.update(tx, shared, key, value, *expected),
+            Op::Delete { key, expected } => self.delete(tx, shared, key, *expected),
+            Op::Compact { revision } => self.compact(tx, *revision),
         }
+    }
+
+    /// Creates `key`, unless it is live.
+    fn create(
+        &mut self,
+        tx: &Transaction<'_>,
+        shared: &Shared,
+        key: &str,
+        value: &Bytes,
+    ) -> rusqlite::Result<Result<Done>> {
+        if self.current(shared, key).is_some() {
+            return Ok(Err(Error::AlreadyExists(key.to_owned())));
+        }
+        let revision = self.revision + 1;
+        insert_row(tx, revision, key, true, false, revision, 0, value)?;
+        let kv = KeyValue {
+            key: key.to_owned(),
+            value: value.clone(),
+            create_revision: revision,
+            mod_revision: revision,
+        };
+        self.record(kv.clone(), Some(kv.clone()), EventKind::Create, None);
+        Ok(Ok(Done::Written(revision)))
+    }
+
+    /// Replaces `key`'s value if its revision is `expected`.
+    fn update(
+        &mut self,
+        tx: &Transaction<'_>,
+        shared: &Shared,
+        key: &str,
+        value: &Bytes,
+        expected: Revision,
+    ) -> rusqlite::Result<Result<Done>> {
+        let prev = match self.compare(shared, key, Some(expected)) {
+            Ok(prev) => prev,
+            Err(error) => return Ok(Err(error)),
+        };
+        let revision = self.append(tx, &prev, Some(value))?;
+        let kv = KeyValue {
+            key: key.to_owned(),
+            value: value.clone(),
+            create_revision: prev.create_revision,
+            mod_revision: revision,
+        };
+        self.record(kv.clone(), Some(kv), EventKind::Update, Some(prev));
+        Ok(Ok(Done::Written(revision)))
+    }
+
+    /// Deletes `key` if its revision is `expected` (when given).
+    fn delete(
+        &mut self,
+        tx: &Transaction<'_>,
+        shared: &Shared,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> rusqlite::Result<Result<Done>> {
+        let prev = match self.compare(shared, key, expected) {
+            Ok(prev) => prev,
+            Err(error) => return Ok(Err(error)),
+        };
+        let revision = self.append(tx, &prev, None)?;
+        let deleted = KeyValue {
+            mod_revision: revision,
+            ..prev.clone()
+        };
+        self.record(deleted.clone(), None, EventKind::Delete, Some(prev));
+        Ok(Ok(Done::Deleted(revision, deleted)))
+    }
+
+    /// Appends the row of the next revision after the live `prev`: its new value, or (`None`)
+    /// its delete.
+    fn append(
+        &self,
+        tx: &Transaction<'_>,
+        prev: &KeyValue,
+        value: Option<&Bytes>,
+    ) -> rusqlite::Result<Revision> {
+        let revision = self.revision + 1;
+        insert_row(
+            tx,
+            revision,
+            &prev.key,
+            false,
+            value.is_none(),
+            prev.create_revision,
+            prev.mod_revision,
+            value.unwrap_or(&Bytes::new()),
+        )?;
+        Ok(revision)
+    }
+
+    /// Compacts the log at `revision`: removes the rows that no read at or after it needs.
+    fn compact(
+        &mut self,
+        tx: &Transaction<'_>,
+        revision: Revision,
+    ) -> rusqlite::Result<Result<Done>> {
+        if revision <= self.compacted {
+            return Ok(Ok(Done::Compacted));
+        }
+        if revision > self.revision {
+            return Ok(Err(Error::FutureRevision {
+                requested: revision,
+                current: self.revision,
+            }));
+        }
+        // Rows replaced by a newer row at or before `revision`, then deletes there.
+        // Earlier compactions already removed everything replaced before `compacted`.
+        tx.prepare_cached(
+            "DELETE FROM kv WHERE id IN (SELECT prev_revision FROM kv \
+             WHERE id > ?1 AND id <= ?2 AND created = 0)",
+        )?
+        .execute([self.compacted, revision])?;
+        tx.prepare_cached("DELETE FROM kv WHERE id > ?1 AND id <= ?2 AND deleted = 1")?
+            .execute([self.compacted, revision])?;
+        tx.prepare_cached("UPDATE meta SET value = ?1 WHERE key = 'compacted'")?
+            .execute([revision])?;
+        self.compacted = revision;
+        Ok(Ok(Done::Compacted))
     }
 
     /// The live value of `key` if its revision matches `expected` (when given).
