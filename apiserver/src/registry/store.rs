@@ -1179,28 +1179,7 @@ impl Store {
     ) -> Result<Deleted> {
         for _ in 0..MAX_RETRIES {
             let (current, kv) = self.read(rt, ns, name).await?;
-            if let Some(uid) = &options.precondition_uid
-                && current["metadata"]["uid"].as_str() != Some(uid.as_str())
-            {
-                return Err(Error::Conflict {
-                    target: rt.target(name),
-                    reason: format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        current["metadata"]["uid"].as_str().unwrap_or_default()
-                    ),
-                });
-            }
-            if let Some(rv) = &options.precondition_resource_version
-                && parse_resource_version(rv)? != kv.mod_revision
-            {
-                return Err(Error::Conflict {
-                    target: rt.target(name),
-                    reason: format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        kv.mod_revision
-                    ),
-                });
-            }
+            check_delete_preconditions(rt, name, &current, kv.mod_revision, options)?;
             if let Some(admission) = &options.admission {
                 admission.admit_delete(rt, &current)?;
             }
@@ -1217,23 +1196,7 @@ impl Store {
                 if current["metadata"].get("deletionTimestamp").is_some() {
                     return Ok(Deleted::Pending(Arc::unwrap_or_clone(current)));
                 }
-                let mut marked = Value::clone(&current);
-                if let Some(finalizer) = collector {
-                    add_finalizer(&mut marked, finalizer);
-                }
-                marked["metadata"]["deletionTimestamp"] = json!(now());
-                marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
-                if let Some(g) = marked["metadata"]["generation"].as_i64()
-                    && g > 0
-                {
-                    marked["metadata"]["generation"] = json!(g + 1);
-                }
-                if rt.group.is_empty() && rt.plural == "namespaces" {
-                    marked["status"] = json!({"phase": "Terminating"});
-                }
-                if let Some(m) = marked["metadata"].as_object_mut() {
-                    m.remove("resourceVersion");
-                }
+                let mut marked = marked_for_deletion(rt, &current, collector);
                 if options.dry_run {
                     return Ok(Deleted::Pending(marked));
                 }
@@ -1800,6 +1763,61 @@ fn conflict(rt: &ResourceType, name: &str) -> Error {
     }
 }
 
+/// Refuses a delete whose preconditions (uid, resourceVersion) the stored object does not meet.
+fn check_delete_preconditions(
+    rt: &ResourceType,
+    name: &str,
+    current: &Value,
+    revision: Revision,
+    options: &DeleteOptions,
+) -> Result<()> {
+    if let Some(uid) = &options.precondition_uid
+        && current["metadata"]["uid"].as_str() != Some(uid.as_str())
+    {
+        return Err(Error::Conflict {
+            target: rt.target(name),
+            reason: format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                current["metadata"]["uid"].as_str().unwrap_or_default()
+            ),
+        });
+    }
+    if let Some(rv) = &options.precondition_resource_version
+        && parse_resource_version(rv)? != revision
+    {
+        return Err(Error::Conflict {
+            target: rt.target(name),
+            reason: format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {revision}"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// `current` marked terminating: its deletion time set, the garbage collector's `collector`
+/// finalizer added when the propagation asks for one, a namespace's phase `Terminating`.
+fn marked_for_deletion(rt: &ResourceType, current: &Value, collector: Option<&str>) -> Value {
+    let mut marked = current.clone();
+    if let Some(finalizer) = collector {
+        add_finalizer(&mut marked, finalizer);
+    }
+    marked["metadata"]["deletionTimestamp"] = json!(now());
+    marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+    if let Some(g) = marked["metadata"]["generation"].as_i64()
+        && g > 0
+    {
+        marked["metadata"]["generation"] = json!(g + 1);
+    }
+    if rt.group.is_empty() && rt.plural == "namespaces" {
+        marked["status"] = json!({"phase": "Terminating"});
+    }
+    if let Some(m) = marked["metadata"].as_object_mut() {
+        m.remove("resourceVersion");
+    }
+    marked
+}
+
 /// A patch that could not be applied: 400 when the patch itself is malformed, otherwise 422.
 fn patch_failed(
     rt: &ResourceType,
@@ -2292,6 +2310,56 @@ fn decode_continue(token: &str, prefix: &str) -> Result<(Revision, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_delete_marks_the_object_terminating_as_kube_apiserver_does() {
+        let catalog = crate::registry::Registry::new().catalog();
+        let namespaces = catalog.lookup("", "v1", "namespaces").unwrap();
+        let deployments = catalog.lookup("apps", "v1", "deployments").unwrap();
+        let namespace = json!({"metadata": {"name": "team", "resourceVersion": "7"},
+                               "status": {"phase": "Active"}});
+        let marked = marked_for_deletion(&namespaces, &namespace, None);
+        assert_eq!(marked["status"]["phase"], "Terminating");
+        assert!(marked["metadata"]["deletionTimestamp"].is_string());
+        assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 0);
+        assert!(marked["metadata"].get("resourceVersion").is_none());
+
+        let deployment = json!({"metadata": {"name": "web", "generation": 3,
+                                             "finalizers": ["example.com/keep"]}});
+        let marked = marked_for_deletion(&deployments, &deployment, Some(FOREGROUND_FINALIZER));
+        assert_eq!(marked["metadata"]["generation"], 4);
+        assert_eq!(
+            marked["metadata"]["finalizers"],
+            json!(["example.com/keep", FOREGROUND_FINALIZER])
+        );
+        assert!(marked.get("status").is_none());
+    }
+
+    #[test]
+    fn a_delete_whose_preconditions_fail_says_which() {
+        let catalog = crate::registry::Registry::new().catalog();
+        let configmaps = catalog.lookup("", "v1", "configmaps").unwrap();
+        let current = json!({"metadata": {"name": "c", "uid": "u-1"}});
+        let options = |uid: Option<&str>, rv: Option<&str>| DeleteOptions {
+            precondition_uid: uid.map(str::to_owned),
+            precondition_resource_version: rv.map(str::to_owned),
+            ..DeleteOptions::default()
+        };
+        let check =
+            |o: &DeleteOptions| check_delete_preconditions(&configmaps, "c", &current, 9, o);
+        assert!(check(&options(Some("u-1"), Some("9"))).is_ok());
+        let uid = check(&options(Some("u-2"), None)).unwrap_err().to_string();
+        assert!(
+            uid.contains("UID in precondition: u-2, UID in object meta: u-1"),
+            "{uid}"
+        );
+        let rv = check(&options(None, Some("8"))).unwrap_err().to_string();
+        assert!(
+            rv.contains("ResourceVersion in precondition: 8, ResourceVersion in object meta: 9"),
+            "{rv}"
+        );
+        assert!(check(&options(None, Some("x"))).is_err());
+    }
 
     #[test]
     fn stored_bytes_are_kept_in_a_buffer_of_their_size() {
