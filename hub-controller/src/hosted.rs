@@ -206,20 +206,7 @@ pub async fn run(
     } else {
         None
     };
-    let planes = match (&settings.data_dir, &agents) {
-        (Some(dir), Some(agents)) => {
-            let shared = Shared {
-                layout: datadir::Layout::new(dir),
-                listen_ip: settings.listen_ip,
-                host: settings.host.clone(),
-                binary: settings.binary.clone(),
-                etcd: settings.etcd.as_deref().cloned(),
-                agents: agents.clone(),
-            };
-            Some(ControlPlanes::new(shared, changed))
-        }
-        _ => None,
-    };
+    let planes = control_planes(&settings, agents.as_ref(), changed);
     if let Some(planes) = &planes {
         let Some(()) = retry(&shutdown, "clean up after deleted hosted clusters", || {
             sweep(&client, &planes.shared().layout, settings.etcd.as_deref())
@@ -229,83 +216,103 @@ pub async fn run(
             return;
         };
     }
-    let ctx = Arc::new(Context {
-        client: client.clone(),
-        fleet,
-        can: Capabilities {
-            data_dir: settings.data_dir.is_some(),
-            processes: settings.binary.is_some(),
-            etcd: match &settings.etcd {
-                _ if !datastore::BUILT_WITH_ETCD => EtcdSupport::NotBuilt,
-                Some(_) => EtcdSupport::Configured,
-                None => EtcdSupport::NotConfigured,
-            },
-            kubernetes: settings.kubernetes.enabled,
-        },
-        planes,
+    let ctx = Arc::new(Context::new(client, fleet, &settings, planes, agents));
+    let controller = controller(Arc::clone(&ctx), changes, shutdown.clone());
+    // The controller ends once its reconciles in flight are done. Told to stop within about a
+    // second of the hub starting to lead (Kubernetes mode's watches still starting), it was seen
+    // not to end at all; the control planes below must still be stopped, so it gets a grace.
+    let mut stopped = shutdown;
+    tokio::select! {
+        () = controller => {}
+        () = async {
+            let _ = stopped.wait_for(|s| *s).await;
+            tokio::time::sleep(CONTROLLER_STOP_GRACE).await;
+        } => {
+            tracing::warn!(grace = ?CONTROLLER_STOP_GRACE, "the HostedCluster controller did not end within its grace after the hub's stop; leaving it");
+        }
+    }
+    if let Some(planes) = &ctx.planes {
+        planes.stop_all().await;
+    }
+}
+
+/// The control planes this hub runs: Embedded and Process ones need a data directory, and an
+/// agent hub for their agents to join.
+fn control_planes(
+    settings: &Settings,
+    agents: Option<&AgentHub>,
+    changed: mpsc::Sender<Key>,
+) -> Option<ControlPlanes> {
+    let (dir, agents) = (settings.data_dir.as_ref()?, agents?);
+    let shared = Shared {
+        layout: datadir::Layout::new(dir),
+        listen_ip: settings.listen_ip,
+        host: settings.host.clone(),
+        binary: settings.binary.clone(),
         etcd: settings.etcd.as_deref().cloned(),
-        kubernetes: settings.kubernetes.clone(),
-        agents,
-        hosted_host: settings.host.clone(),
-        memory: Mutex::default(),
-    });
+        agents: agents.clone(),
+    };
+    Some(ControlPlanes::new(shared, changed))
+}
+
+impl Context {
+    fn new(
+        client: kube::Client,
+        fleet: Arc<Fleet>,
+        settings: &Settings,
+        planes: Option<ControlPlanes>,
+        agents: Option<AgentHub>,
+    ) -> Self {
+        Context {
+            client,
+            fleet,
+            can: Capabilities {
+                data_dir: settings.data_dir.is_some(),
+                processes: settings.binary.is_some(),
+                etcd: match &settings.etcd {
+                    _ if !datastore::BUILT_WITH_ETCD => EtcdSupport::NotBuilt,
+                    Some(_) => EtcdSupport::Configured,
+                    None => EtcdSupport::NotConfigured,
+                },
+                kubernetes: settings.kubernetes.enabled,
+            },
+            planes,
+            etcd: settings.etcd.as_deref().cloned(),
+            kubernetes: settings.kubernetes.clone(),
+            agents,
+            hosted_host: settings.host.clone(),
+            memory: Mutex::default(),
+        }
+    }
+}
+
+/// The controller on kube-runtime's per-object queue: HostedClusters, the Secrets they own,
+/// their profiles, the phase changes of their control planes (`changes`) and, in Kubernetes
+/// mode, the workloads of their control planes. Ends at shutdown once its reconciles in flight
+/// are done.
+fn controller(
+    ctx: Arc<Context>,
+    changes: mpsc::Receiver<Key>,
+    shutdown: watch::Receiver<bool>,
+) -> impl std::future::Future<Output = ()> {
+    let client = ctx.client.clone();
     let reconcile = ctx.fleet.metrics.timed("HostedCluster", reconcile);
-    let hosted: Api<HostedCluster> = Api::all(client.clone());
-    let secrets: Api<Secret> = Api::all(client.clone());
-    let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
     let changes = tokio_stream::wrappers::ReceiverStream::new(changes)
         .map(|key: Key| ObjectRef::new(&key.name).within(&key.namespace));
-    let mut stop = shutdown.clone();
-    let mut controller = Controller::new(hosted, watcher::Config::default()).owns(
-        secrets,
+    let mut stop = shutdown;
+    let mut controller = Controller::new(
+        Api::<HostedCluster>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .owns(
+        Api::<Secret>::all(client.clone()),
         watcher::Config::default().labels(claim::LABEL_HOSTED_CLUSTER),
     );
     if ctx.kubernetes.enabled {
-        // The workloads of Kubernetes-mode control planes, by their label.
-        let of_label = |labels: Option<&std::collections::BTreeMap<String, String>>| {
-            labels
-                .and_then(|l| l.get(kubernetes::render::LABEL_HOSTED_CLUSTER))
-                .and_then(|v| kubernetes::render::key_of_label(v))
-                .map(|k| ObjectRef::new(&k.name).within(&k.namespace))
-        };
-        let labelled =
-            || watcher::Config::default().labels(kubernetes::render::LABEL_HOSTED_CLUSTER);
-        use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-        use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
-        controller = controller
-            .watches(
-                Api::<Deployment>::all(client.clone()),
-                labelled(),
-                move |o| of_label(o.metadata.labels.as_ref()),
-            )
-            .watches(
-                Api::<StatefulSet>::all(client.clone()),
-                labelled(),
-                move |o| of_label(o.metadata.labels.as_ref()),
-            )
-            .watches(Api::<Pod>::all(client.clone()), labelled(), move |o| {
-                of_label(o.metadata.labels.as_ref())
-            })
-            .watches(
-                Api::<PersistentVolumeClaim>::all(client.clone()),
-                labelled(),
-                move |o| of_label(o.metadata.labels.as_ref()),
-            )
-            .watches(Api::<Service>::all(client.clone()), labelled(), move |o| {
-                of_label(o.metadata.labels.as_ref())
-            })
-            // A namespace being deleted lets its HostedCluster go once it is gone.
-            .watches(
-                Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone()),
-                labelled(),
-                move |o| of_label(o.metadata.labels.as_ref()),
-            )
-            // A Secret of the PKI deleted by hand is issued again at once.
-            .watches(Api::<Secret>::all(client.clone()), labelled(), move |o| {
-                of_label(o.metadata.labels.as_ref())
-            });
+        controller = watch_workloads(controller, &client);
     }
-    let controller = controller
+    let profiles: Api<ClusterProfile> = Api::namespaced(client, INVENTORY_NAMESPACE);
+    controller
         .watches(
             profiles,
             watcher::Config::default()
@@ -320,28 +327,49 @@ pub async fn run(
         .graceful_shutdown_on(async move {
             let _ = stop.wait_for(|s| *s).await;
         })
-        .run(reconcile, error_policy, ctx.clone())
+        .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "HostedCluster reconcile failed");
             }
-        });
-    // The controller ends once its reconciles in flight are done. Told to stop within about a
-    // second of the hub starting to lead (Kubernetes mode's watches still starting), it was seen
-    // not to end at all; the control planes below must still be stopped, so it gets a grace.
-    let mut stopped = shutdown.clone();
-    tokio::select! {
-        () = controller => {}
-        () = async {
-            let _ = stopped.wait_for(|s| *s).await;
-            tokio::time::sleep(CONTROLLER_STOP_GRACE).await;
-        } => {
-            tracing::warn!(grace = ?CONTROLLER_STOP_GRACE, "the HostedCluster controller did not end within its grace after the hub's stop; leaving it");
-        }
+        })
+}
+
+/// Kubernetes mode: the workloads of the control planes, by their label, queue their
+/// HostedCluster; so do a namespace being deleted (which lets its HostedCluster go once it is
+/// gone) and a Secret of the PKI deleted by hand (issued again at once).
+fn watch_workloads(
+    controller: Controller<HostedCluster>,
+    client: &kube::Client,
+) -> Controller<HostedCluster> {
+    use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+    use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod, Service};
+    fn of_label<K: kube::Resource>(object: K) -> Option<ObjectRef<HostedCluster>> {
+        let value = object
+            .meta()
+            .labels
+            .as_ref()?
+            .get(kubernetes::render::LABEL_HOSTED_CLUSTER)?;
+        let key = kubernetes::render::key_of_label(value)?;
+        Some(ObjectRef::new(&key.name).within(&key.namespace))
     }
-    if let Some(planes) = &ctx.planes {
-        planes.stop_all().await;
-    }
+    let labelled = || watcher::Config::default().labels(kubernetes::render::LABEL_HOSTED_CLUSTER);
+    controller
+        .watches(Api::<Deployment>::all(client.clone()), labelled(), of_label)
+        .watches(
+            Api::<StatefulSet>::all(client.clone()),
+            labelled(),
+            of_label,
+        )
+        .watches(Api::<Pod>::all(client.clone()), labelled(), of_label)
+        .watches(
+            Api::<PersistentVolumeClaim>::all(client.clone()),
+            labelled(),
+            of_label,
+        )
+        .watches(Api::<Service>::all(client.clone()), labelled(), of_label)
+        .watches(Api::<Namespace>::all(client.clone()), labelled(), of_label)
+        .watches(Api::<Secret>::all(client.clone()), labelled(), of_label)
 }
 
 /// How long the HostedCluster controller may take to end once the hub stops, before the hub
