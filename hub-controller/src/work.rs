@@ -210,6 +210,19 @@ impl Entry {
         };
         SyncEvent { event: Some(event) }
     }
+
+    /// What the agent must hear once this Work is gone from the hub: its deletion, unless it
+    /// was told already, when the Work started deleting (its cleanup is then what let it go, or
+    /// the agent, away, learns of it from the diff when it connects again).
+    pub fn gone(self, name: &str) -> Option<SyncEvent> {
+        (!self.deleting).then(|| {
+            Entry {
+                deleting: true,
+                ..self
+            }
+            .event(name)
+        })
+    }
 }
 
 /// Keys noted as changed, which one consumer takes in batches.
@@ -655,12 +668,8 @@ pub async fn watch_works(
                 else {
                     return;
                 };
-                if let Some(entry) = index.remove(&cluster, &name) {
-                    let gone = Entry {
-                        deleting: true,
-                        ..entry
-                    };
-                    fleet.send(&cluster, gone.event(&name));
+                if let Some(event) = index.remove(&cluster, &name).and_then(|e| e.gone(&name)) {
+                    fleet.send(&cluster, event);
                 }
             }
             Event::InitDone => index.mark_loaded(),
@@ -836,6 +845,16 @@ mod tests {
             .collect();
         out.sort();
         out
+    }
+
+    #[test]
+    fn a_work_gone_from_the_hub_is_deleted_at_its_agent_once() {
+        // Deleted outright (no cleanup finalizer held it): the agent hears of it now.
+        let events: Vec<SyncEvent> = entry("u1", 3, false).gone("web").into_iter().collect();
+        assert_eq!(described(&events), ["delete web u1"]);
+        // Deleting first: the agent was told then, and its report of the cleanup is what let
+        // the Work go; a second delete would only make it clean up and report again.
+        assert_eq!(entry("u1", 3, true).gone("web"), None);
     }
 
     #[test]
