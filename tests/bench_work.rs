@@ -11,7 +11,8 @@
 //! name; what the Work no longer holds goes) and reports the Work's status with
 //! `ReportWorkStatus`, built by the real agent's own `status_of`: `Applied` and `Available` True,
 //! `Progressing` and `Degraded` False at the upsert's generation, and the same four conditions
-//! for each manifest.
+//! for each manifest. On a `WorkDelete` it removes what the Work applied and reports the Work
+//! deleted, as the real agent does once it has cleaned up, so that the hub lets the Work go.
 //!
 //! Once every cluster shows joined and healthy and every sync stream is open, the program creates
 //! one WorkPlacement of `MANIFESTS` ConfigMaps (about `CONFIG_BYTES` bytes of data each) selecting
@@ -77,8 +78,8 @@ use atoll_api::placement::WorkPlacement;
 use atoll_api::work::{ResourceIdentifier, Work, WorkStatus};
 use atoll_hub::work::ANNOTATION_PLACEMENT_GENERATION;
 use atoll_proto::v1::{
-    Health, HeartbeatRequest, JoinRequest, SyncRequest, WorkStatusReport, WorkUpsert, WorkVersion,
-    join_response, sync_event,
+    Health, HeartbeatRequest, JoinRequest, SyncRequest, WorkDelete, WorkStatusReport, WorkUpsert,
+    WorkVersion, join_response, sync_event,
 };
 use atoll_tests::bench::{
     CpuWindow, check_open_files, cluster_id, fleet_args, hub_log, properties, quantile, rss_kib,
@@ -305,6 +306,7 @@ struct AgentCounts {
     sync_failed: u64,
     streams_ended: u64,
     reports_failed: u64,
+    deletions_reported: u64,
 }
 
 /// One rollout: the create (placement generation 1) or the update (generation 2).
@@ -453,6 +455,8 @@ struct Counters {
     streams_ended: AtomicU64,
     /// Status report calls that failed (each is tried again, `REPORT_ATTEMPTS` in all).
     reports_failed: AtomicU64,
+    /// Deleted Works whose cleanup the hub took the report of.
+    deletions_reported: AtomicU64,
     /// Upserts that could not be read as a Work.
     bad_upserts: AtomicU64,
     first_error: Mutex<Option<String>>,
@@ -635,6 +639,7 @@ async fn drive(
         sync_failed: count(&counters.sync_failed),
         streams_ended: count(&counters.streams_ended),
         reports_failed: count(&counters.reports_failed),
+        deletions_reported: count(&counters.deletions_reported),
     };
     let bad_upserts = count(&counters.bad_upserts);
     if agent_counts.heartbeats_failed > 0
@@ -1274,7 +1279,10 @@ async fn follow_sync(mut client: Client, name: &str, index: usize, shared: &Shar
                             )
                             .await;
                         }
-                        Some(sync_event::Event::WorkDelete(delete)) => member.remove(&delete.name),
+                        Some(sync_event::Event::WorkDelete(delete)) => {
+                            member.remove(&delete.name);
+                            report_deleted(&mut client, name, shared, delete).await;
+                        }
                         _ => {}
                     }
                 }
@@ -1333,28 +1341,68 @@ async fn apply_and_report(
         status: serde_json::to_vec(&status).unwrap_or_default(),
         deleted: false,
     };
+    let delivered = send_report(client, name, &shared.counters, &report, || {
+        shared.record(placement_generation, index, Moment::Sent, Instant::now())
+    })
+    .await;
+    if delivered {
+        shared.record(placement_generation, index, Moment::Acked, Instant::now());
+    }
+}
+
+/// Tells the hub that a deleted Work's objects are gone from the member cluster, as the real
+/// agent does once it has cleaned up: the hub then lets the Work go.
+async fn report_deleted(client: &mut Client, name: &str, shared: &Shared, delete: WorkDelete) {
+    let report = WorkStatusReport {
+        cluster_name: name.to_owned(),
+        work_name: delete.name,
+        work_uid: delete.uid,
+        observed_generation: 0,
+        status: b"{}".to_vec(),
+        deleted: true,
+    };
+    if send_report(client, name, &shared.counters, &report, || {}).await {
+        shared
+            .counters
+            .deletions_reported
+            .fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Sends `report`, trying again after a second when it fails, `REPORT_ATTEMPTS` times in all,
+/// calling `sending` before each attempt; counts each failure. Whether the hub took it.
+async fn send_report(
+    client: &mut Client,
+    name: &str,
+    counters: &Counters,
+    report: &WorkStatusReport,
+    mut sending: impl FnMut(),
+) -> bool {
     for attempt in 1..=REPORT_ATTEMPTS {
-        shared.record(placement_generation, index, Moment::Sent, Instant::now());
+        sending();
         let failure =
             match tokio::time::timeout(CALL_TIMEOUT, client.report_work_status(report.clone()))
                 .await
             {
-                Ok(Ok(_)) => {
-                    shared.record(placement_generation, index, Moment::Acked, Instant::now());
-                    return;
-                }
+                Ok(Ok(_)) => return true,
                 Ok(Err(status)) => format!("{}: {}", status.code(), status.message()),
                 Err(_) => format!("no answer within {CALL_TIMEOUT:?}"),
             };
         counters.error(
             &counters.reports_failed,
             format!(
-                "{name}: status report of Work {} (attempt {attempt}): {failure}",
-                upsert.name
+                "{name}: {} of Work {} (attempt {attempt}): {failure}",
+                if report.deleted {
+                    "deletion report"
+                } else {
+                    "status report"
+                },
+                report.work_name
             ),
         );
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+    false
 }
 
 /// A simulated member cluster: the objects its Works applied, by kind, namespace and name, and
@@ -1499,14 +1547,16 @@ fn print_fleet(results: &[Scale]) {
          Join: from the first join to the last Join answered ACCEPTED. Ready: from the first join \
          to every profile showing Joined=True and ControlPlaneHealthy=True and every sync stream \
          open (profiles listed every {} s). Failures over the whole run of the fleet size (all \
-         must be 0).\n\n\
-         | clusters | joined | joins failed | join s | ready s | heartbeats | heartbeats failed | syncs refused | streams ended | reports failed |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+         must be 0). Deletions reported: Works the hub deleted (the members the third rollout lets \
+         go) whose cleanup the agent reported, as the real agent does, so that the hub lets them \
+         go.\n\n\
+         | clusters | joined | joins failed | join s | ready s | heartbeats | heartbeats failed | syncs refused | streams ended | reports failed | deletions reported |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         READY_POLL.as_secs()
     );
     for result in results {
         let Some(joins) = &result.joins else {
-            let _ = writeln!(table, "| {} | not run | | | | | | | | |", result.clusters);
+            let _ = writeln!(table, "| {} | not run | | | | | | | | | |", result.clusters);
             continue;
         };
         let counts = |f: fn(&AgentCounts) -> u64| {
@@ -1517,7 +1567,7 @@ fn print_fleet(results: &[Scale]) {
         };
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
             result.clusters,
             joins.accepted,
             joins.failed,
@@ -1528,6 +1578,7 @@ fn print_fleet(results: &[Scale]) {
             counts(|a| a.sync_failed),
             counts(|a| a.streams_ended),
             counts(|a| a.reports_failed),
+            counts(|a| a.deletions_reported),
         );
     }
     println!("{table}");
