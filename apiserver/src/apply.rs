@@ -255,6 +255,14 @@ pub fn record_update(
     manager: &Manager<'_>,
     lists: &dyn ListTypes,
 ) {
+    if let Some(old) = old
+        && changes_nothing(old, new, manager)
+    {
+        // Every entry stays as it was, so none is decoded or written again (controllers often
+        // write back what they read).
+        keep_entries(old, new);
+        return;
+    }
     let supplied = if manager.subresource.is_none() {
         Some(read_entries(new)).filter(|e| !e.is_empty())
     } else {
@@ -266,6 +274,62 @@ pub fn record_update(
     let empty = Value::Object(Map::new());
     record(&mut entries, old.unwrap_or(&empty), new, manager, lists);
     write_entries(new, entries);
+}
+
+/// Whether a write of `new` over `old` leaves the managed fields as `old` has them: it changes
+/// no tracked field and brings no entries of its own (a main-resource write may rewrite them).
+fn changes_nothing(old: &Value, new: &Value, manager: &Manager<'_>) -> bool {
+    const ENTRIES: &str = "/metadata/managedFields";
+    let own_entries = manager.subresource.is_none()
+        && match new.pointer(ENTRIES) {
+            None => false,
+            Some(Value::Array(items)) if items.is_empty() => false,
+            supplied => supplied != old.pointer(ENTRIES),
+        };
+    !own_entries && same_tracked(old, new)
+}
+
+/// Whether `a` and `b` differ only in paths never recorded as owned ([`untracked`]).
+fn same_tracked(a: &Value, b: &Value) -> bool {
+    fn same_except(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]) -> bool {
+        let kept =
+            |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
+        kept(a) == kept(b)
+            && a.iter()
+                .filter(|(k, _)| !skip.contains(&k.as_str()))
+                .all(|(k, v)| b.get(k) == Some(v))
+    }
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    fn metadata(m: &Map<String, Value>) -> Option<Option<&Map<String, Value>>> {
+        m.get("metadata").map(Value::as_object)
+    }
+    same_except(a, b, &UNTRACKED_TOP)
+        && match (metadata(a), metadata(b)) {
+            (Some(Some(a)), Some(Some(b))) => same_except(a, b, &UNTRACKED_META),
+            (a, b) => a == b,
+        }
+}
+
+/// Gives `new` the managed fields `old` has (or none, as `old`).
+fn keep_entries(old: &Value, new: &mut Value) {
+    let kept = old.pointer("/metadata/managedFields").cloned();
+    let Some(metadata) = new
+        .as_object_mut()
+        .and_then(|o| o.get_mut("metadata"))
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    match kept {
+        Some(entries) => {
+            metadata.insert("managedFields".into(), entries);
+        }
+        None => {
+            metadata.remove("managedFields");
+        }
+    }
 }
 
 /// The update step shared by [`record_update`] and the first apply of an untracked object.
@@ -330,24 +394,30 @@ fn stale_fields(previous: &FieldSet, owned: &FieldSet) -> FieldSet {
 fn untracked() -> FieldSet {
     let field = |name: &str| PathElement::Field(name.to_string());
     let mut set = FieldSet::new();
-    for top in ["apiVersion", "kind", "metadata"] {
+    for top in UNTRACKED_TOP {
         set.insert(&[field(top)]);
     }
-    for meta in [
-        "name",
-        "namespace",
-        "creationTimestamp",
-        "selfLink",
-        "uid",
-        "clusterName",
-        "generation",
-        "managedFields",
-        "resourceVersion",
-    ] {
+    for meta in UNTRACKED_META {
         set.insert(&[field("metadata"), field(meta)]);
     }
     set
 }
+
+/// The top-level fields never recorded as owned (`metadata`'s own fields are, but these).
+const UNTRACKED_TOP: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
+/// The fields of `metadata` never recorded as owned.
+const UNTRACKED_META: [&str; 9] = [
+    "name",
+    "namespace",
+    "creationTimestamp",
+    "selfLink",
+    "uid",
+    "clusterName",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+];
 
 fn stripped(set: FieldSet) -> FieldSet {
     set.difference(&untracked())
@@ -632,6 +702,11 @@ mod tests {
                "metadata": {"name": "w", "namespace": "default"}, "spec": spec})
     }
 
+    /// A widget with `spec` created by an apply of `manager`.
+    fn applied_widget(spec: Value, manager: &Manager<'_>) -> Value {
+        apply(None, &widget(spec), manager, false, &PodLists).unwrap()
+    }
+
     fn entries(object: &Value) -> &Vec<Value> {
         object["metadata"]["managedFields"].as_array().unwrap()
     }
@@ -667,14 +742,7 @@ mod tests {
 
     #[test]
     fn second_apply_changes_a_value_and_the_time() {
-        let first = apply(
-            None,
-            &widget(json!({"size": 1})),
-            &applier("m", T1),
-            false,
-            &PodLists,
-        )
-        .unwrap();
+        let first = applied_widget(json!({"size": 1}), &applier("m", T1));
         let second = apply(
             Some(&first),
             &widget(json!({"size": 2})),
@@ -690,14 +758,7 @@ mod tests {
 
     #[test]
     fn apply_removes_fields_the_manager_stops_applying() {
-        let first = apply(
-            None,
-            &widget(json!({"size": 1, "color": "red"})),
-            &applier("m", T1),
-            false,
-            &PodLists,
-        )
-        .unwrap();
+        let first = applied_widget(json!({"size": 1, "color": "red"}), &applier("m", T1));
         let second = apply(
             Some(&first),
             &widget(json!({"size": 1})),
@@ -715,14 +776,7 @@ mod tests {
 
     #[test]
     fn omitted_field_another_manager_owns_stays() {
-        let a = apply(
-            None,
-            &widget(json!({"size": 1, "color": "red"})),
-            &applier("a", T1),
-            false,
-            &PodLists,
-        )
-        .unwrap();
+        let a = applied_widget(json!({"size": 1, "color": "red"}), &applier("a", T1));
         let b = apply(
             Some(&a),
             &widget(json!({"color": "red"})),
@@ -752,14 +806,7 @@ mod tests {
 
     #[test]
     fn conflicting_value_with_another_applier_is_refused() {
-        let a = apply(
-            None,
-            &widget(json!({"size": 1})),
-            &applier("mgr-a", T1),
-            false,
-            &PodLists,
-        )
-        .unwrap();
+        let a = applied_widget(json!({"size": 1}), &applier("mgr-a", T1));
         let result = apply(
             Some(&a),
             &widget(json!({"size": 2})),
@@ -775,14 +822,7 @@ mod tests {
 
     #[test]
     fn conflict_with_an_updater_names_its_api_version() {
-        let created = apply(
-            None,
-            &widget(json!({"size": 1})),
-            &applier("helm", T1),
-            false,
-            &PodLists,
-        )
-        .unwrap();
+        let created = applied_widget(json!({"size": 1}), &applier("helm", T1));
         let mut edited = created.clone();
         edited["spec"]["size"] = json!(3);
         record_update(
@@ -820,14 +860,7 @@ mod tests {
 
     #[test]
     fn several_conflicts_are_listed_by_manager() {
-        let a = apply(
-            None,
-            &widget(json!({"a": 1, "b": 1})),
-            &applier("m", T1),
-            false,
-            &PodLists,
-        )
-        .unwrap();
+        let a = applied_widget(json!({"a": 1, "b": 1}), &applier("m", T1));
         let result = apply(
             Some(&a),
             &widget(json!({"a": 2, "b": 2})),
@@ -843,14 +876,7 @@ mod tests {
 
     #[test]
     fn force_takes_ownership_of_conflicting_fields() {
-        let a = apply(
-            None,
-            &widget(json!({"size": 1, "color": "red"})),
-            &applier("mgr-a", T1),
-            false,
-            &PodLists,
-        )
-        .unwrap();
+        let a = applied_widget(json!({"size": 1, "color": "red"}), &applier("mgr-a", T1));
         let b = apply(
             Some(&a),
             &widget(json!({"size": 2})),
@@ -872,14 +898,7 @@ mod tests {
 
     #[test]
     fn equal_values_are_shared_without_conflict() {
-        let a = apply(
-            None,
-            &widget(json!({"size": 1})),
-            &applier("mgr-a", T1),
-            false,
-            &PodLists,
-        )
-        .unwrap();
+        let a = applied_widget(json!({"size": 1}), &applier("mgr-a", T1));
         let b = apply(
             Some(&a),
             &widget(json!({"size": 1})),
@@ -1054,14 +1073,7 @@ mod tests {
 
     #[test]
     fn record_update_transfers_ownership_of_changed_fields() {
-        let created = apply(
-            None,
-            &widget(json!({"size": 1, "color": "red"})),
-            &applier("a", T1),
-            false,
-            &PodLists,
-        )
-        .unwrap();
+        let created = applied_widget(json!({"size": 1, "color": "red"}), &applier("a", T1));
         let mut updated = created.clone();
         updated["spec"]["size"] = json!(5);
         record_update(
@@ -1090,6 +1102,51 @@ mod tests {
     }
 
     #[test]
+    fn record_update_of_a_write_that_changes_nothing_keeps_every_entry() {
+        let created = applied_widget(json!({"size": 1}), &applier("a", T1));
+        // Only what is never owned differs, and the write brings no entries of its own.
+        let mut same = created.clone();
+        same["metadata"]["resourceVersion"] = json!("7");
+        same["metadata"]["generation"] = json!(2);
+        same["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        record_update(Some(&created), &mut same, &updater("editor", T2), &PodLists);
+        assert_eq!(
+            same["metadata"]["managedFields"],
+            created["metadata"]["managedFields"]
+        );
+        assert_eq!(entries(&same).len(), 1, "no entry for the editor: {same}");
+
+        // The same write bringing entries of its own: they stand.
+        let mut rewritten = created.clone();
+        rewritten["metadata"]["managedFields"][0]["manager"] = json!("b");
+        let brought = rewritten["metadata"]["managedFields"].clone();
+        record_update(
+            Some(&created),
+            &mut rewritten,
+            &updater("editor", T2),
+            &PodLists,
+        );
+        assert_eq!(rewritten["metadata"]["managedFields"], brought);
+
+        // A label changed is owned by the writer, even with nothing else changed.
+        let mut labelled = created.clone();
+        labelled["metadata"]["labels"] = json!({"app": "x"});
+        record_update(
+            Some(&created),
+            &mut labelled,
+            &updater("editor", T2),
+            &PodLists,
+        );
+        assert_eq!(
+            entry(&labelled, "editor")["fieldsV1"],
+            json!({"f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
+        );
+    }
+
+    #[test]
     fn record_update_on_create_owns_every_field() {
         let mut object = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "c", "uid": "u", "labels": {"app": "x"}},
@@ -1108,14 +1165,7 @@ mod tests {
 
     #[test]
     fn removed_fields_leave_their_owners() {
-        let created = apply(
-            None,
-            &widget(json!({"size": 1, "color": "red"})),
-            &applier("a", T1),
-            false,
-            &PodLists,
-        )
-        .unwrap();
+        let created = applied_widget(json!({"size": 1, "color": "red"}), &applier("a", T1));
         let mut updated = created.clone();
         updated["spec"] = json!({"size": 1});
         record_update(
@@ -1133,14 +1183,7 @@ mod tests {
 
     #[test]
     fn status_subresource_entry_is_kept_apart() {
-        let created = apply(
-            None,
-            &widget(json!({"size": 1})),
-            &applier("a", T1),
-            false,
-            &PodLists,
-        )
-        .unwrap();
+        let created = applied_widget(json!({"size": 1}), &applier("a", T1));
         let status_writer = Manager {
             subresource: Some("status"),
             ..applier("ctrl", T2)
