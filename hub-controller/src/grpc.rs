@@ -14,7 +14,6 @@ use std::time::Instant;
 
 use atoll_api::inventory::{Property, is_dns_label, validate_property};
 use atoll_api::names::{PROPERTY_CLUSTER_ID, SYSTEM_NAMESPACE};
-use atoll_api::work::Work;
 use atoll_proto::v1::hub_server::Hub;
 use atoll_proto::v1::{
     HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, RenewCredentialRequest,
@@ -237,6 +236,30 @@ impl HubService {
         Ok(())
     }
 
+    /// Whether a new cluster with ID `cluster_id` may join ClusterSet `set`: the set exists and
+    /// no member of it has that ID.
+    fn check_set_for(&self, set: &str, cluster_id: &str) -> Result<(), Status> {
+        if !self.fleet.cluster_sets().contains(set) {
+            return Err(Status::not_found(format!(
+                "ClusterSet {set:?} does not exist on the hub; create it first (atoll clusterset create {set})"
+            )));
+        }
+        // Read in place: a copy of every member at each join made a storm of joins
+        // quadratic in the fleet's size.
+        let holder = self.fleet.with_members(|members| {
+            members
+                .values()
+                .find(|m| m.cluster_set() == Some(set) && m.cluster_id == cluster_id)
+                .map(|m| m.name.clone())
+        });
+        match holder {
+            Some(holder) => Err(Status::already_exists(format!(
+                "cluster ID {cluster_id:?} is already used by cluster {holder:?} in ClusterSet {set:?}; IDs must be unique in a set"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// The join of a cluster the hub knows: the same agent again (its join secret matches), a
     /// credential once accepted; another agent is refused.
     async fn rejoin(
@@ -356,22 +379,7 @@ impl Hub for HubService {
         let (granted, not_granted) = granted_set(name, &req.cluster_set, scope.as_deref());
         let cluster_set = granted.as_deref();
         if let Some(set) = cluster_set {
-            if !self.fleet.cluster_sets().contains(set) {
-                return Err(Status::not_found(format!(
-                    "ClusterSet {set:?} does not exist on the hub; create it first (atoll clusterset create {set})"
-                )));
-            }
-            if let Some(holder) = self
-                .fleet
-                .members()
-                .into_iter()
-                .find(|m| m.cluster_set() == Some(set) && m.cluster_id == req.cluster_id)
-            {
-                return Err(Status::already_exists(format!(
-                    "cluster ID {:?} is already used by cluster {:?} in ClusterSet {set:?}; IDs must be unique in a set",
-                    req.cluster_id, holder.name
-                )));
-            }
+            self.check_set_for(set, &req.cluster_id)?;
         }
 
         // The namespace first, so that the name of one of the hub's own is refused before
@@ -589,10 +597,11 @@ impl Hub for HubService {
             )));
         }
         if report.deleted {
-            let works: Api<Work> = Api::namespaced(self.client.clone(), &name);
-            let current = works.get_opt(&report.work_name).await.map_err(internal)?;
-            if current.is_some_and(|w| w.metadata.uid.as_deref() == Some(report.work_uid.as_str()))
-            {
+            self.works_loaded().await?;
+            // The hub's own index says whether the Work reported is still there (no read of
+            // the API): a Work of that name made again since has another UID, and stays.
+            let current = self.works.get(&name, &report.work_name);
+            if current.is_some_and(|w| w.uid == report.work_uid) {
                 work::release(self.client.clone(), &name, &report.work_name)
                     .await
                     .map_err(internal)?;

@@ -348,6 +348,23 @@ async fn cleanup(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kub
     Ok(Action::await_change())
 }
 
+/// The Works, `(cluster, name)`, a placement no longer wants: those of clusters neither chosen
+/// nor retained. One already being deleted is not deleted again while its agent cleans up (at
+/// every reconcile, a placement letting thousands of clusters go sent thousands of deletes).
+fn unwanted(
+    stamped: &HashMap<String, (String, Entry)>,
+    chosen: &std::collections::HashSet<&String>,
+    retained: &BTreeSet<String>,
+) -> Vec<(String, String)> {
+    stamped
+        .iter()
+        .filter(|(cluster, (_, entry))| {
+            !entry.deleting && !chosen.contains(cluster) && !retained.contains(*cluster)
+        })
+        .map(|(cluster, (name, _))| (cluster.clone(), name.clone()))
+        .collect()
+}
+
 /// Deletes Works, `(cluster, name)`, as many at once as the hub stamps (a placement that
 /// leaves thousands of clusters does not wait for each in turn).
 async fn delete_works(client: &kube::Client, works: impl Iterator<Item = (String, String)>) {
@@ -358,9 +375,17 @@ async fn delete_works(client: &kube::Client, works: impl Iterator<Item = (String
         .await;
 }
 
+/// Deletes one Work, not decoding the answer (the Work, being deleted: the watch brings it).
 async fn delete_work(client: &kube::Client, cluster: &str, name: &str) {
-    let api: Api<atoll_api::work::Work> = Api::namespaced(client.clone(), cluster);
-    match api.delete(name, &DeleteParams::default()).await {
+    let path = <atoll_api::work::Work as kube::Resource>::url_path(&(), Some(cluster));
+    let request = match kube::core::Request::new(path).delete(name, &DeleteParams::default()) {
+        Ok(request) => request,
+        Err(error) => {
+            tracing::warn!(work = %name, %cluster, %error, "cannot delete a Work its placement no longer wants");
+            return;
+        }
+    };
+    match crate::work::send_write(client, request).await {
         Ok(_) => {}
         Err(kube::Error::Api(e)) if e.code == 404 => {}
         Err(error) => {
@@ -1015,18 +1040,7 @@ fn status_of(
     let applied = count(&|e| e.reported.applied == Some(true));
     let available = count(&|e| e.reported.available == Some(true));
     let degraded = count(&|e| e.reported.degraded == Some(true));
-    let failed_clusters: Vec<FailedCluster> = plan
-        .progress
-        .iter()
-        .filter_map(|(c, p)| match p {
-            Progress::Failed(reason, why) => Some(FailedCluster {
-                name: c.clone(),
-                reason: (*reason).to_owned(),
-                message: why.clone(),
-            }),
-            _ => None,
-        })
-        .collect();
+    let failed_clusters = failed_clusters(plan);
     let total = plan.progress.len();
     let done = plan
         .progress
@@ -1035,39 +1049,8 @@ fn status_of(
         .count();
     let pending = total - done;
     let progressing = progressing(plan, missing_set, &failed_clusters, done);
-    let available_verdict = if total > 0 && available as usize == total {
-        Verdict::new(
-            CONDITION_AVAILABLE,
-            "True",
-            "AllAvailable",
-            format!("all {total} clusters report the Work available"),
-        )
-    } else {
-        Verdict::new(
-            CONDITION_AVAILABLE,
-            "False",
-            "NotAllAvailable",
-            format!("{available} of {total} clusters report the Work available"),
-        )
-    };
-    let degraded_verdict = if failed_clusters.is_empty() && degraded == 0 {
-        Verdict::new(
-            CONDITION_DEGRADED,
-            "False",
-            "AsExpected",
-            "no cluster failed",
-        )
-    } else {
-        Verdict::new(
-            CONDITION_DEGRADED,
-            "True",
-            "ClustersFailed",
-            format!(
-                "{} clusters failed",
-                failed_clusters.len().max(degraded as usize)
-            ),
-        )
-    };
+    let available_verdict = available_verdict(available as usize, total);
+    let degraded_verdict = degraded_verdict(failed_clusters.len(), degraded as usize);
     WorkPlacementStatus {
         observed_generation: Some(generation),
         selected: total as i32,
@@ -1089,6 +1072,59 @@ fn status_of(
             Some(generation),
             jiff::Timestamp::now(),
         ),
+    }
+}
+
+/// The clusters a plan gave up on, and why.
+fn failed_clusters(plan: &Plan) -> Vec<FailedCluster> {
+    plan.progress
+        .iter()
+        .filter_map(|(c, p)| match p {
+            Progress::Failed(reason, why) => Some(FailedCluster {
+                name: c.clone(),
+                reason: (*reason).to_owned(),
+                message: why.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `Available`: whether every selected cluster reports the Work available.
+fn available_verdict(available: usize, total: usize) -> Verdict {
+    if total > 0 && available == total {
+        Verdict::new(
+            CONDITION_AVAILABLE,
+            "True",
+            "AllAvailable",
+            format!("all {total} clusters report the Work available"),
+        )
+    } else {
+        Verdict::new(
+            CONDITION_AVAILABLE,
+            "False",
+            "NotAllAvailable",
+            format!("{available} of {total} clusters report the Work available"),
+        )
+    }
+}
+
+/// `Degraded`: whether a cluster failed, by the plan or by its own report.
+fn degraded_verdict(failed: usize, degraded: usize) -> Verdict {
+    if failed == 0 && degraded == 0 {
+        Verdict::new(
+            CONDITION_DEGRADED,
+            "False",
+            "AsExpected",
+            "no cluster failed",
+        )
+    } else {
+        Verdict::new(
+            CONDITION_DEGRADED,
+            "True",
+            "ClustersFailed",
+            format!("{} clusters failed", failed.max(degraded)),
+        )
     }
 }
 
@@ -1186,11 +1222,8 @@ async fn roll_out(
     .await;
     let chosen: std::collections::HashSet<&String> = selected.iter().collect();
     if plan.invalid.is_none() {
-        let unwanted = stamped
-            .iter()
-            .filter(|(cluster, _)| !chosen.contains(cluster) && !retained.contains(*cluster))
-            .map(|(cluster, (name, _))| (cluster.clone(), name.clone()));
-        delete_works(client, unwanted).await;
+        let unwanted = unwanted(&stamped, &chosen, &retained);
+        delete_works(client, unwanted.into_iter()).await;
     }
     timings.retain(|cluster, _| chosen.contains(cluster));
     drop(chosen);
@@ -1509,6 +1542,33 @@ mod tests {
 
     fn clusters(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_work_let_go_is_deleted_once_not_at_every_reconcile() {
+        let deleting = |(name, entry): (String, Entry)| {
+            (
+                name,
+                Entry {
+                    deleting: true,
+                    ..entry
+                },
+            )
+        };
+        let stamped: HashMap<String, (String, Entry)> = [
+            ("kept".to_owned(), entry(1, Some(true))),
+            ("retained".to_owned(), entry(1, Some(true))),
+            ("let-go".to_owned(), entry(1, Some(true))),
+            ("going".to_owned(), deleting(entry(1, Some(true)))),
+        ]
+        .into();
+        let kept = "kept".to_owned();
+        let chosen = [&kept].into_iter().collect();
+        let retained = ["retained".to_owned()].into();
+        assert_eq!(
+            unwanted(&stamped, &chosen, &retained),
+            vec![("let-go".to_owned(), "default.p".to_owned())]
+        );
     }
 
     #[test]

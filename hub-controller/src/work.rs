@@ -680,14 +680,15 @@ pub async fn watch_works(
 }
 
 /// Adds the cleanup finalizer to a Work that lacks it, at the version read (a conflict is an
-/// error: the queue tries again after its backoff).
+/// error: the queue tries again after its backoff). Reads and writes the Work's metadata only:
+/// its manifests are neither sent nor decoded.
 pub(crate) async fn add_finalizer(
     client: kube::Client,
     cluster: &str,
     name: &str,
 ) -> kube::Result<()> {
     let api: Api<Work> = Api::namespaced(client, cluster);
-    let Some(work) = api.get_opt(name).await? else {
+    let Some(work) = api.get_metadata_opt(name).await? else {
         return Ok(());
     };
     if !needs_finalizer(&work.metadata) {
@@ -696,7 +697,7 @@ pub(crate) async fn add_finalizer(
     let mut finalizers = work.metadata.finalizers.clone().unwrap_or_default();
     finalizers.push(FINALIZER_WORK_CLEANUP.to_owned());
     let patch = serde_json::json!({"metadata": {"finalizers": finalizers, "resourceVersion": work.metadata.resource_version}});
-    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+    api.patch_metadata(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await?;
     Ok(())
 }
@@ -778,12 +779,13 @@ pub enum WriteStatusError {
     Api(kube::Error),
 }
 
-/// Removes the cleanup finalizer: the Work goes.
+/// Removes the cleanup finalizer: the Work goes. Reads and writes the Work's metadata only (a
+/// placement that lets thousands of clusters go releases thousands of Works).
 pub async fn release(client: kube::Client, cluster: &str, name: &str) -> kube::Result<()> {
     let api: Api<Work> = Api::namespaced(client, cluster);
     let mut attempt = 0;
     loop {
-        let Some(work) = api.get_opt(name).await? else {
+        let Some(work) = api.get_metadata_opt(name).await? else {
             return Ok(());
         };
         let finalizers: Vec<String> = work
@@ -796,7 +798,7 @@ pub async fn release(client: kube::Client, cluster: &str, name: &str) -> kube::R
             .collect();
         let patch = serde_json::json!({"metadata": {"finalizers": finalizers, "resourceVersion": work.metadata.resource_version}});
         match api
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch_metadata(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
             Ok(_) => return Ok(()),
