@@ -486,11 +486,23 @@ async fn sweep(
         .iter()
         .filter_map(|hc| hc.metadata.uid.clone())
         .collect();
-    let mut keep = live.clone();
     let names: HashSet<(String, String)> = listed
         .iter()
         .map(|hc| (hc.namespace().unwrap_or_default(), hc.name_any()))
         .collect();
+    sweep_data(client, layout, etcd, &live).await?;
+    sweep_members(client, &live, &names).await
+}
+
+/// Removes the data (etcd keys, directories, kept directories' claims) of the clusters not in
+/// `live` (UIDs). What cannot be deleted now stays for the next start.
+async fn sweep_data(
+    client: &kube::Client,
+    layout: &datadir::Layout,
+    etcd: Option<&datastore::HostedEtcd>,
+    live: &HashSet<String>,
+) -> kube::Result<()> {
+    let mut keep = live.clone();
     // Keys in etcd first: a directory that goes is the last record of where they are.
     if let Some(etcd) = etcd {
         for (dir, saved) in layout.all() {
@@ -534,20 +546,27 @@ async fn sweep(
     for dir in layout.sweep(&keep) {
         tracing::info!(dir = %dir.display(), "removed the data of a deleted hosted cluster");
     }
-    let mut orphans = std::collections::BTreeSet::new();
+    Ok(())
+}
+
+/// Removes the members of hosted clusters that are gone: those whose record names a
+/// HostedCluster UID not in `live`, and those with a profile of a HostedCluster not in
+/// `names` (namespace, name) and no record.
+async fn sweep_members(
+    client: &kube::Client,
+    live: &HashSet<String>,
+    names: &HashSet<(String, String)>,
+) -> kube::Result<()> {
     let secrets: Api<Secret> = Api::namespaced(client.clone(), SYSTEM_NAMESPACE);
     let records = secrets
         .list(&ListParams::default().labels(record::LABEL_HOSTED_BY))
         .await?;
-    for record in records.iter().filter_map(Record::from_secret) {
-        if record
-            .hosted_by
-            .as_ref()
-            .is_some_and(|uid| !live.contains(uid))
-        {
-            orphans.insert(record.name);
-        }
-    }
+    let mut orphans: std::collections::BTreeSet<String> = records
+        .iter()
+        .filter_map(Record::from_secret)
+        .filter(|r| r.hosted_by.as_ref().is_some_and(|uid| !live.contains(uid)))
+        .map(|r| r.name)
+        .collect();
     let profiles: Api<ClusterProfile> = Api::namespaced(client.clone(), INVENTORY_NAMESPACE);
     // A profile with a record of any member, hosted or joined, is that member's.
     let recorded: HashSet<String> = secrets

@@ -35,6 +35,7 @@ pub mod sources;
 pub mod work;
 pub mod work_override;
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -567,12 +568,12 @@ async fn load(fleet: &Fleet, client: &kube::Client) -> Result<inventory::Written
             written.insert(member.name, (profile.metadata.uid.clone(), status));
         }
     }
+    let has_profile: HashSet<&str> = listed
+        .iter()
+        .filter_map(|p| p.metadata.name.as_deref())
+        .collect();
     for member in fleet.members() {
-        if !written.contains_key(&member.name)
-            && !listed
-                .iter()
-                .any(|p| p.metadata.name.as_deref() == Some(&member.name))
-        {
+        if !written.contains_key(&member.name) && !has_profile.contains(member.name.as_str()) {
             inventory::ensure_profile(client.clone(), &member.name, None)
                 .await
                 .map_err(setup("ClusterProfiles"))?;

@@ -86,71 +86,100 @@ pub fn problems(
     }
     let storage = spec.storage.as_ref().map(|s| s.backend).unwrap_or_default();
     if let Some(was) = provisioned {
-        if was.mode != spec.mode {
-            out.push(Problem {
-                reason: "ImmutableFieldChanged",
-                message: format!(
-                    "spec.mode cannot change: the cluster runs as {} (asked: {}); set it back, or delete the cluster and create it again",
-                    was.mode, spec.mode
-                ),
-                blocks: false,
-            });
-        }
-        if was.storage != storage {
-            out.push(Problem {
-                reason: "ImmutableFieldChanged",
-                message: format!(
-                    "spec.storage.backend cannot change: the cluster keeps its data in {} (asked: {}); set it back, or back the cluster up and restore it into a new one",
-                    was.storage.as_str(),
-                    storage.as_str()
-                ),
-                blocks: false,
-            });
-        }
+        out.extend(immutable_problems(spec.mode, storage, was));
     }
+    // What the cluster was provisioned as is what runs, whatever the spec now asks.
     let mode = provisioned.map_or(spec.mode, |p| p.mode);
-    if provisioned.map_or(storage, |p| p.storage) == StorageBackend::Etcd
-        && mode != HostedMode::Kubernetes
-    {
-        match can.etcd {
-            EtcdSupport::Configured => {}
-            EtcdSupport::NotConfigured => out.push(Problem::blocking(
-                "StorageUnavailable",
-                "spec.storage.backend is etcd, but this hub has no etcd for hosted clusters; start it with --hosted-etcd-endpoints (atoll up --storage etcd gives its own etcd), or choose sqlite or memory".to_owned(),
-            )),
-            EtcdSupport::NotBuilt => out.push(Problem::blocking(
-                "StorageUnavailable",
-                "spec.storage.backend is etcd, but this hub was built without etcd storage; run a hub built with the etcd feature, or choose sqlite or memory".to_owned(),
-            )),
-        }
+    let storage = provisioned.map_or(storage, |p| p.storage);
+    out.extend(storage_problem(mode, storage, can.etcd));
+    out.extend(mode_problems(mode, spec, can));
+    out.extend(field_problems(spec));
+    out
+}
+
+/// What a spec changed that cannot change once a cluster is provisioned. These do not block:
+/// the cluster goes on as it was provisioned.
+fn immutable_problems(
+    mode: HostedMode,
+    storage: StorageBackend,
+    was: Provisioned,
+) -> impl Iterator<Item = Problem> {
+    let mode = (was.mode != mode).then(|| Problem {
+        reason: "ImmutableFieldChanged",
+        message: format!(
+            "spec.mode cannot change: the cluster runs as {} (asked: {mode}); set it back, or delete the cluster and create it again",
+            was.mode
+        ),
+        blocks: false,
+    });
+    let storage = (was.storage != storage).then(|| Problem {
+        reason: "ImmutableFieldChanged",
+        message: format!(
+            "spec.storage.backend cannot change: the cluster keeps its data in {} (asked: {}); set it back, or back the cluster up and restore it into a new one",
+            was.storage.as_str(),
+            storage.as_str()
+        ),
+        blocks: false,
+    });
+    mode.into_iter().chain(storage)
+}
+
+/// Whether the hub can keep the cluster's data where it asks (a `Kubernetes`-mode cluster's
+/// etcd is one of its own workloads).
+fn storage_problem(
+    mode: HostedMode,
+    storage: StorageBackend,
+    etcd: EtcdSupport,
+) -> Option<Problem> {
+    if storage != StorageBackend::Etcd || mode == HostedMode::Kubernetes {
+        return None;
     }
+    match etcd {
+        EtcdSupport::Configured => None,
+        EtcdSupport::NotConfigured => Some(Problem::blocking(
+            "StorageUnavailable",
+            "spec.storage.backend is etcd, but this hub has no etcd for hosted clusters; start it with --hosted-etcd-endpoints (atoll up --storage etcd gives its own etcd), or choose sqlite or memory".to_owned(),
+        )),
+        EtcdSupport::NotBuilt => Some(Problem::blocking(
+            "StorageUnavailable",
+            "spec.storage.backend is etcd, but this hub was built without etcd storage; run a hub built with the etcd feature, or choose sqlite or memory".to_owned(),
+        )),
+    }
+}
+
+/// Whether the hub can run the cluster's control plane as `mode`, at the version asked.
+fn mode_problems(mode: HostedMode, spec: &HostedClusterSpec, can: Capabilities) -> Vec<Problem> {
     match mode {
-        HostedMode::Kubernetes => out.extend(super::kubernetes::problems(spec, can.kubernetes)),
-        HostedMode::Embedded | HostedMode::Process if !can.data_dir => {
-            out.push(Problem::blocking(
-                "ModeUnavailable",
-                format!(
-                    "this hub has no data directory for {mode} control planes; start hub-controller with --hosted-data-dir on a persistent volume"
-                ),
-            ))
-        }
-        HostedMode::Process if !can.processes => out.push(Problem::blocking(
+        HostedMode::Kubernetes => super::kubernetes::problems(spec, can.kubernetes),
+        HostedMode::Embedded | HostedMode::Process if !can.data_dir => vec![Problem::blocking(
+            "ModeUnavailable",
+            format!(
+                "this hub has no data directory for {mode} control planes; start hub-controller with --hosted-data-dir on a persistent volume"
+            ),
+        )],
+        HostedMode::Process if !can.processes => vec![Problem::blocking(
             "ModeUnavailable",
             "this hub cannot find the atoll binary to run Process-mode control planes; give it with --apiserver-binary".to_owned(),
-        )),
-        HostedMode::Embedded | HostedMode::Process => {
-            if let Some(asked) = &spec.kubernetes_version
-                && !serves(asked)
-            {
-                out.push(Problem::blocking(
-                    "UnsupportedVersion",
-                    format!(
-                        "{mode} control planes serve Kubernetes {SERVED_VERSION} (atoll's API server); spec.kubernetesVersion asks for {asked:?}: leave it unset or ask for {SERVED_VERSION}"
-                    ),
-                ));
-            }
-        }
+        )],
+        HostedMode::Embedded | HostedMode::Process => spec
+            .kubernetes_version
+            .as_ref()
+            .filter(|asked| !serves(asked))
+            .map(|asked| Problem::blocking(
+                "UnsupportedVersion",
+                format!(
+                    "{mode} control planes serve Kubernetes {SERVED_VERSION} (atoll's API server); spec.kubernetesVersion asks for {asked:?}: leave it unset or ask for {SERVED_VERSION}"
+                ),
+            ))
+            .into_iter()
+            .collect(),
     }
+}
+
+/// The fields of a spec that are wrong whatever the hub can do: limits that do not parse,
+/// labels that only the hub sets.
+fn field_problems(spec: &HostedClusterSpec) -> Vec<Problem> {
+    let mut out = Vec::new();
     if let Some(limits) = &spec.limits
         && let Some(bytes) = &limits.storage_bytes
         && let Err(e) = parse_bytes(bytes)
