@@ -20,6 +20,10 @@
 //!   read the event, and how many events each watcher got (all must arrive);
 //! - the resident memory of a freshly started `atoll apiserver` process (SQLite) once it is ready
 //!   and after it has been idle a few seconds;
+//! - the writes of a Work fan-out (the `works` phase, atoll over SQLite only): Works of 10
+//!   ConfigMaps created by server-side apply, their statuses merge-patched as the hub writes an
+//!   agent's report, the Works changed, their statuses written again and once more unchanged,
+//!   each step at 16 clients asking for metadata-only answers, with the server's CPU per write;
 //! - atoll against etcd: each throughput and watch figure of both atoll backends beside etcd's,
 //!   with the ratio atoll/etcd; and the throughput of atoll over etcd (`atoll-etcd`: the API
 //!   server with `--storage etcd`, on an etcd of its own started the same way, one member) beside
@@ -97,6 +101,8 @@ struct Plan {
     watch_events: usize,
     /// Writes per second during the watch phase.
     watch_rate: u32,
+    /// Works each step of the works phase writes.
+    works: usize,
     /// Cap on one load phase.
     phase_cap: Duration,
     /// Cap on one backend's phases: those not started by then are skipped. Per backend, so that
@@ -118,6 +124,7 @@ const FULL: Plan = Plan {
     lists: [1_000, 5_000, 5_000],
     watch_events: 1_000,
     watch_rate: 100,
+    works: 2_000,
     phase_cap: Duration::from_secs(60),
     backend_cap: Duration::from_secs(6 * 60),
     idle: Duration::from_secs(5),
@@ -132,6 +139,7 @@ const QUICK: Plan = Plan {
     lists: [30, 100, 100],
     watch_events: 100,
     watch_rate: 100,
+    works: 100,
     phase_cap: Duration::from_secs(5),
     backend_cap: Duration::from_secs(40),
     idle: Duration::from_secs(2),
@@ -157,9 +165,10 @@ enum Phase {
     Lists,
     Watch,
     Rbac,
+    Works,
 }
 
-const PHASES: [(&str, Phase); 7] = [
+const PHASES: [(&str, Phase); 8] = [
     ("memory", Phase::Memory),
     ("creates", Phase::Creates),
     ("updates", Phase::Updates),
@@ -167,6 +176,7 @@ const PHASES: [(&str, Phase); 7] = [
     ("lists", Phase::Lists),
     ("watch", Phase::Watch),
     ("rbac", Phase::Rbac),
+    ("works", Phase::Works),
 ];
 
 /// What a figure was measured against.
@@ -201,7 +211,7 @@ impl Backend {
     }
 }
 
-const USAGE: &str = "arguments: [--quick] [--only memory,creates,updates,gets,lists,watch,rbac] \
+const USAGE: &str = "arguments: [--quick] [--only memory,creates,updates,gets,lists,watch,rbac,works] \
                      [--backend sqlite,memory,sqlite-rbac,etcd,atoll-etcd] (cargo adds --bench)";
 
 impl Options {
@@ -386,12 +396,31 @@ fn main() -> anyhow::Result<()> {
             Err(err) => report.fail(format!("rbac: {err:#}")),
         }
     }
+    let mut works = Vec::new();
+    if options.runs(Phase::Works) {
+        let outcome = ServerRuntime::start(
+            StorageKind::Sqlite,
+            &data_root.path().join("works"),
+            false,
+            None,
+        )
+        .and_then(|server| {
+            let rows = client.block_on(work_writes(&plan, &server));
+            server.stop();
+            rows
+        });
+        match outcome {
+            Ok(rows) => works = rows,
+            Err(err) => report.fail(format!("works: {err:#}")),
+        }
+    }
     client.shutdown_timeout(Duration::from_secs(5));
 
     print_loads(&results.loads, &mut report);
     print_watches(&plan, &results.watches, &mut report);
     print_comparison(&options, &results, &etcd);
     print_authorization(&results, &rbac);
+    print_work_writes(&plan, &works);
     println!("Total time: {:.1} s.", started.elapsed().as_secs_f64());
     report.finish()
 }
@@ -692,6 +721,8 @@ struct Call {
     method: Method,
     path: String,
     content_type: Option<&'static str>,
+    /// The `Accept` header, if not the server's default (JSON).
+    accept: Option<&'static str>,
     body: Bytes,
 }
 
@@ -701,6 +732,7 @@ impl Call {
             method: Method::GET,
             path,
             content_type: None,
+            accept: None,
             body: Bytes::new(),
         }
     }
@@ -710,10 +742,23 @@ impl Call {
             method,
             path,
             content_type: Some(content_type),
+            accept: None,
             body: Bytes::from(body),
         }
     }
+
+    /// Asks for the written object's metadata only, as the hub does for its writes.
+    fn metadata_answer(self) -> Self {
+        Call {
+            accept: Some(METADATA_ONLY),
+            ..self
+        }
+    }
 }
+
+/// The `Accept` of a client that wants an object's metadata only (kube-rs metadata calls).
+const METADATA_ONLY: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 
 impl Connection {
     /// Sends a request and returns its response head (the body is left to read).
@@ -726,6 +771,9 @@ impl Connection {
             .header(AUTHORIZATION, self.authorization.clone());
         if let Some(content_type) = call.content_type {
             request = request.header(CONTENT_TYPE, content_type);
+        }
+        if let Some(accept) = call.accept {
+            request = request.header(http::header::ACCEPT, accept);
         }
         Ok(self
             .sender
@@ -796,6 +844,18 @@ enum Workload {
     Get { namespace: String },
     /// Reads every object of the namespace.
     List { namespace: String },
+    /// Server-side applies the Work `work-{op}` at `generation` (see [`work_body`]): creates it
+    /// at 1, changes one of its ConfigMaps after. atoll only.
+    WorkApply {
+        namespace: String,
+        generation: usize,
+    },
+    /// Merge-patches the status of the Work `work-{op}` as the hub writes an agent's report
+    /// (see [`work_status_body`]). atoll only.
+    WorkStatus {
+        namespace: String,
+        generation: usize,
+    },
 }
 
 /// One client of a load phase: a connection of its own, one request at a time.
@@ -870,6 +930,29 @@ impl Worker for AtollWorker {
                 op % LIST_OBJECTS
             )),
             Workload::List { namespace } => Call::get(config_maps(namespace)),
+            Workload::WorkApply {
+                namespace,
+                generation,
+            } => Call::json(
+                Method::PATCH,
+                format!(
+                    "{}/work-{op}?fieldManager=bench-hub&force=true",
+                    works(namespace)
+                ),
+                "application/apply-patch+yaml",
+                work_body(&format!("work-{op}"), *generation),
+            )
+            .metadata_answer(),
+            Workload::WorkStatus {
+                namespace,
+                generation,
+            } => Call::json(
+                Method::PATCH,
+                format!("{}/work-{op}/status", works(namespace)),
+                "application/merge-patch+json",
+                work_status_body(*generation),
+            )
+            .metadata_answer(),
         };
         self.connection.call(call).await.map(drop)
     }
@@ -1058,6 +1141,9 @@ impl EtcdWorker {
             Workload::List { namespace } => {
                 let options = GetOptions::new().with_prefix();
                 self.kv.get(etcd_prefix(namespace), Some(options)).await?;
+            }
+            Workload::WorkApply { .. } | Workload::WorkStatus { .. } => {
+                bail!("the works phase runs on atoll only")
             }
         }
         Ok(())
@@ -2447,4 +2533,231 @@ fn print_cpu_per_op(table: &mut String, results: &Results) {
             );
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Works phase: the writes a hub's fan-out makes, one kind at a time
+
+/// Clients of each step of the works phase (the hub's own concurrency is of this order).
+const WORK_CLIENTS: usize = 16;
+/// ConfigMaps in each Work of the works phase, as in the Work fan-out benchmark.
+const WORK_MANIFESTS: usize = 10;
+/// The Work CRD's name.
+const WORK_CRD: &str = "works.multicluster.x-k8s.io";
+
+fn works(namespace: &str) -> String {
+    format!("/apis/multicluster.x-k8s.io/v1alpha1/namespaces/{namespace}/works")
+}
+
+/// A Work of [`WORK_MANIFESTS`] ConfigMaps of about 300 bytes of data each, as the hub stamps
+/// it; `generation` is written into the first ConfigMap's data, so that each generation changes
+/// one ConfigMap.
+fn work_body(name: &str, generation: usize) -> String {
+    let manifests: Vec<serde_json::Value> = (0..WORK_MANIFESTS)
+        .map(|i| {
+            let mut value = "x".repeat(300);
+            if i == 0 {
+                let _ = write!(value, " generation {generation}");
+            }
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("config-{i}"), "namespace": "default"},
+                "data": {"value": value},
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+        "metadata": {"name": name, "labels": {"atoll.dev/placement": "bench"},
+                     "finalizers": ["multicluster.x-k8s.io/work-cleanup"]},
+        "spec": {"workload": {"manifests": manifests}},
+    })
+    .to_string()
+}
+
+/// A Work's status as its agent reports it once everything applied at `generation`: the four
+/// summary conditions, and the same four for each manifest.
+fn work_status_body(generation: usize) -> String {
+    let conditions = |what: &str| {
+        [
+            ("Applied", "True", "Applied"),
+            ("Progressing", "False", "Completed"),
+            ("Available", "True", "ResourcesAvailable"),
+            ("Degraded", "False", "AsExpected"),
+        ]
+        .map(|(kind, status, reason)| {
+            serde_json::json!({
+                "type": kind, "status": status, "reason": reason,
+                "message": format!("{what}: {reason}"),
+                "observedGeneration": generation,
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            })
+        })
+    };
+    let manifests: Vec<serde_json::Value> = (0..WORK_MANIFESTS)
+        .map(|i| {
+            serde_json::json!({
+                "identifier": {"ordinal": i, "version": "v1", "kind": "ConfigMap",
+                               "resource": "configmaps", "namespace": "default",
+                               "name": format!("config-{i}")},
+                "conditions": conditions(&format!("ConfigMap default/config-{i}")),
+            })
+        })
+        .collect();
+    serde_json::json!({"status": {
+        "conditions": conditions("every manifest"),
+        "manifestConditions": manifests,
+    }})
+    .to_string()
+}
+
+/// One step of the works phase.
+struct WorkRow {
+    step: &'static str,
+    request: &'static str,
+    measured: Measured,
+}
+
+/// The works phase: on a fresh server with the Work CRD, [`Plan::works`] Works created by
+/// server-side apply, their statuses written, the Works changed, their statuses written again,
+/// and the same statuses once more (a write that changes nothing), each step at
+/// [`WORK_CLIENTS`] clients that ask for metadata-only answers, as the hub does.
+async fn work_writes(plan: &Plan, server: &ServerRuntime) -> anyhow::Result<Vec<WorkRow>> {
+    let target = AtollTarget {
+        backend: Backend::Atoll(StorageKind::Sqlite),
+        endpoint: server.endpoint()?,
+    };
+    let namespace = "bench-works".to_owned();
+    target.create_namespace(&namespace).await?;
+    install_work_crd(&target.endpoint, &namespace).await?;
+    let apply = |generation| Workload::WorkApply {
+        namespace: namespace.clone(),
+        generation,
+    };
+    let status = |generation| Workload::WorkStatus {
+        namespace: namespace.clone(),
+        generation,
+    };
+    let steps = [
+        ("create", "server-side apply of a new Work", apply(1)),
+        (
+            "status",
+            "merge-PATCH of its status (Applied at generation 1)",
+            status(1),
+        ),
+        (
+            "update",
+            "server-side apply changing one ConfigMap",
+            apply(2),
+        ),
+        (
+            "status of the update",
+            "merge-PATCH of its status (Applied at generation 2)",
+            status(2),
+        ),
+        ("no-op status", "the same status again", status(2)),
+    ];
+    let mut rows = Vec::new();
+    for (step, request, workload) in steps {
+        wait_for_quiet(plan.quiet_wait, None).await;
+        let measured = load(&target, &workload, WORK_CLIENTS, plan.works, plan.phase_cap).await?;
+        if measured.errors > 0 || measured.capped {
+            bail!(
+                "{step}: {} of {} Works written within {:?}; first error: {}",
+                measured.ok,
+                plan.works,
+                plan.phase_cap,
+                measured.first_error.unwrap_or_default()
+            );
+        }
+        if step == "status" {
+            check_status_kept(&target.endpoint, &namespace).await?;
+        }
+        rows.push(WorkRow {
+            step,
+            request,
+            measured,
+        });
+    }
+    Ok(rows)
+}
+
+/// Creates the Work CRD as the hub does and waits until Works are served.
+async fn install_work_crd(endpoint: &Endpoint, namespace: &str) -> anyhow::Result<()> {
+    let crd = atoll_api::crd::all()?
+        .into_iter()
+        .find(|crd| crd.metadata.name.as_deref() == Some(WORK_CRD))
+        .with_context(|| format!("atoll-api defines no CRD {WORK_CRD}"))?;
+    let mut connection = endpoint.connect().await?;
+    connection
+        .call(Call::json(
+            Method::POST,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions".into(),
+            "application/json",
+            serde_json::to_string(&crd)?,
+        ))
+        .await?;
+    let give_up = Instant::now() + Duration::from_secs(30);
+    loop {
+        match connection.call(Call::get(works(namespace))).await {
+            Ok(_) => return Ok(()),
+            Err(_) if Instant::now() < give_up => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(err) => return Err(err.context("Works were not served within 30 s of the CRD")),
+        }
+    }
+}
+
+/// Fails unless the first Work kept every manifest's conditions: a status the schema pruned
+/// would make the status steps cheaper than the hub's.
+async fn check_status_kept(endpoint: &Endpoint, namespace: &str) -> anyhow::Result<()> {
+    let mut connection = endpoint.connect().await?;
+    let body = connection
+        .call(Call::get(format!("{}/work-0", works(namespace))))
+        .await?;
+    let work: serde_json::Value = serde_json::from_slice(&body)?;
+    let kept = work["status"]["manifestConditions"]
+        .as_array()
+        .map_or(0, Vec::len);
+    if kept != WORK_MANIFESTS {
+        bail!("work-0 kept {kept} of {WORK_MANIFESTS} manifest conditions in its status: {work}");
+    }
+    Ok(())
+}
+
+/// What each of the hub's writes costs the API server, one kind at a time.
+fn print_work_writes(plan: &Plan, rows: &[WorkRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    println!(
+        "## The writes of a Work fan-out (atoll sqlite)\n\n\
+         {} Works of {WORK_MANIFESTS} ConfigMaps (300 bytes of data each) in one namespace, \
+         written by {WORK_CLIENTS} clients that ask for metadata-only answers, as the hub does; \
+         each step writes every Work once. Server CPU per write: the server threads' CPU over the \
+         step divided by the writes.\n\n\
+         | step | request | writes | writes/s | p50 ms | p99 ms | server CPU % | SQLite writer % | server CPU ms per write | client CPU % | other CPU % |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        plan.works
+    );
+    for row in rows {
+        let m = &row.measured;
+        let ms = |q: f64| quantile(&m.latencies, q);
+        println!(
+            "| {} | {} | {} | {:.0} | {:.2} | {:.2} | {:.0} | {:.0} | {:.3} | {:.0} | {:.0} |",
+            row.step,
+            row.request,
+            m.ok,
+            m.rate(),
+            ms(0.5),
+            ms(0.99),
+            m.cpu.server,
+            m.cpu.writer,
+            m.cpu.server / 100.0 / m.rate().max(1e-9) * 1e3,
+            m.cpu.client,
+            m.cpu.other,
+        );
+    }
+    println!();
 }
