@@ -380,36 +380,18 @@ fn main() -> anyhow::Result<()> {
     }
     let mut rbac = Vec::new();
     if options.runs(Phase::Rbac) {
-        let outcome = ServerRuntime::start(
-            StorageKind::Sqlite,
-            &data_root.path().join("rbac"),
-            true,
-            None,
-        )
-        .and_then(|server| {
-            let rows = client.block_on(rbac_rounds(&plan, &server));
-            server.stop();
-            rows
-        });
-        match outcome {
+        match on_fresh_server(&data_root.path().join("rbac"), true, |server| {
+            client.block_on(rbac_rounds(&plan, server))
+        }) {
             Ok(rows) => rbac = rows,
             Err(err) => report.fail(format!("rbac: {err:#}")),
         }
     }
     let mut works = Vec::new();
     if options.runs(Phase::Works) {
-        let outcome = ServerRuntime::start(
-            StorageKind::Sqlite,
-            &data_root.path().join("works"),
-            false,
-            None,
-        )
-        .and_then(|server| {
-            let rows = client.block_on(work_writes(&plan, &server));
-            server.stop();
-            rows
-        });
-        match outcome {
+        match on_fresh_server(&data_root.path().join("works"), false, |server| {
+            client.block_on(work_writes(&plan, server))
+        }) {
             Ok(rows) => works = rows,
             Err(err) => report.fail(format!("works: {err:#}")),
         }
@@ -423,6 +405,19 @@ fn main() -> anyhow::Result<()> {
     print_work_writes(&plan, &works);
     println!("Total time: {:.1} s.", started.elapsed().as_secs_f64());
     report.finish()
+}
+
+/// Runs `phase` on a fresh API server over SQLite in `dir` (see [`ServerRuntime::start`] for
+/// `rbac`), and stops the server after it.
+fn on_fresh_server<T>(
+    dir: &Path,
+    rbac: bool,
+    phase: impl FnOnce(&ServerRuntime) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let server = ServerRuntime::start(StorageKind::Sqlite, dir, rbac, None)?;
+    let outcome = phase(&server);
+    server.stop();
+    outcome
 }
 
 /// Every figure measured, in the order measured.

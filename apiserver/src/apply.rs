@@ -143,19 +143,7 @@ pub fn apply(
     force: bool,
     lists: &dyn ListTypes,
 ) -> Result<Value, ApplyError> {
-    if !config.is_object() {
-        return Err(ApplyError::Invalid(
-            "the applied configuration must be a JSON object".to_string(),
-        ));
-    }
-    if config
-        .pointer("/metadata/managedFields")
-        .is_some_and(|v| !v.is_null())
-    {
-        return Err(ApplyError::Invalid(
-            "metadata.managedFields must be nil".to_string(),
-        ));
-    }
+    check_config(config)?;
     // The live object's managed fields are neither compared nor merged: the entries written
     // at the end replace them.
     let empty = Value::Object(Map::new());
@@ -204,18 +192,7 @@ pub fn apply(
         .filter(|(_, clash)| !clash.is_empty())
         .collect();
     if !force && !clashes.is_empty() {
-        clashes.sort_by_key(|(i, _)| entries[*i].identifier());
-        let conflicts = clashes
-            .iter()
-            .flat_map(|(i, clash)| {
-                let manager = entries[*i].display();
-                clash.paths().into_iter().map(move |path| Conflict {
-                    manager: manager.clone(),
-                    field: path_to_string(&path),
-                })
-            })
-            .collect();
-        return Err(ApplyError::Conflicts(conflicts));
+        return Err(conflicts(&entries, &mut clashes));
     }
     for (i, clash) in &clashes {
         entries[*i].set = entries[*i].set.difference(clash);
@@ -240,6 +217,41 @@ pub fn apply(
     }
     write_entries(&mut merged, entries);
     Ok(merged)
+}
+
+/// Refuses an applied configuration that is not an object or carries managed fields.
+fn check_config(config: &Value) -> Result<(), ApplyError> {
+    if !config.is_object() {
+        return Err(ApplyError::Invalid(
+            "the applied configuration must be a JSON object".to_string(),
+        ));
+    }
+    if config
+        .pointer("/metadata/managedFields")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(ApplyError::Invalid(
+            "metadata.managedFields must be nil".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+/// The conflicts of an apply: each field another entry owns and the apply changes, by entry
+/// (`clashes`: entry index and its fields), in upstream's order of managers.
+fn conflicts(entries: &[Entry], clashes: &mut [(usize, FieldSet)]) -> ApplyError {
+    clashes.sort_by_key(|(i, _)| entries[*i].identifier());
+    let conflicts = clashes
+        .iter()
+        .flat_map(|(i, clash)| {
+            let manager = entries[*i].display();
+            clash.paths().into_iter().map(move |path| Conflict {
+                manager: manager.clone(),
+                field: path_to_string(&path),
+            })
+        })
+        .collect();
+    ApplyError::Conflicts(conflicts)
 }
 
 /// Records a write that is not an apply (create, update, patch) in `new`'s managed fields:
@@ -291,25 +303,30 @@ fn changes_nothing(old: &Value, new: &Value, manager: &Manager<'_>) -> bool {
 
 /// Whether `a` and `b` differ only in paths never recorded as owned ([`untracked`]).
 fn same_tracked(a: &Value, b: &Value) -> bool {
-    fn same_except(a: &Map<String, Value>, b: &Map<String, Value>, skip: &[&str]) -> bool {
-        let kept =
-            |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
-        kept(a) == kept(b)
-            && a.iter()
-                .filter(|(k, _)| !skip.contains(&k.as_str()))
-                .all(|(k, v)| b.get(k) == Some(v))
-    }
-    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
-        return a == b;
-    };
-    fn metadata(m: &Map<String, Value>) -> Option<Option<&Map<String, Value>>> {
-        m.get("metadata").map(Value::as_object)
-    }
-    same_except(a, b, &UNTRACKED_TOP)
-        && match (metadata(a), metadata(b)) {
-            (Some(Some(a)), Some(Some(b))) => same_except(a, b, &UNTRACKED_META),
-            (a, b) => a == b,
+    same_except(a, b, &UNTRACKED_TOP, &UNTRACKED_META)
+}
+
+/// Whether two objects are equal but for the top-level fields `skip` and the metadata fields
+/// `skip_meta`, without copying either.
+pub(crate) fn same_except(a: &Value, b: &Value, skip: &[&str], skip_meta: &[&str]) -> bool {
+    same_object_fields(a, b, &[&["metadata"], skip].concat())
+        && same_object_fields(&a["metadata"], &b["metadata"], skip_meta)
+}
+
+/// Whether two objects are equal but for their top-level fields `skip` (or, when either is not an
+/// object, equal).
+pub(crate) fn same_object_fields(a: &Value, b: &Value, skip: &[&str]) -> bool {
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => {
+            let counted =
+                |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
+            counted(a) == counted(b)
+                && a.iter()
+                    .filter(|(k, _)| !skip.contains(&k.as_str()))
+                    .all(|(k, v)| b.get(k) == Some(v))
         }
+        _ => a == b,
+    }
 }
 
 /// Gives `new` the managed fields `old` has (or none, as `old`).

@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 use super::actor::{ActingWrite, Actor, Asked, Outcome};
 use super::selector::{FieldSelector, LabelSelector};
 use super::{Registry, ResourceType, crd};
-use crate::apply::{self, ListType, ListTypes};
+use crate::apply::{self, ListType, ListTypes, same_except, same_object_fields};
 use crate::error::{Error, Result, Target};
 use crate::storage::{self, Backend, KeyValue, Revision, Usage};
 use crate::watch::WatchCache;
@@ -2133,27 +2133,6 @@ fn spec_changed(old: &Value, new: &Value, status_subresource: bool) -> bool {
         &["metadata"]
     };
     !same_object_fields(old, new, skip)
-}
-
-/// Whether two objects are equal but for the top-level fields `skip` and the metadata fields
-/// `skip_meta`, without copying either.
-fn same_except(a: &Value, b: &Value, skip: &[&str], skip_meta: &[&str]) -> bool {
-    same_object_fields(a, b, &[&["metadata"], skip].concat())
-        && same_object_fields(&a["metadata"], &b["metadata"], skip_meta)
-}
-
-fn same_object_fields(a: &Value, b: &Value, skip: &[&str]) -> bool {
-    match (a.as_object(), b.as_object()) {
-        (Some(a), Some(b)) => {
-            let counted =
-                |m: &Map<String, Value>| m.keys().filter(|k| !skip.contains(&k.as_str())).count();
-            counted(a) == counted(b)
-                && a.iter()
-                    .filter(|(k, _)| !skip.contains(&k.as_str()))
-                    .all(|(k, v)| b.get(k) == Some(v))
-        }
-        _ => a == b,
-    }
 }
 
 /// Defaults `apiVersion` and `kind` from the URL (the Python client omits them) and rejects a
