@@ -943,7 +943,7 @@ mod tests {
         let mut labelled = created.clone();
         crate::patch::merge_patch(
             &mut labelled,
-            &json!({"metadata": {"labels": {"extra": "yes"}}}),
+            json!({"metadata": {"labels": {"extra": "yes"}}}),
         );
         record_update(
             Some(&created),

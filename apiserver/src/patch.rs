@@ -173,9 +173,9 @@ pub fn decode_apply(body: &[u8]) -> Result<Value, String> {
 
 /// Applies an RFC 7386 JSON merge patch: objects merge recursively, `null` deletes a key, and
 /// anything else (arrays included) replaces the target wholesale.
-pub fn merge_patch(target: &mut Value, patch: &Value) {
+pub fn merge_patch(target: &mut Value, patch: Value) {
     let Value::Object(patch_fields) = patch else {
-        *target = patch.clone();
+        *target = patch;
         return;
     };
     if !target.is_object() {
@@ -184,14 +184,12 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     let Value::Object(target_fields) = target else {
         return;
     };
+    // The patch's values move into the target: a status patch brings the whole status.
     for (key, value) in patch_fields {
         if value.is_null() {
-            target_fields.remove(key);
+            target_fields.remove(&key);
         } else {
-            merge_patch(
-                target_fields.entry(key.clone()).or_insert(Value::Null),
-                value,
-            );
+            merge_patch(target_fields.entry(key).or_insert(Value::Null), value);
         }
     }
 }
@@ -626,7 +624,7 @@ mod tests {
         });
         merge_patch(
             &mut doc,
-            &json!({
+            json!({
                 "metadata": {"labels": {"tier": null, "extra": "yes"}},
                 "spec": {"ports": [3]},
                 "status": {"ready": true}
@@ -645,10 +643,10 @@ mod tests {
     #[test]
     fn merge_patch_with_non_object_replaces_target() {
         let mut doc = json!({"a": 1});
-        merge_patch(&mut doc, &json!(["x"]));
+        merge_patch(&mut doc, json!(["x"]));
         assert_eq!(doc, json!(["x"]));
         let mut doc = json!({"a": "text"});
-        merge_patch(&mut doc, &json!({"a": {"b": null, "c": 1}}));
+        merge_patch(&mut doc, json!({"a": {"b": null, "c": 1}}));
         assert_eq!(doc, json!({"a": {"c": 1}}));
     }
 

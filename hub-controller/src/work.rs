@@ -3,13 +3,14 @@
 //! let go once the agent reports it cleaned up (or its cluster is gone).
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use atoll_api::names::{CONDITION_APPLIED, FINALIZER_WORK_CLEANUP};
-use atoll_api::work::{DeleteOption, Work, WorkStatus};
+use atoll_api::work::{DeleteOption, Work};
 use atoll_proto::v1::{SyncEvent, WorkDelete, WorkUpsert, WorkVersion, sync_event};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
 use kube::api::{Api, ObjectMeta, Patch, PatchParams};
 use kube::runtime::watcher::{self, Event};
 use serde::Deserialize;
@@ -30,12 +31,67 @@ pub const LOST_CLUSTER_GRACE: Duration = Duration::from_secs(300);
 /// two things in it, and every status report brings the whole Work back through the watch:
 /// decoding its manifests into trees, and serializing them again for the agent, was most of
 /// what the watch cost.
+///
+/// The metadata is read without its `managedFields` and the status without its manifests'
+/// conditions: the hub reads neither, and with a manager's entry for every condition of every
+/// manifest they were most of what decoding a reported Work cost.
 #[derive(Debug, Clone, Deserialize)]
 pub struct WatchedWork {
+    #[serde(deserialize_with = "metadata_without_managed_fields")]
     pub metadata: ObjectMeta,
     pub spec: Box<RawValue>,
     #[serde(default)]
-    pub status: Option<WorkStatus>,
+    pub status: Option<WatchedStatus>,
+}
+
+/// What the hub reads of a Work's status: its summary conditions.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct WatchedStatus {
+    #[serde(default)]
+    pub conditions: Vec<Condition>,
+}
+
+/// `ObjectMeta` but `managedFields`, which serde skips unread as an unknown field.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MetadataView {
+    annotations: Option<BTreeMap<String, String>>,
+    creation_timestamp: Option<Time>,
+    deletion_grace_period_seconds: Option<i64>,
+    deletion_timestamp: Option<Time>,
+    finalizers: Option<Vec<String>>,
+    generate_name: Option<String>,
+    generation: Option<i64>,
+    labels: Option<BTreeMap<String, String>>,
+    name: Option<String>,
+    namespace: Option<String>,
+    owner_references: Option<Vec<OwnerReference>>,
+    resource_version: Option<String>,
+    self_link: Option<String>,
+    uid: Option<String>,
+}
+
+fn metadata_without_managed_fields<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<ObjectMeta, D::Error> {
+    let m = MetadataView::deserialize(deserializer)?;
+    Ok(ObjectMeta {
+        annotations: m.annotations,
+        creation_timestamp: m.creation_timestamp,
+        deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+        deletion_timestamp: m.deletion_timestamp,
+        finalizers: m.finalizers,
+        generate_name: m.generate_name,
+        generation: m.generation,
+        labels: m.labels,
+        managed_fields: None,
+        name: m.name,
+        namespace: m.namespace,
+        owner_references: m.owner_references,
+        resource_version: m.resource_version,
+        self_link: m.self_link,
+        uid: m.uid,
+    })
 }
 
 impl kube::Resource for WatchedWork {
@@ -146,7 +202,7 @@ pub const ANNOTATION_PLACEMENT_GENERATION: &str = "atoll.dev/placement-generatio
 /// rendered for its cluster.
 pub const ANNOTATION_PLACEMENT_RENDERED: &str = "atoll.dev/placement-rendered";
 
-fn reported(status: Option<&WorkStatus>) -> Reported {
+fn reported(status: Option<&WatchedStatus>) -> Reported {
     let Some(status) = status else {
         return Reported::default();
     };
@@ -563,16 +619,13 @@ fn entry_of(
             )
         }),
     };
-    let metadata = ObjectMeta {
-        managed_fields: None,
-        ..work.metadata.clone()
-    };
     Entry {
         uid,
         generation,
         deleting,
-        // Cannot fail: the metadata is strings, numbers and maps of strings.
-        metadata: Arc::from(serde_json::to_string(&metadata).unwrap_or_default()),
+        // Cannot fail: the metadata is strings, numbers and maps of strings (its managedFields
+        // were never read).
+        metadata: Arc::from(serde_json::to_string(&work.metadata).unwrap_or_default()),
         spec,
         refused,
         force_delete: force_delete(&work.metadata),
@@ -876,7 +929,12 @@ mod tests {
                     "updateStrategy": {"type": "ServerSideApply",
                         "serverSideApply": {"force": true}}}]},
             "status": {"conditions": [{"type": "Applied", "status": "True", "reason": "Applied",
-                "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+                "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+                "manifestConditions": [{"identifier": {"group": "", "version": "v1",
+                    "kind": "ConfigMap", "resource": "configmaps", "name": "a",
+                    "namespace": "web", "ordinal": 0},
+                    "conditions": [{"type": "Applied", "status": "True", "reason": "Applied",
+                        "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}]}});
         let watched: WatchedWork = serde_json::from_value(stored.clone()).unwrap();
         let (_, _, entry) = WorkIndex::default().upsert(&watched).unwrap();
 
@@ -895,6 +953,33 @@ mod tests {
         assert_eq!(entry.ttl_after_finished, Some(Duration::from_secs(30)));
         assert_eq!(entry.refused, None);
         assert_eq!(entry.reported.applied, Some(true));
+    }
+
+    #[test]
+    fn the_watch_reads_every_metadata_field_but_the_managed_fields() {
+        let metadata = serde_json::json!({
+            "annotations": {"a": "1"}, "creationTimestamp": "2026-01-01T00:00:00Z",
+            "deletionGracePeriodSeconds": 0, "deletionTimestamp": "2026-01-02T00:00:00Z",
+            "finalizers": [FINALIZER_WORK_CLEANUP], "generateName": "web-", "generation": 3,
+            "labels": {"team": "a"}, "name": "web", "namespace": "east",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                "uid": "u0"}],
+            "resourceVersion": "42", "selfLink": "/apis/x", "uid": "u1"});
+        let mut with_managed_fields = metadata.clone();
+        with_managed_fields["managedFields"] = serde_json::json!([{"manager": "atoll-hub",
+            "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]);
+        let watched: WatchedWork = serde_json::from_value(serde_json::json!({
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+            "metadata": with_managed_fields, "spec": {}}))
+        .unwrap();
+        let expected: ObjectMeta = serde_json::from_value(metadata).unwrap();
+        assert_eq!(watched.metadata, expected);
+        // A metadata field that is not a map is an error, not an empty metadata.
+        assert!(
+            serde_json::from_value::<WatchedWork>(serde_json::json!({
+                "metadata": {"labels": ["a"]}, "spec": {}}))
+            .is_err()
+        );
     }
 
     #[test]

@@ -116,7 +116,7 @@ pub async fn patch(
         PatchType::Json => {
             patch::json_patch(&mut scale, &doc).map_err(|e| Error::BadRequest(e.to_string()))?
         }
-        _ => patch::merge_patch(&mut scale, &doc),
+        _ => patch::merge_patch(&mut scale, doc),
     }
     let replicas = scale["spec"]["replicas"]
         .as_i64()

@@ -835,12 +835,15 @@ impl Store {
                 "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml".into(),
             ));
         }
-        let patch_doc: Value = match patch_type {
-            PatchType::Apply => crate::patch::decode_apply(body)
-                .map_err(|e| Error::BadRequest(format!("error decoding YAML: {e}")))?,
-            _ => serde_json::from_slice(body)
-                .map_err(|e| Error::BadRequest(format!("error decoding patch: {e}")))?,
+        let decode_patch = || -> Result<Value> {
+            match patch_type {
+                PatchType::Apply => crate::patch::decode_apply(body)
+                    .map_err(|e| Error::BadRequest(format!("error decoding YAML: {e}"))),
+                _ => serde_json::from_slice(body)
+                    .map_err(|e| Error::BadRequest(format!("error decoding patch: {e}"))),
+            }
         };
+        let patch_doc = decode_patch()?;
         if patch_type == PatchType::Apply {
             if options.field_manager.is_empty() {
                 return Err(Error::invalid(
@@ -858,11 +861,17 @@ impl Store {
                 .apply(rt, ns, name, subresource, patch_doc, options)
                 .await;
         }
+        // A merge patch moves the document's values into the object; a retry decodes it again.
+        let mut first = Some(patch_doc);
         for _ in 0..MAX_RETRIES {
+            let patch_doc = match first.take() {
+                Some(doc) => doc,
+                None => decode_patch()?,
+            };
             let (current, kv) = self.read(rt, ns, name).await?;
             let mut patched = Value::clone(&current);
             match patch_type {
-                PatchType::Merge => patch::merge_patch(&mut patched, &patch_doc),
+                PatchType::Merge => patch::merge_patch(&mut patched, patch_doc),
                 PatchType::Strategic => {
                     let meta = patch::strategic::BuiltinPatchMeta::for_kind(
                         &rt.group,
@@ -1670,8 +1679,10 @@ fn subresource_view(
                 name,
             )));
         }
+        // An apply merges into the current object, so its status is most often there already.
         None if rt.status => match current.get("status") {
-            Some(status) => new["status"] = status.clone(),
+            Some(status) if new.get("status") != Some(status) => new["status"] = status.clone(),
+            Some(_) => {}
             None => {
                 if let Some(o) = new.as_object_mut() {
                     o.remove("status");

@@ -248,11 +248,11 @@ proptest! {
         let mut reference = target.clone();
         json_patch::merge(&mut reference, &patch_doc);
         let mut patched = target;
-        patch::merge_patch(&mut patched, &patch_doc);
+        patch::merge_patch(&mut patched, patch_doc.clone());
         prop_assert_eq!(&patched, &reference);
         // Applying the same merge patch again changes nothing (RFC 7386 is idempotent).
         let once = patched.clone();
-        patch::merge_patch(&mut patched, &patch_doc);
+        patch::merge_patch(&mut patched, patch_doc);
         prop_assert_eq!(patched, once);
     }
 
