@@ -869,35 +869,7 @@ impl Store {
                 None => decode_patch()?,
             };
             let (current, kv) = self.read(rt, ns, name).await?;
-            let mut patched = Value::clone(&current);
-            match patch_type {
-                PatchType::Merge => patch::merge_patch(&mut patched, patch_doc),
-                PatchType::Strategic => {
-                    let meta = patch::strategic::BuiltinPatchMeta::for_kind(
-                        &rt.group,
-                        &rt.version,
-                        &rt.kind,
-                    );
-                    patch::strategic::apply(&mut patched, &patch_doc, &meta)
-                        .map_err(|err| patch_failed(rt, name, err.is_bad_request(), &err))?
-                }
-                PatchType::Json => match patch::json_patch(&mut patched, &patch_doc) {
-                    Ok(()) => {}
-                    Err(patch::PatchError::TooManyOperations(n)) => {
-                        return Err(Error::EntityTooLarge(format!(
-                            "The allowed maximum operations in a JSON patch is {}, got {n}",
-                            patch::MAX_OPERATIONS
-                        )));
-                    }
-                    Err(err) => return Err(patch_failed(rt, name, err.is_malformed(), &err)),
-                },
-                PatchType::Apply => unreachable!("apply is handled above"),
-            }
-            if !patched.is_object() {
-                return Err(Error::BadRequest(
-                    "the patch did not produce an object".into(),
-                ));
-            }
+            let mut patched = patched(rt, name, &current, patch_type, patch_doc)?;
             let precondition = precondition(&patched)?;
             if let Some(rv) = precondition
                 && rv != kv.mod_revision
@@ -1692,6 +1664,48 @@ fn subresource_view(
         None => {}
     }
     Ok(new)
+}
+
+/// `current` with a merge, strategic merge or JSON patch applied: a pure step of
+/// [`Store::patch_as`] (server-side apply takes its own way).
+fn patched(
+    rt: &ResourceType,
+    name: &str,
+    current: &Value,
+    patch_type: PatchType,
+    patch_doc: Value,
+) -> Result<Value> {
+    let mut patched = Value::clone(current);
+    match patch_type {
+        PatchType::Merge => patch::merge_patch(&mut patched, patch_doc),
+        PatchType::Strategic => {
+            let meta =
+                patch::strategic::BuiltinPatchMeta::for_kind(&rt.group, &rt.version, &rt.kind);
+            patch::strategic::apply(&mut patched, &patch_doc, &meta)
+                .map_err(|err| patch_failed(rt, name, err.is_bad_request(), &err))?
+        }
+        PatchType::Json => match patch::json_patch(&mut patched, &patch_doc) {
+            Ok(()) => {}
+            Err(patch::PatchError::TooManyOperations(n)) => {
+                return Err(Error::EntityTooLarge(format!(
+                    "The allowed maximum operations in a JSON patch is {}, got {n}",
+                    patch::MAX_OPERATIONS
+                )));
+            }
+            Err(err) => return Err(patch_failed(rt, name, err.is_malformed(), &err)),
+        },
+        PatchType::Apply => {
+            return Err(Error::BadRequest(
+                "an apply patch is not applied as a patch".into(),
+            ));
+        }
+    }
+    if !patched.is_object() {
+        return Err(Error::BadRequest(
+            "the patch did not produce an object".into(),
+        ));
+    }
+    Ok(patched)
 }
 
 /// Gives `new` the metadata the server owns as `current` has it.
