@@ -11,7 +11,9 @@
 //! before answering it). [`defaults`] holds the roles and bindings every cluster starts with.
 
 use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::time::Instant;
 
+use atoll_runtime::backoff::Retries;
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -19,7 +21,7 @@ use crate::auth::User;
 use crate::error::{Error, Result, Target};
 use crate::registry::store::{ListOptions, PatchType, Store, WriteOptions};
 use crate::storage::{EventKind, Revision};
-use crate::watch::{CachedEvent, Feed, Taken, WatchCache, next_pass};
+use crate::watch::{CachedEvent, Feed, Taken, WatchCache, next_pass_or_due};
 
 pub mod defaults;
 pub mod escalation;
@@ -323,31 +325,46 @@ pub async fn run(
     feed: Arc<Feed>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut failed = aggregate(&store, &authorizer).await.is_err();
+    // A failed aggregation (or load of the RBAC objects) is tried again after its backoff, or
+    // at once when the RBAC objects change.
+    let mut retries = Retries::default();
+    let mut aggregation_due = true;
+    // The load after falling behind failed: the policy misses changes until it is loaded again.
+    let mut reload = false;
     loop {
-        let aggregation_due = match authorizer.refresh() {
-            Ok(changed) => changed || failed,
-            Err(Lagged) => match authorizer.load(&store).await {
-                Ok(()) => true,
+        if aggregation_due {
+            match aggregate(&store, &authorizer).await {
+                Ok(()) => retries.succeeded(&()),
                 Err(error) => {
-                    tracing::warn!(%error, "cannot list the RBAC objects; retrying");
-                    failed = true;
+                    let (failures, wait) = retries.failed((), Instant::now());
+                    tracing::warn!(%error, failures, retry_in = ?wait, "cannot aggregate ClusterRoles; retrying");
+                }
+            }
+        }
+        if !next_pass_or_due(&feed, false, &retries, &mut shutdown).await {
+            return;
+        }
+        let retry_due = !retries.due(Instant::now()).is_empty();
+        let refreshed = if reload {
+            Err(Lagged)
+        } else {
+            authorizer.refresh()
+        };
+        aggregation_due = match refreshed {
+            Ok(changed) => changed || retry_due,
+            Err(Lagged) => match authorizer.load(&store).await {
+                Ok(()) => {
+                    reload = false;
+                    true
+                }
+                Err(error) => {
+                    reload = true;
+                    let (failures, wait) = retries.failed((), Instant::now());
+                    tracing::warn!(%error, failures, retry_in = ?wait, "cannot list the RBAC objects; retrying");
                     false
                 }
             },
         };
-        if aggregation_due {
-            failed = match aggregate(&store, &authorizer).await {
-                Ok(()) => false,
-                Err(error) => {
-                    tracing::warn!(%error, "cannot aggregate ClusterRoles; retrying");
-                    true
-                }
-            };
-        }
-        if !next_pass(&feed, failed, &mut shutdown).await {
-            return;
-        }
     }
 }
 

@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+use atoll_runtime::backoff::Retries;
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::Value;
@@ -769,6 +770,22 @@ pub const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 /// failed), or the server stops. False when it stops.
 pub async fn next_pass(feed: &Feed, retry: bool, shutdown: &mut watch::Receiver<bool>) -> bool {
     next_pass_within(feed, retry.then_some(RETRY), shutdown).await
+}
+
+/// As [`next_pass`], for a controller that backs off from each failing key: also wakes when the
+/// next key of `retries` is due.
+pub async fn next_pass_or_due<K: Ord + Clone>(
+    feed: &Feed,
+    retry: bool,
+    retries: &Retries<K>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> bool {
+    let due = retries.next_in(std::time::Instant::now());
+    let within = match (retry.then_some(RETRY), due) {
+        (Some(retry), Some(due)) => Some(retry.min(due)),
+        (retry, due) => retry.or(due),
+    };
+    next_pass_within(feed, within, shutdown).await
 }
 
 /// As [`next_pass`], with the longest wait given: `None` waits for the feed alone.

@@ -621,7 +621,7 @@ fn error_policy(hc: Arc<HostedCluster>, error: &Error, ctx: Arc<Context>) -> Act
         tracing::debug!(cluster = %key, %namespace, "waiting for the control plane's namespace to go");
         return Action::requeue(Duration::from_secs(2));
     }
-    let (attempts, delay) = crate::backoff::after_failure(&mut ctx.memory().failures, &key);
+    let (attempts, delay) = atoll_runtime::backoff::after_failure(&mut ctx.memory().failures, &key);
     tracing::warn!(cluster = %key, error = %atoll_apiserver::error::chain(error), attempts, ?delay, "cannot reconcile HostedCluster; retrying");
     Action::requeue(delay)
 }

@@ -14,7 +14,6 @@
 //! serves agents; the others hold a [`Standby`] that refuses agents with UNAVAILABLE).
 
 pub mod agents;
-pub mod backoff;
 pub mod bootstrap;
 pub mod clusterset;
 pub mod conditions;

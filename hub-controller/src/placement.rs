@@ -322,7 +322,7 @@ async fn reconcile(placement: Arc<WorkPlacement>, ctx: Arc<Context>) -> Result<A
 
 fn error_policy(placement: Arc<WorkPlacement>, error: &Error, ctx: Arc<Context>) -> Action {
     let key = key(&placement);
-    let (attempts, delay) = crate::backoff::after_failure(&mut ctx.memory().failures, &key);
+    let (attempts, delay) = atoll_runtime::backoff::after_failure(&mut ctx.memory().failures, &key);
     tracing::warn!(placement = %key, %error, attempts, ?delay, "cannot reconcile a WorkPlacement; retrying");
     Action::requeue(delay)
 }

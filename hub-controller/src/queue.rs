@@ -3,7 +3,7 @@
 //! hub's own indexes instead). The same ideas as kube-runtime's scheduler and applier: a key
 //! waits at most once, at its earliest due time; one worker at a time has a key, and a key added
 //! while a worker has it waits again until that worker is done; a failed reconcile is tried
-//! again after a per-key backoff ([`crate::backoff`]); a reconcile may ask to be run again after
+//! again after a per-key backoff ([`atoll_runtime::backoff`]); a reconcile may ask to be run again after
 //! a delay; at most `concurrency` reconciles run at once, each in a span named after its key.
 
 use std::cmp::Reverse;
@@ -152,7 +152,7 @@ pub async fn run<K, F, Fut, E>(
                 }
                 Err(error) => {
                     let (attempts, delay) =
-                        crate::backoff::after_failure(&mut lock(&failures), &key);
+                        atoll_runtime::backoff::after_failure(&mut lock(&failures), &key);
                     tracing::warn!(kind = what, key = %key, %error, attempts, ?delay, "cannot reconcile; retrying");
                     queue.add_after(key, delay);
                 }

@@ -8,9 +8,12 @@
 //! - a [`Tasks`] set names its tasks and stops them all within one deadline, saying which did
 //!   not finish in time before it aborts them.
 //!
+//! How their controllers back off from an object whose reconcile fails: [`backoff`].
+//!
 //! And what every binary serves beside its own ports: [`endpoint`], the `/livez`, `/readyz` and
 //! Prometheus `/metrics` endpoint, with the readiness conditions it reports.
 
+pub mod backoff;
 pub mod endpoint;
 pub mod process;
 

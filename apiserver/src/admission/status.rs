@@ -12,7 +12,9 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Instant;
 
+use atoll_runtime::backoff::Retries;
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -22,7 +24,7 @@ use crate::registry::actor::Actor;
 use crate::registry::store::{ListOptions, Store, WriteOptions};
 use crate::registry::{Catalog, ResourceType, crd};
 use crate::storage::EventKind;
-use crate::watch::{CachedEvent, Feed, Taken, next_pass};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass_or_due};
 
 /// Upstream's controller name, its field manager.
 pub const FIELD_MANAGER: &str = "validatingadmissionpolicy-status";
@@ -113,8 +115,9 @@ struct Context {
 /// Runs until `shutdown` turns true, following `feed` (made with [`wants`]).
 pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiver<bool>) {
     let ctx = Context { store };
-    // Policies whose last reconcile failed, tried again at the next pass.
-    let mut failed: BTreeSet<String> = BTreeSet::new();
+    // Policies whose last reconcile failed, tried again after each one's backoff, or at once
+    // when an event concerns it.
+    let mut retries = Retries::default();
     let mut settled = false;
     loop {
         let work = match (settled, feed.take()) {
@@ -129,11 +132,14 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
         match names {
             Ok(mut names) => {
                 settled = true;
-                names.append(&mut failed);
+                names.extend(retries.due(Instant::now()));
                 for name in names {
-                    if let Err(error) = ctx.reconcile(&name).await {
-                        error_policy(&name, &error);
-                        failed.insert(name);
+                    match ctx.reconcile(&name).await {
+                        Ok(()) => retries.succeeded(&name),
+                        Err(error) => {
+                            let (failures, wait) = retries.failed(name.clone(), Instant::now());
+                            error_policy(&name, &error, failures, wait);
+                        }
                     }
                 }
             }
@@ -142,7 +148,7 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
                 settled = false;
             }
         }
-        if !next_pass(&feed, !settled || !failed.is_empty(), &mut shutdown).await {
+        if !next_pass_or_due(&feed, !settled, &retries, &mut shutdown).await {
             return;
         }
     }
@@ -150,8 +156,8 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
 
 /// A policy whose status could not be written is tried again at the next pass (a second
 /// later, or sooner when something changes).
-fn error_policy(policy: &str, error: &Error) {
-    tracing::warn!(policy, %error, "cannot write the ValidatingAdmissionPolicy's status");
+fn error_policy(policy: &str, error: &Error, failures: u32, retry_in: std::time::Duration) {
+    tracing::warn!(policy, %error, failures, ?retry_in, "cannot write the ValidatingAdmissionPolicy's status");
 }
 
 impl Context {

@@ -10,7 +10,9 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Instant;
 
+use atoll_runtime::backoff::Retries;
 use base64::Engine as _;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -21,7 +23,7 @@ use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
 use crate::pki::CertificateAuthority;
 use crate::pki::client::read_request;
-use crate::watch::{CachedEvent, Feed, Taken, next_pass};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass_or_due};
 
 pub const SIGNER: &str = "kubernetes.io/kube-apiserver-client";
 const GROUP: &str = "certificates.k8s.io";
@@ -108,8 +110,8 @@ pub async fn run(
     let ctx = Context { store, ca };
     let mut settled = false;
     // Requests whose last look failed (a write refused by an admission policy, say): looked at
-    // again on the next pass, which comes after a while even with no event.
-    let mut failed = BTreeSet::new();
+    // again after each one's backoff, or at once when an event concerns it.
+    let mut retries = Retries::default();
     loop {
         let names = match (settled, feed.take()) {
             (true, Taken::Events(events)) => Ok(events
@@ -118,25 +120,26 @@ pub async fn run(
                 .collect::<BTreeSet<_>>()),
             _ => ctx.all().await,
         };
-        let retry = match names {
+        match names {
             Ok(mut names) => {
                 settled = true;
-                names.append(&mut failed);
+                names.extend(retries.due(Instant::now()));
                 for name in names {
-                    if let Err(error) = ctx.reconcile(&name).await {
-                        tracing::warn!(csr = %name, %error, "cannot sign the certificate signing request; retrying");
-                        failed.insert(name);
+                    match ctx.reconcile(&name).await {
+                        Ok(()) => retries.succeeded(&name),
+                        Err(error) => {
+                            let (failures, wait) = retries.failed(name.clone(), Instant::now());
+                            tracing::warn!(csr = %name, %error, failures, retry_in = ?wait, "cannot sign the certificate signing request; retrying");
+                        }
                     }
                 }
-                !failed.is_empty()
             }
             Err(error) => {
                 tracing::warn!(%error, "cannot list certificate signing requests; retrying");
                 settled = false;
-                true
             }
-        };
-        if !next_pass(&feed, retry, &mut shutdown).await {
+        }
+        if !next_pass_or_due(&feed, !settled, &retries, &mut shutdown).await {
             return;
         }
     }

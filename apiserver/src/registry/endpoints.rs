@@ -12,7 +12,9 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Instant;
 
+use atoll_runtime::backoff::Retries;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -20,7 +22,7 @@ use super::actor::Actor;
 use super::selector::LabelSelector;
 use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
-use crate::watch::{CachedEvent, Feed, Taken, next_pass};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass_or_due};
 
 const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
 const CONTROLLER: &str = "endpointslice-controller.k8s.io";
@@ -45,8 +47,8 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
     // At start, and when behind: every namespace with a Service.
     let mut everything = true;
     // Namespaces whose last pass failed (a write refused by an admission policy, say): looked
-    // at again on the next pass, which comes after a while even with no event.
-    let mut failed = BTreeSet::new();
+    // at again after each one's backoff, or at once when an event concerns it.
+    let mut retries = Retries::default();
     loop {
         let mut namespaces: BTreeSet<String> = match (everything, feed.take()) {
             (false, Taken::Events(events)) => events
@@ -65,14 +67,17 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
                 }
             },
         };
-        namespaces.append(&mut failed);
+        namespaces.extend(retries.due(Instant::now()));
         for ns in namespaces {
-            if let Err(error) = reconcile_namespace(&store, &ns).await {
-                tracing::warn!(namespace = %ns, %error, "cannot update the endpoints of its Services; retrying");
-                failed.insert(ns);
+            match reconcile_namespace(&store, &ns).await {
+                Ok(()) => retries.succeeded(&ns),
+                Err(error) => {
+                    let (failures, wait) = retries.failed(ns.clone(), Instant::now());
+                    tracing::warn!(namespace = %ns, %error, failures, retry_in = ?wait, "cannot update the endpoints of its Services; retrying");
+                }
             }
         }
-        if !next_pass(&feed, everything || !failed.is_empty(), &mut shutdown).await {
+        if !next_pass_or_due(&feed, everything, &retries, &mut shutdown).await {
             return;
         }
     }

@@ -12,7 +12,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock};
+use std::time::Instant;
 
+use atoll_runtime::backoff::Retries;
 use memchr::memmem::Finder;
 use serde::Deserialize;
 use tokio::sync::watch;
@@ -24,7 +26,7 @@ use super::store::{
 };
 use crate::error::{Error, Result};
 use crate::storage::{self, EventKind, Revision};
-use crate::watch::{CachedEvent, Feed, Taken, next_pass};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass_or_due};
 
 const FIELD_MANAGER: &str = "atoll-garbage-collector";
 /// How many rounds of tasks queued by tasks run before the collector waits.
@@ -206,6 +208,9 @@ struct Collector {
     store: Arc<Store>,
     graph: Graph,
     tasks: BTreeSet<Task>,
+    /// Tasks that failed (a delete a policy refuses, say), each tried again after its backoff,
+    /// or at once when an event queues it again.
+    retries: Retries<Task>,
 }
 
 /// The events the collector follows: deletions (of owners, or of dependents it knows), and
@@ -237,6 +242,7 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
         store,
         graph: Graph::default(),
         tasks: BTreeSet::new(),
+        retries: Retries::default(),
     };
     // The revision the graph was built at; `None` until it is built.
     let mut built: Option<Revision> = None;
@@ -253,7 +259,8 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
             _ => collector.build().await,
         };
         let pending = collector.work().await;
-        if !next_pass(&feed, pending || built.is_none(), &mut shutdown).await {
+        let retry = pending || built.is_none();
+        if !next_pass_or_due(&feed, retry, &collector.retries, &mut shutdown).await {
             return;
         }
     }
@@ -370,9 +377,10 @@ impl Collector {
     }
 
     /// Carries out the queued tasks, and those they queue (a foreground deletion queues its
-    /// dependents), for a few rounds; whether any is left (failed ones stay queued).
+    /// dependents), for a few rounds, with the failed ones now due; whether any queued by the
+    /// last round is left (failed ones wait for their backoff).
     async fn work(&mut self) -> bool {
-        let mut failed = BTreeSet::new();
+        self.tasks.extend(self.retries.due(Instant::now()));
         for _ in 0..ROUNDS {
             let tasks = std::mem::take(&mut self.tasks);
             if tasks.is_empty() {
@@ -383,13 +391,15 @@ impl Collector {
                     Task::Dependent(key) => self.dependent(key).await,
                     Task::Owner(key) => self.owner(key).await,
                 };
-                if let Err(error) = result {
-                    tracing::warn!(?task, %error, "garbage collection failed; retrying");
-                    failed.insert(task);
+                match result {
+                    Ok(()) => self.retries.succeeded(&task),
+                    Err(error) => {
+                        let (failures, wait) = self.retries.failed(task.clone(), Instant::now());
+                        tracing::warn!(?task, %error, failures, retry_in = ?wait, "garbage collection failed; retrying");
+                    }
                 }
             }
         }
-        self.tasks.extend(failed);
         !self.tasks.is_empty()
     }
 

@@ -10,6 +10,9 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Instant;
+
+use atoll_runtime::backoff::Retries;
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -19,7 +22,7 @@ use super::actor::Actor;
 use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
 use crate::storage::EventKind;
-use crate::watch::{CachedEvent, Feed, Taken, next_pass};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass_or_due};
 
 /// The ConfigMap with the cluster's CA.
 pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
@@ -62,11 +65,14 @@ pub async fn run(
     let ctx = Context { store, ca_pem };
     let mut listed = settled.is_some();
     // Namespaces whose last look failed (a write refused by an admission policy, say): looked
-    // at again on the next pass, which comes after a while even with no event.
-    let mut failed = settled.unwrap_or_default();
+    // at again after each one's backoff, or at once when an event concerns it.
+    let mut retries = Retries::default();
+    for ns in settled.unwrap_or_default() {
+        retries.failed(ns, Instant::now());
+    }
     loop {
         if !listed {
-            (listed, failed) = ctx.settle().await.map_or((false, failed), |f| (true, f));
+            listed = ctx.settle_into(&mut retries).await;
         }
         match feed.take() {
             Taken::Events(events) => {
@@ -74,15 +80,13 @@ pub async fn run(
                     .iter()
                     .filter_map(|e| disturbed(e).map(str::to_owned))
                     .collect();
-                namespaces.append(&mut failed);
-                failed = ctx.reconcile_each(namespaces).await;
+                namespaces.extend(retries.due(Instant::now()));
+                ctx.reconcile_each(namespaces, &mut retries).await;
             }
             // Fell behind: look at everything again.
-            Taken::Lagged => {
-                (listed, failed) = ctx.settle().await.map_or((false, failed), |f| (true, f));
-            }
+            Taken::Lagged => listed = ctx.settle_into(&mut retries).await,
         }
-        if !next_pass(&feed, !listed || !failed.is_empty(), &mut shutdown).await {
+        if !next_pass_or_due(&feed, !listed, &retries, &mut shutdown).await {
             return;
         }
     }
@@ -108,25 +112,38 @@ fn disturbed(event: &CachedEvent) -> Option<&str> {
 impl Context {
     /// Looks at every namespace: those it failed for, or `None` when it could not list them.
     async fn settle(&self) -> Option<BTreeSet<String>> {
+        let mut retries = Retries::default();
+        self.settle_into(&mut retries)
+            .await
+            .then(|| retries.failing().cloned().collect())
+    }
+
+    /// Looks at every namespace, counting its failures in `retries`; false when it could not
+    /// list them.
+    async fn settle_into(&self, retries: &mut Retries<String>) -> bool {
         match self.all_namespaces().await {
-            Ok(all) => Some(self.reconcile_each(all).await),
+            Ok(all) => {
+                self.reconcile_each(all, retries).await;
+                true
+            }
             Err(error) => {
                 tracing::warn!(%error, "cannot list namespaces; retrying");
-                None
+                false
             }
         }
     }
 
-    /// Looks at each namespace; those it failed for.
-    async fn reconcile_each(&self, namespaces: BTreeSet<String>) -> BTreeSet<String> {
-        let mut failed = BTreeSet::new();
+    /// Looks at each namespace, counting its failure or success in `retries`.
+    async fn reconcile_each(&self, namespaces: BTreeSet<String>, retries: &mut Retries<String>) {
         for ns in namespaces {
-            if let Err(error) = self.reconcile(&ns).await {
-                tracing::warn!(namespace = %ns, %error, "cannot give the namespace its service account and CA; retrying");
-                failed.insert(ns);
+            match self.reconcile(&ns).await {
+                Ok(()) => retries.succeeded(&ns),
+                Err(error) => {
+                    let (failures, wait) = retries.failed(ns.clone(), Instant::now());
+                    tracing::warn!(namespace = %ns, %error, failures, retry_in = ?wait, "cannot give the namespace its service account and CA; retrying");
+                }
             }
         }
-        failed
     }
 
     fn resource(&self, plural: &str) -> Result<Arc<ResourceType>> {

@@ -226,6 +226,69 @@ async fn match_conditions_on_the_root_ca_publisher_refuse_the_config_map_of_a_ne
 }
 
 #[tokio::test]
+async fn a_refused_controller_write_is_tried_again_after_a_growing_wait_not_at_every_event() {
+    within(async {
+        let (server, log) = audited(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [configmaps]}]\n",
+        )
+        .await;
+        bind(
+            &server,
+            refusing(
+                "no-root-ca",
+                "CREATE",
+                ROOT_CA_PUBLISHER,
+                "kube-root-ca.crt",
+            ),
+        )
+        .await;
+        let namespace = |name: &str| {
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        };
+        let made = server
+            .send(Method::POST, "/api/v1/namespaces", Some(namespace("fresh")))
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+        let refused_in = |ns: &'static str| {
+            move |e: &Value| {
+                e["user"]["username"] == ROOT_CA_PUBLISHER
+                    && e["verb"] == "create"
+                    && e["objectRef"]["namespace"] == ns
+                    && e["responseStatus"]["code"] == 422
+            }
+        };
+        events_until(&log, refused_in("fresh")).await;
+
+        // Four seconds of other namespaces made, each waking the controller: the refused
+        // namespace is tried again only when its wait (0.5 s, then 1 s, then 2 s) is over.
+        for i in 0..40 {
+            let made = server
+                .send(
+                    Method::POST,
+                    "/api/v1/namespaces",
+                    Some(namespace(&format!("other-{i}"))),
+                )
+                .await;
+            assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let events = events_until(&log, refused_in("fresh")).await;
+        let tries = events.iter().filter(|e| refused_in("fresh")(e)).count();
+        assert!(
+            (2..=6).contains(&tries),
+            "the refused ConfigMap of `fresh` was tried {tries} times in about 4 s"
+        );
+
+        // Without the binding, the next try (at most 4 s away) makes it.
+        unbind(&server, "no-root-ca").await;
+        let root_ca = "/api/v1/namespaces/fresh/configmaps/kube-root-ca.crt";
+        let status = status_until(&server, root_ca, |s| s == StatusCode::OK).await;
+        assert_eq!(status, StatusCode::OK);
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn the_audit_log_records_controllers_writes_as_their_users() {
     within(async {
         // Rules on users and groups pick controllers' writes as they pick anyone's.
