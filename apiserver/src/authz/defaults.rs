@@ -36,11 +36,15 @@ struct DefaultRole {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct DefaultBinding {
     name: String,
     role: String,
+    #[serde(default)]
     groups: Vec<String>,
+    /// `namespace/name` of each service account bound.
+    #[serde(default)]
+    service_accounts: Vec<String>,
 }
 
 /// The default ClusterRoles and then ClusterRoleBindings, as objects.
@@ -81,13 +85,26 @@ pub fn objects() -> (Vec<Value>, Vec<Value>) {
                 "kind": "ClusterRoleBinding",
                 "metadata": metadata(&binding.name, &serde_json::Map::new()),
                 "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": binding.role},
-                "subjects": binding.groups.iter()
-                    .map(|g| json!({"apiGroup": GROUP, "kind": "Group", "name": g}))
-                    .collect::<Vec<_>>(),
+                "subjects": subjects(binding),
             })
         })
         .collect();
     (roles, bindings)
+}
+
+/// A default binding's subjects: its groups, then its service accounts.
+fn subjects(binding: &DefaultBinding) -> Vec<Value> {
+    let groups = binding
+        .groups
+        .iter()
+        .map(|g| json!({"apiGroup": GROUP, "kind": "Group", "name": g}));
+    let accounts = binding.service_accounts.iter().map(|account| {
+        let (namespace, name) = account
+            .split_once('/')
+            .expect("a default binding names its service accounts as namespace/name");
+        json!({"kind": "ServiceAccount", "name": name, "namespace": namespace})
+    });
+    groups.chain(accounts).collect()
 }
 
 /// Creates the default roles and bindings that are missing and completes those that lack

@@ -113,7 +113,8 @@ pub struct Source<'a> {
 }
 
 impl std::fmt::Display for Source<'_> {
-    /// As upstream describes it: `RoleBinding "name/namespace" of ClusterRole "r" to User "u"`.
+    /// As upstream describes it: `RoleBinding "name/namespace" of ClusterRole "r" to User "u"`,
+    /// a service account as `ServiceAccount "name/namespace"`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let binding = if self.namespace.is_empty() {
             self.binding.to_owned()
@@ -127,7 +128,8 @@ impl std::fmt::Display for Source<'_> {
                 } else {
                     &self.subject.namespace
                 };
-                format!("{ns}/{}", self.subject.name)
+                // Upstream's order: the name, then the namespace.
+                format!("{}/{ns}", self.subject.name)
             }
             _ => self.subject.name.clone(),
         };

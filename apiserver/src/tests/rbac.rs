@@ -126,7 +126,7 @@ async fn a_service_account_may_do_only_what_it_is_bound_to() {
         assert_eq!(allowed.json()["status"]["allowed"], true);
         assert_eq!(
             allowed.json()["status"]["reason"],
-            "RBAC: allowed by RoleBinding \"builder-view/team-a\" of ClusterRole \"view\" to ServiceAccount \"team-a/builder\""
+            "RBAC: allowed by RoleBinding \"builder-view/team-a\" of ClusterRole \"view\" to ServiceAccount \"builder/team-a\""
         );
         let denied = send(&router, Method::POST, path, &token, Some(review("create", "configmaps"))).await;
         assert_eq!(denied.json()["status"]["allowed"], false);
@@ -350,6 +350,65 @@ async fn the_default_roles_exist_and_aggregate_labelled_roles() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         assert!(dropped, "view lost the rules of the deleted role");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_servers_controllers_are_allowed_what_upstreams_controller_roles_allow() {
+    within(async {
+        let server = TestServer::start(StorageKind::Memory, |_| {}).await;
+        let review = |account: &str, attributes: Value| {
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                "spec": {"user": format!("system:serviceaccount:kube-system:{account}"),
+                         "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
+                         "resourceAttributes": attributes}})
+        };
+        let path = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+        let resource = |verb: &str, group: &str, resource: &str| {
+            json!({"namespace": "team", "verb": verb, "group": group, "resource": resource})
+        };
+        let signer = |verb: &str, name: &str| {
+            json!({"verb": verb, "group": "certificates.k8s.io", "resource": "signers", "name": name})
+        };
+        for (account, attributes, allowed) in [
+            ("generic-garbage-collector", resource("delete", "apps", "deployments"), true),
+            ("generic-garbage-collector", resource("create", "", "configmaps"), false),
+            ("namespace-controller", resource("deletecollection", "", "secrets"), true),
+            ("namespace-controller", resource("update", "", "secrets"), false),
+            ("service-account-controller", resource("create", "", "serviceaccounts"), true),
+            ("service-account-controller", resource("delete", "", "serviceaccounts"), false),
+            ("root-ca-cert-publisher", resource("update", "", "configmaps"), true),
+            ("root-ca-cert-publisher", resource("delete", "", "configmaps"), false),
+            ("endpointslice-controller", resource("create", "discovery.k8s.io", "endpointslices"), true),
+            ("endpoint-controller", resource("update", "", "endpoints"), true),
+            ("endpoint-controller", resource("update", "", "services"), false),
+            ("certificate-controller", signer("sign", "kubernetes.io/kube-apiserver-client"), true),
+            ("certificate-controller", signer("sign", "example.com/private"), false),
+            ("clusterrole-aggregation-controller", json!({"verb": "escalate", "group": "rbac.authorization.k8s.io", "resource": "clusterroles"}), true),
+            ("validatingadmissionpolicy-status-controller", json!({"verb": "patch", "group": "admissionregistration.k8s.io", "resource": "validatingadmissionpolicies", "subresource": "status"}), true),
+            ("validatingadmissionpolicy-status-controller", json!({"verb": "delete", "group": "admissionregistration.k8s.io", "resource": "validatingadmissionpolicies"}), false),
+        ] {
+            let answer = server.send(Method::POST, path, Some(review(account, attributes.clone()))).await;
+            assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.text());
+            let status = &answer.json()["status"];
+            assert_eq!(status["allowed"], allowed, "{account} {attributes}: {status}");
+            if allowed {
+                assert_eq!(
+                    status["reason"],
+                    format!("RBAC: allowed by ClusterRoleBinding \"system:controller:{account}\" of ClusterRole \"system:controller:{account}\" to ServiceAccount \"{account}/kube-system\"")
+                );
+            }
+        }
+        let binding = server
+            .send(Method::GET, &format!("{RBAC}/clusterrolebindings/system:controller:generic-garbage-collector"), None)
+            .await
+            .json();
+        assert_eq!(binding["metadata"]["labels"]["kubernetes.io/bootstrapping"], "rbac-defaults");
+        assert_eq!(
+            binding["subjects"],
+            json!([{"kind": "ServiceAccount", "name": "generic-garbage-collector", "namespace": "kube-system"}])
+        );
     })
     .await;
 }
