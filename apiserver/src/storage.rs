@@ -13,6 +13,7 @@
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use futures::Stream;
@@ -191,6 +192,34 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// How many writes the layer above a backend has under way (being decoded, validated, admitted)
+/// towards it: a backend that commits writes in batches waits for them to join the batch rather
+/// than commit each alone. Each write is counted while a [`WriteUnderWay`] lives.
+#[derive(Clone, Debug, Default)]
+pub struct WritesUnderWay(Arc<AtomicUsize>);
+
+impl WritesUnderWay {
+    /// Counts one more write under way, until the returned guard drops.
+    pub fn start(&self) -> WriteUnderWay<'_> {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        WriteUnderWay(self)
+    }
+
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// One write counted in [`WritesUnderWay`].
+#[derive(Debug)]
+pub struct WriteUnderWay<'a>(&'a WritesUnderWay);
+
+impl Drop for WriteUnderWay<'_> {
+    fn drop(&mut self) {
+        self.0.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// A stream of committed events in revision order. Ends when the backend shuts down; yields
 /// `Err(Error::Compacted)` once if the watcher fell so far behind that events were lost.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<Arc<Event>>> + Send>>;
@@ -228,6 +257,12 @@ pub trait Backend: Send + Sync + 'static {
 
     /// The revision of the last committed write (0 for an empty store).
     fn current_revision(&self) -> Revision;
+
+    /// Where the layer above counts the writes it has under way, for a backend that gathers
+    /// them into batches; `None` for one that does not.
+    fn writes_under_way(&self) -> Option<&WritesUnderWay> {
+        None
+    }
 
     /// The revision the store was last compacted at (0 if never).
     fn compacted_revision(&self) -> Revision;

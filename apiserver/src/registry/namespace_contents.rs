@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use atoll_runtime::backoff::Retries;
 
+use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -30,6 +31,10 @@ pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
 pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
 const FIELD_MANAGER: &str = "atoll-namespace-contents";
+/// How many namespaces are looked at at once: a burst of new namespaces (a fleet joining makes
+/// one per cluster) has their writes stored in shared commits rather than one after another,
+/// each waiting for its own.
+const CONCURRENCY: usize = 16;
 
 /// The controller's context.
 struct Context {
@@ -133,10 +138,17 @@ impl Context {
         }
     }
 
-    /// Looks at each namespace, counting its failure or success in `retries`.
+    /// Looks at each namespace, [`CONCURRENCY`] at once, counting its failure or success in
+    /// `retries`.
     async fn reconcile_each(&self, namespaces: BTreeSet<String>, retries: &mut Retries<String>) {
-        for ns in namespaces {
-            match self.reconcile(&ns).await {
+        let mut looked = futures::stream::iter(namespaces)
+            .map(|ns| async move {
+                let outcome = self.reconcile(&ns).await;
+                (ns, outcome)
+            })
+            .buffer_unordered(CONCURRENCY);
+        while let Some((ns, outcome)) = looked.next().await {
+            match outcome {
                 Ok(()) => retries.succeeded(&ns),
                 Err(error) => {
                     let (failures, wait) = retries.failed(ns.clone(), Instant::now());

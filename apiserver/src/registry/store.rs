@@ -16,7 +16,7 @@ use super::selector::{FieldSelector, LabelSelector};
 use super::{Registry, ResourceType, crd};
 use crate::apply::{self, ListType, ListTypes, same_except, same_object_fields};
 use crate::error::{Error, Result, Target};
-use crate::storage::{self, Backend, KeyValue, Revision, Usage};
+use crate::storage::{self, Backend, KeyValue, Revision, Usage, WritesUnderWay};
 use crate::watch::WatchCache;
 use crate::{Limits, patch, validation};
 
@@ -268,11 +268,14 @@ pub struct Store {
     /// What the server's own controllers' writes pass (admission policies, audit), once the
     /// server installed it.
     gate: OnceLock<Arc<crate::admission::Gate>>,
+    /// Where the writes under way are counted, for a backend that gathers them into batches.
+    under_way: Option<WritesUnderWay>,
 }
 
 impl Store {
     pub fn new(backend: Arc<dyn Backend>, registry: Arc<Registry>) -> Self {
         Store {
+            under_way: backend.writes_under_way().cloned(),
             backend,
             registry,
             namespace_deleted: Notify::new(),
@@ -557,6 +560,8 @@ impl Store {
         object: Value,
         options: &WriteOptions,
     ) -> Result<Written> {
+        // Counted while under way: the backend may wait for it to commit it with others.
+        let _under_way = self.under_way.as_ref().map(WritesUnderWay::start);
         let Some((gate, actor)) = self.acting(options.actor) else {
             return self
                 .create_as(rt, ns, object, options, Admit::WithinLimits)
@@ -709,6 +714,8 @@ impl Store {
         object: Value,
         options: &WriteOptions,
     ) -> Result<Written> {
+        // Counted while under way: the backend may wait for it to commit it with others.
+        let _under_way = self.under_way.as_ref().map(WritesUnderWay::start);
         let Some((gate, actor)) = self.acting(options.actor) else {
             return self
                 .replace(rt, ns, name, subresource, object, options)
@@ -796,6 +803,8 @@ impl Store {
         body: &[u8],
         options: &WriteOptions,
     ) -> Result<Written> {
+        // Counted while under way: the backend may wait for it to commit it with others.
+        let _under_way = self.under_way.as_ref().map(WritesUnderWay::start);
         let Some((gate, actor)) = self.acting(options.actor) else {
             return self
                 .patch_as(rt, ns, name, subresource, patch_type, body, options)
@@ -1132,6 +1141,8 @@ impl Store {
         name: &str,
         options: &DeleteOptions,
     ) -> Result<Deleted> {
+        // Counted while under way: the backend may wait for it to commit it with others.
+        let _under_way = self.under_way.as_ref().map(WritesUnderWay::start);
         let Some((gate, actor)) = self.acting(options.actor) else {
             return self.delete_as(rt, ns, name, options).await;
         };
