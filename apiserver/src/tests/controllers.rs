@@ -57,6 +57,17 @@ async fn bind_with(server: &TestServer, policy: Value, action: &str) {
     }
 }
 
+/// Binds policy `no-root-ca`: the root CA publisher may not create `kube-root-ca.crt`.
+async fn refuse_root_ca(server: &TestServer) {
+    let policy = refusing(
+        "no-root-ca",
+        "CREATE",
+        ROOT_CA_PUBLISHER,
+        "kube-root-ca.crt",
+    );
+    bind(server, policy).await;
+}
+
 async fn unbind(server: &TestServer, policy: &str) {
     let path = format!("{GROUP}/validatingadmissionpolicybindings/{policy}-binding");
     let gone = server.send(Method::DELETE, &path, None).await;
@@ -188,16 +199,7 @@ async fn a_policy_on_the_garbage_collector_keeps_a_dependent_until_its_binding_g
 async fn match_conditions_on_the_root_ca_publisher_refuse_the_config_map_of_a_new_namespace() {
     within(async {
         let server = TestServer::start(StorageKind::Memory, |_| {}).await;
-        bind(
-            &server,
-            refusing(
-                "no-root-ca",
-                "CREATE",
-                ROOT_CA_PUBLISHER,
-                "kube-root-ca.crt",
-            ),
-        )
-        .await;
+        refuse_root_ca(&server).await;
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh"}});
         let made = server
             .send(Method::POST, "/api/v1/namespaces", Some(ns))
@@ -232,16 +234,7 @@ async fn a_refused_controller_write_is_tried_again_after_a_growing_wait_not_at_e
             "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n  resources: [{group: \"\", resources: [configmaps]}]\n",
         )
         .await;
-        bind(
-            &server,
-            refusing(
-                "no-root-ca",
-                "CREATE",
-                ROOT_CA_PUBLISHER,
-                "kube-root-ca.crt",
-            ),
-        )
-        .await;
+        refuse_root_ca(&server).await;
         let namespace = |name: &str| {
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
         };
