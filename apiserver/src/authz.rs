@@ -21,7 +21,7 @@ use crate::auth::User;
 use crate::error::{Error, Result, Target};
 use crate::registry::store::{ListOptions, PatchType, Store, WriteOptions};
 use crate::storage::{EventKind, Revision};
-use crate::watch::{CachedEvent, Feed, Taken, WatchCache, next_pass_or_due};
+use crate::watch::{CachedEvent, Feed, Taken, WatchCache, next_pass};
 
 pub mod defaults;
 pub mod escalation;
@@ -341,7 +341,7 @@ pub async fn run(
                 }
             }
         }
-        if !next_pass_or_due(&feed, false, &retries, &mut shutdown).await {
+        if !next_pass(&feed, false, &retries, &mut shutdown).await {
             return;
         }
         let retry_due = !retries.due(Instant::now()).is_empty();

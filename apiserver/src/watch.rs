@@ -766,15 +766,10 @@ impl Feed {
 pub const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What a controller following a feed does between passes: waits until the feed has something
-/// (an event it wants, or news that it lagged), or [`RETRY`] passes when `retry` (something
-/// failed), or the server stops. False when it stops.
-pub async fn next_pass(feed: &Feed, retry: bool, shutdown: &mut watch::Receiver<bool>) -> bool {
-    next_pass_within(feed, retry.then_some(RETRY), shutdown).await
-}
-
-/// As [`next_pass`], for a controller that backs off from each failing key: also wakes when the
-/// next key of `retries` is due.
-pub async fn next_pass_or_due<K: Ord + Clone>(
+/// (an event it wants, or news that it lagged), [`RETRY`] passes when `retry` (a whole pass
+/// failed), the next key of `retries` is due (a key that failed, after its backoff), or the
+/// server stops. False when it stops.
+pub async fn next_pass<K: Ord + Clone>(
     feed: &Feed,
     retry: bool,
     retries: &Retries<K>,
@@ -912,7 +907,7 @@ mod tests {
         // Nothing it wants: no wake, nothing taken.
         let woken = tokio::time::timeout(
             std::time::Duration::from_millis(100),
-            next_pass(&feed, false, &mut rx),
+            next_pass(&feed, false, &Retries::<()>::default(), &mut rx),
         )
         .await;
         assert!(woken.is_err(), "a ConfigMap woke a Service feed");
@@ -926,7 +921,7 @@ mod tests {
             .await
             .unwrap();
         until_cached(&cache, b).await;
-        assert!(next_pass(&feed, false, &mut rx).await);
+        assert!(next_pass(&feed, false, &Retries::<()>::default(), &mut rx).await);
         let Taken::Events(events) = feed.take() else {
             panic!("the feed lagged");
         };

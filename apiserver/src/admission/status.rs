@@ -24,7 +24,7 @@ use crate::registry::actor::Actor;
 use crate::registry::store::{ListOptions, Store, WriteOptions};
 use crate::registry::{Catalog, ResourceType, crd};
 use crate::storage::EventKind;
-use crate::watch::{CachedEvent, Feed, Taken, next_pass_or_due};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass};
 
 /// Upstream's controller name, its field manager.
 pub const FIELD_MANAGER: &str = "validatingadmissionpolicy-status";
@@ -148,14 +148,14 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
                 settled = false;
             }
         }
-        if !next_pass_or_due(&feed, !settled, &retries, &mut shutdown).await {
+        if !next_pass(&feed, !settled, &retries, &mut shutdown).await {
             return;
         }
     }
 }
 
-/// A policy whose status could not be written is tried again at the next pass (a second
-/// later, or sooner when something changes).
+/// A policy whose status could not be written is tried again after its backoff (`retry_in`),
+/// or sooner when an event concerns it.
 fn error_policy(policy: &str, error: &Error, failures: u32, retry_in: std::time::Duration) {
     tracing::warn!(policy, %error, failures, ?retry_in, "cannot write the ValidatingAdmissionPolicy's status");
 }

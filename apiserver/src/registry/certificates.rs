@@ -23,7 +23,7 @@ use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
 use crate::pki::CertificateAuthority;
 use crate::pki::client::read_request;
-use crate::watch::{CachedEvent, Feed, Taken, next_pass_or_due};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass};
 
 pub const SIGNER: &str = "kubernetes.io/kube-apiserver-client";
 const GROUP: &str = "certificates.k8s.io";
@@ -139,7 +139,7 @@ pub async fn run(
                 settled = false;
             }
         }
-        if !next_pass_or_due(&feed, !settled, &retries, &mut shutdown).await {
+        if !next_pass(&feed, !settled, &retries, &mut shutdown).await {
             return;
         }
     }

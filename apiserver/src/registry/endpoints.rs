@@ -22,7 +22,7 @@ use super::actor::Actor;
 use super::selector::LabelSelector;
 use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
-use crate::watch::{CachedEvent, Feed, Taken, next_pass_or_due};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass};
 
 const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
 const CONTROLLER: &str = "endpointslice-controller.k8s.io";
@@ -77,7 +77,7 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
                 }
             }
         }
-        if !next_pass_or_due(&feed, everything, &retries, &mut shutdown).await {
+        if !next_pass(&feed, everything, &retries, &mut shutdown).await {
             return;
         }
     }

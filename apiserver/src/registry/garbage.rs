@@ -26,7 +26,7 @@ use super::store::{
 };
 use crate::error::{Error, Result};
 use crate::storage::{self, EventKind, Revision};
-use crate::watch::{CachedEvent, Feed, Taken, next_pass_or_due};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass};
 
 const FIELD_MANAGER: &str = "atoll-garbage-collector";
 /// How many rounds of tasks queued by tasks run before the collector waits.
@@ -260,7 +260,7 @@ pub async fn run(store: Arc<Store>, feed: Arc<Feed>, mut shutdown: watch::Receiv
         };
         let pending = collector.work().await;
         let retry = pending || built.is_none();
-        if !next_pass_or_due(&feed, retry, &collector.retries, &mut shutdown).await {
+        if !next_pass(&feed, retry, &collector.retries, &mut shutdown).await {
             return;
         }
     }

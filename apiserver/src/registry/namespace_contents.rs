@@ -23,7 +23,7 @@ use super::actor::Actor;
 use super::store::{ListOptions, Store, WriteOptions};
 use crate::error::{Error, Result};
 use crate::storage::EventKind;
-use crate::watch::{CachedEvent, Feed, Taken, next_pass_or_due};
+use crate::watch::{CachedEvent, Feed, Taken, next_pass};
 
 /// The ConfigMap with the cluster's CA.
 pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
@@ -91,7 +91,7 @@ pub async fn run(
             // Fell behind: look at everything again.
             Taken::Lagged => listed = ctx.settle_into(&mut retries).await,
         }
-        if !next_pass_or_due(&feed, !listed, &retries, &mut shutdown).await {
+        if !next_pass(&feed, !listed, &retries, &mut shutdown).await {
             return;
         }
     }

@@ -286,6 +286,12 @@ impl Store {
         }
     }
 
+    /// Counts a write as under way until the guard drops: a backend that batches may wait for
+    /// it to commit it with others.
+    fn under_way(&self) -> Option<storage::WriteUnderWay<'_>> {
+        self.under_way.as_ref().map(WritesUnderWay::start)
+    }
+
     /// Makes the writes of the server's own controllers (those with an [`Actor`]) pass
     /// `gate`'s admission policies and audit log, as writes over HTTP do.
     pub fn guard(&self, gate: Arc<crate::admission::Gate>) {
@@ -560,8 +566,7 @@ impl Store {
         object: Value,
         options: &WriteOptions,
     ) -> Result<Written> {
-        // Counted while under way: the backend may wait for it to commit it with others.
-        let _under_way = self.under_way.as_ref().map(WritesUnderWay::start);
+        let _under_way = self.under_way();
         let Some((gate, actor)) = self.acting(options.actor) else {
             return self
                 .create_as(rt, ns, object, options, Admit::WithinLimits)
@@ -714,8 +719,7 @@ impl Store {
         object: Value,
         options: &WriteOptions,
     ) -> Result<Written> {
-        // Counted while under way: the backend may wait for it to commit it with others.
-        let _under_way = self.under_way.as_ref().map(WritesUnderWay::start);
+        let _under_way = self.under_way();
         let Some((gate, actor)) = self.acting(options.actor) else {
             return self
                 .replace(rt, ns, name, subresource, object, options)
@@ -803,8 +807,7 @@ impl Store {
         body: &[u8],
         options: &WriteOptions,
     ) -> Result<Written> {
-        // Counted while under way: the backend may wait for it to commit it with others.
-        let _under_way = self.under_way.as_ref().map(WritesUnderWay::start);
+        let _under_way = self.under_way();
         let Some((gate, actor)) = self.acting(options.actor) else {
             return self
                 .patch_as(rt, ns, name, subresource, patch_type, body, options)
@@ -1141,8 +1144,7 @@ impl Store {
         name: &str,
         options: &DeleteOptions,
     ) -> Result<Deleted> {
-        // Counted while under way: the backend may wait for it to commit it with others.
-        let _under_way = self.under_way.as_ref().map(WritesUnderWay::start);
+        let _under_way = self.under_way();
         let Some((gate, actor)) = self.acting(options.actor) else {
             return self.delete_as(rt, ns, name, options).await;
         };
