@@ -173,7 +173,7 @@ pub fn apply(
         let mut owned = applied.clone();
         for (i, entry) in entries.iter().enumerate() {
             if Some(i) != own {
-                owned = owned.union(&entry.set);
+                owned.extend(&entry.set);
             }
         }
         let stale = stale_fields(previous, &owned);
@@ -183,7 +183,7 @@ pub fn apply(
     }
 
     let comparison = comparison(live_object, &merged, lists);
-    let changed = comparison.added.union(&comparison.modified);
+    let changed = comparison.changed();
     let mut clashes: Vec<(usize, FieldSet)> = entries
         .iter()
         .enumerate()
@@ -195,11 +195,11 @@ pub fn apply(
         return Err(conflicts(&entries, &mut clashes));
     }
     for (i, clash) in &clashes {
-        entries[*i].set = entries[*i].set.difference(clash);
+        entries[*i].set.subtract(clash);
     }
     for (i, entry) in entries.iter_mut().enumerate() {
         if Some(i) != own {
-            entry.set = entry.set.difference(&comparison.removed);
+            entry.set.subtract(&comparison.removed);
         }
     }
 
@@ -358,17 +358,15 @@ fn record(
     lists: &dyn ListTypes,
 ) {
     let comparison = comparison(old, new, lists);
-    let changed = comparison.added.union(&comparison.modified);
+    let changed = comparison.changed();
     for entry in entries.iter_mut() {
-        entry.set = entry
-            .set
-            .difference(&changed)
-            .difference(&comparison.removed);
+        entry.set.subtract(&changed);
+        entry.set.subtract(&comparison.removed);
     }
     if !changed.is_empty() {
         match entries.iter_mut().find(|e| e.is_update_of(manager)) {
             Some(entry) => {
-                entry.set = entry.set.union(&changed);
+                entry.set.extend(&changed);
                 entry.time = Some(manager.time.to_string());
             }
             None => entries.push(Entry::new(manager, Operation::Update, changed)),
@@ -407,17 +405,20 @@ fn stale_fields(previous: &FieldSet, owned: &FieldSet) -> FieldSet {
     out
 }
 
-/// The paths never recorded as owned.
-fn untracked() -> FieldSet {
-    let field = |name: &str| PathElement::Field(name.to_string());
-    let mut set = FieldSet::new();
-    for top in UNTRACKED_TOP {
-        set.insert(&[field(top)]);
-    }
-    for meta in UNTRACKED_META {
-        set.insert(&[field("metadata"), field(meta)]);
-    }
-    set
+/// The paths never recorded as owned, built once.
+fn untracked() -> &'static FieldSet {
+    static UNTRACKED: std::sync::LazyLock<FieldSet> = std::sync::LazyLock::new(|| {
+        let field = |name: &str| PathElement::Field(name.to_string());
+        let mut set = FieldSet::new();
+        for top in UNTRACKED_TOP {
+            set.insert(&[field(top)]);
+        }
+        for meta in UNTRACKED_META {
+            set.insert(&[field("metadata"), field(meta)]);
+        }
+        set
+    });
+    &UNTRACKED
 }
 
 /// The top-level fields never recorded as owned (`metadata`'s own fields are, but these).
@@ -436,8 +437,9 @@ const UNTRACKED_META: [&str; 9] = [
     "resourceVersion",
 ];
 
-fn stripped(set: FieldSet) -> FieldSet {
-    set.difference(&untracked())
+fn stripped(mut set: FieldSet) -> FieldSet {
+    set.subtract(untracked());
+    set
 }
 
 /// Compares two objects, leaving out the untracked paths.

@@ -84,6 +84,13 @@ impl Comparison {
     pub(crate) fn is_same(&self) -> bool {
         self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
     }
+
+    /// The fields added or modified.
+    pub(crate) fn changed(&self) -> FieldSet {
+        let mut changed = self.added.clone();
+        changed.extend(&self.modified);
+        changed
+    }
 }
 
 /// Compares two versions of an object field by field, leaving out `metadata.managedFields`. A
@@ -142,11 +149,11 @@ fn walk<'v>(
         let mut gone = Comparison::default();
         walk(Some(o), None, path, names, lists, &mut gone);
         gone.removed.remove_member(path);
-        out.removed = out.removed.union(&gone.removed);
+        out.removed.extend(&gone.removed);
         let mut came = Comparison::default();
         walk(None, Some(n), path, names, lists, &mut came);
         came.added.remove_member(path);
-        out.added = out.added.union(&came.added);
+        out.added.extend(&came.added);
         return;
     }
     let descended = match node {

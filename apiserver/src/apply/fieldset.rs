@@ -299,34 +299,52 @@ impl FieldSet {
     }
 
     /// Every path in either set.
+    #[cfg(test)]
     pub(crate) fn union(&self, other: &FieldSet) -> FieldSet {
         let mut out = self.clone();
-        out.members.extend(other.members.iter().cloned());
-        for (element, child) in &other.children {
-            let merged = match out.children.get(element) {
-                Some(mine) => mine.union(child),
-                None => child.clone(),
-            };
-            out.children.insert(element.clone(), merged);
-        }
+        out.extend(other);
         out
     }
 
+    /// Adds every path of `other` to this set, copying only what this set lacks.
+    pub(crate) fn extend(&mut self, other: &FieldSet) {
+        self.members.extend(other.members.iter().cloned());
+        for (element, child) in &other.children {
+            match self.children.get_mut(element) {
+                Some(mine) => mine.extend(child),
+                None => {
+                    self.children.insert(element.clone(), child.clone());
+                }
+            }
+        }
+    }
+
     /// The paths of `self` that are not in `other`.
+    #[cfg(test)]
     pub(crate) fn difference(&self, other: &FieldSet) -> FieldSet {
-        let members = self.members.difference(&other.members).cloned().collect();
-        let children = self
-            .children
-            .iter()
-            .filter_map(|(element, child)| {
-                let rest = match other.children.get(element) {
-                    Some(theirs) => child.difference(theirs),
-                    None => child.clone(),
-                };
-                (!rest.is_empty()).then(|| (element.clone(), rest))
-            })
-            .collect();
-        FieldSet { members, children }
+        let mut out = self.clone();
+        out.subtract(other);
+        out
+    }
+
+    /// Drops every path of `other` from this set, in place: a write's managed fields are
+    /// narrowed on every request, and copying each entry's set to narrow it cost more than
+    /// the narrowing.
+    pub(crate) fn subtract(&mut self, other: &FieldSet) {
+        if !other.members.is_empty() {
+            self.members
+                .retain(|member| !other.members.contains(member));
+        }
+        if !other.children.is_empty() {
+            self.children
+                .retain(|element, child| match other.children.get(element) {
+                    Some(theirs) => {
+                        child.subtract(theirs);
+                        !child.is_empty()
+                    }
+                    None => true,
+                });
+        }
     }
 
     /// The paths in both sets.

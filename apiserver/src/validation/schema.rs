@@ -1059,7 +1059,7 @@ fn list_array(items: &[Value], s: &Schema, path: &Path<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     match s.list_type.as_deref() {
         Some("set") => {
-            for i in repeated(items.iter().map(set_key)) {
+            for i in repeated(items.iter().map(Identity::of)) {
                 errs.push(FieldError::duplicate(
                     Path::Index(path, i).to_string(),
                     items[i].clone(),
@@ -1077,19 +1077,40 @@ fn list_array(items: &[Value], s: &Schema, path: &Path<'_>) -> Vec<FieldError> {
     errs
 }
 
-/// Identity of a set element: compound values by their JSON, scalars by type and value.
-fn set_key(value: &Value) -> String {
-    match value {
-        Value::Array(_) | Value::Object(_) => format!("c{}", go_json(value)),
-        other => format!("s{other:?}"),
+/// Identity of a set element or a map list key: a string by itself (the common case, kept
+/// without copying it, as this runs on every write of a changed list); compound values by
+/// their JSON and other scalars by type and value.
+#[derive(PartialEq, Eq, Hash)]
+enum Identity<'a> {
+    Str(&'a str),
+    /// A map list item without its key field.
+    Unspecified,
+    Other(String),
+}
+
+impl<'a> Identity<'a> {
+    fn of(value: &'a Value) -> Self {
+        match value {
+            Value::String(s) => Identity::Str(s),
+            Value::Array(_) | Value::Object(_) => Identity::Other(format!("c{}", go_json(value))),
+            other => Identity::Other(format!("s{other:?}")),
+        }
     }
 }
 
 /// Indices of the second occurrence of each repeated key.
-fn repeated(keys: impl Iterator<Item = String>) -> Vec<usize> {
-    let mut counts: HashMap<String, usize> = HashMap::new();
+fn repeated<K: Eq + std::hash::Hash>(keys: impl Iterator<Item = K>) -> Vec<usize> {
+    /// Up to this many keys, comparing each with those before it is cheaper than hashing.
+    const SCAN: usize = 16;
+    let keys: Vec<K> = keys.collect();
+    if keys.len() <= SCAN {
+        return (0..keys.len())
+            .filter(|&i| keys[..i].iter().filter(|k| **k == keys[i]).count() == 1)
+            .collect();
+    }
+    let mut counts: HashMap<&K, usize> = HashMap::new();
     let mut out = Vec::new();
-    for (i, key) in keys.enumerate() {
+    for (i, key) in keys.iter().enumerate() {
         let count = counts.entry(key).or_insert(0);
         *count += 1;
         if *count == 2 {
@@ -1111,36 +1132,31 @@ fn list_map(items: &[Value], key_fields: &[String], path: &Path<'_>) -> Vec<Fiel
             "must be an object for an array of list-type map",
         )];
     }
-    let keys: Vec<Map<String, Value>> = items
-        .iter()
-        .map(|item| {
-            let mut key = Map::new();
-            if let Some(obj) = item.as_object() {
-                for field in key_fields {
-                    if let Some(v) = obj.get(field.as_str()) {
-                        key.insert(field.clone(), v.clone());
-                    }
+    // An item's key: its key fields that it has, in the order the schema names them.
+    let key = |item: &Value| -> Map<String, Value> {
+        let mut key = Map::new();
+        if let Some(obj) = item.as_object() {
+            for field in key_fields {
+                if let Some(v) = obj.get(field.as_str()) {
+                    key.insert(field.clone(), v.clone());
                 }
             }
-            key
-        })
-        .collect();
-    let identities = keys.iter().map(|key| {
-        if key_fields.len() == 1 {
-            match key.values().next() {
-                Some(v) => set_key(v),
-                None => "unspecified".to_string(),
-            }
-        } else {
-            set_key(&Value::Object(key.clone()))
         }
+        key
+    };
+    let identities = items.iter().map(|item| match key_fields {
+        [field] => match item.get(field.as_str()) {
+            Some(v) => Identity::of(v),
+            None => Identity::Unspecified,
+        },
+        _ => Identity::Other(format!("c{}", go_json(&Value::Object(key(item))))),
     });
     repeated(identities)
         .into_iter()
         .map(|i| {
             FieldError::duplicate(
                 Path::Index(path, i).to_string(),
-                Value::Object(keys[i].clone()),
+                Value::Object(key(&items[i])),
             )
         })
         .collect()
@@ -1475,6 +1491,36 @@ mod tests {
             ]
         );
         assert!(errs.iter().all(|e| e.reason() == "FieldValueDuplicate"));
+    }
+
+    #[test]
+    fn long_lists_and_items_without_their_key_are_checked_for_duplicates_too() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "values": {"type": "array", "x-kubernetes-list-type": "set",
+                "items": {"x-kubernetes-int-or-string": true}},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}}
+        }}}});
+        // More values than are compared one by one: a number and its string are different
+        // values; then a repeat of each.
+        let mut values: Vec<Value> = (0..20).map(|i| json!(format!("v{i}"))).collect();
+        values.extend([json!(7), json!("7"), json!("v3"), json!(7), json!("7")]);
+        let ports = json!([{"port": 1}, {"name": "a"}, {"port": 2}, {"name": "a"}]);
+        let errs = validate(
+            &json!({"spec": {"values": values, "ports": ports}}),
+            None,
+            &schema,
+        );
+        assert_eq!(
+            messages(&errs),
+            [
+                r#"spec.ports[2]: Duplicate value: {}"#,
+                r#"spec.ports[3]: Duplicate value: {"name":"a"}"#,
+                r#"spec.values[22]: Duplicate value: "v3""#,
+                r#"spec.values[23]: Duplicate value: 7"#,
+                r#"spec.values[24]: Duplicate value: "7""#,
+            ]
+        );
     }
 
     #[test]
