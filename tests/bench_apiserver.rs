@@ -396,6 +396,13 @@ fn main() -> anyhow::Result<()> {
             Err(err) => report.fail(format!("works: {err:#}")),
         }
     }
+    let mut store_rows = Vec::new();
+    if options.runs(Phase::Works) {
+        match store_writes(&plan, &data_root.path().join("works-store")) {
+            Ok(rows) => store_rows = rows,
+            Err(err) => report.fail(format!("works, store alone: {err:#}")),
+        }
+    }
     client.shutdown_timeout(Duration::from_secs(5));
 
     print_loads(&results.loads, &mut report);
@@ -403,6 +410,7 @@ fn main() -> anyhow::Result<()> {
     print_comparison(&options, &results, &etcd);
     print_authorization(&results, &rbac);
     print_work_writes(&plan, &works);
+    print_store_writes(&plan, &works, &store_rows);
     println!("Total time: {:.1} s.", started.elapsed().as_secs_f64());
     report.finish()
 }
@@ -2625,35 +2633,19 @@ async fn work_writes(plan: &Plan, server: &ServerRuntime) -> anyhow::Result<Vec<
     let namespace = "bench-works".to_owned();
     target.create_namespace(&namespace).await?;
     install_work_crd(&target.endpoint, &namespace).await?;
-    let apply = |generation| Workload::WorkApply {
-        namespace: namespace.clone(),
-        generation,
-    };
-    let status = |generation| Workload::WorkStatus {
-        namespace: namespace.clone(),
-        generation,
-    };
-    let steps = [
-        ("create", "server-side apply of a new Work", apply(1)),
-        (
-            "status",
-            "merge-PATCH of its status (Applied at generation 1)",
-            status(1),
-        ),
-        (
-            "update",
-            "server-side apply changing one ConfigMap",
-            apply(2),
-        ),
-        (
-            "status of the update",
-            "merge-PATCH of its status (Applied at generation 2)",
-            status(2),
-        ),
-        ("no-op status", "the same status again", status(2)),
-    ];
     let mut rows = Vec::new();
-    for (step, request, workload) in steps {
+    for (step, request, apply, generation) in WORK_STEPS {
+        let workload = if apply {
+            Workload::WorkApply {
+                namespace: namespace.clone(),
+                generation,
+            }
+        } else {
+            Workload::WorkStatus {
+                namespace: namespace.clone(),
+                generation,
+            }
+        };
         wait_for_quiet(plan.quiet_wait, None).await;
         let measured = load(&target, &workload, WORK_CLIENTS, plan.works, plan.phase_cap).await?;
         if measured.errors > 0 || measured.capped {
@@ -2719,6 +2711,235 @@ async fn check_status_kept(endpoint: &Endpoint, namespace: &str) -> anyhow::Resu
         bail!("work-0 kept {kept} of {WORK_MANIFESTS} manifest conditions in its status: {work}");
     }
     Ok(())
+}
+
+/// The works phase's steps: the step, its request, whether it is a server-side apply of the
+/// Work (else a merge patch of its status), and the generation written.
+const WORK_STEPS: [(&str, &str, bool, usize); 5] = [
+    ("create", "server-side apply of a new Work", true, 1),
+    (
+        "status",
+        "merge-PATCH of its status (Applied at generation 1)",
+        false,
+        1,
+    ),
+    (
+        "update",
+        "server-side apply changing one ConfigMap",
+        true,
+        2,
+    ),
+    (
+        "status of the update",
+        "merge-PATCH of its status (Applied at generation 2)",
+        false,
+        2,
+    ),
+    ("no-op status", "the same status again", false, 2),
+];
+
+/// One step of the works phase written straight to the store.
+struct StoreRow {
+    step: &'static str,
+    /// CPU per write of the thread that ran the store, in µs: in memory, and over SQLite.
+    memory: f64,
+    sqlite: f64,
+    /// Over SQLite, the writer thread's CPU per write, in µs.
+    writer: f64,
+}
+
+/// The works phase's writes made straight to the API server's store, with no HTTP, TLS,
+/// authentication or watch cache: once over the in-memory backend (the store's own work:
+/// decoding, patching, validation, managed fields, encoding) and once over SQLite (that and the
+/// storage), each on one thread with [`WORK_CLIENTS`] writes under way at once. The difference
+/// from the works phase is what the request path costs.
+fn store_writes(plan: &Plan, dir: &Path) -> anyhow::Result<Vec<StoreRow>> {
+    std::fs::create_dir_all(dir)?;
+    let run = |backend: Arc<dyn atoll_apiserver::storage::Backend>| {
+        let works = plan.works;
+        std::thread::Builder::new()
+            .name("bench-store".into())
+            .spawn(move || -> anyhow::Result<Vec<(f64, f64)>> {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                runtime.block_on(store_steps(backend, works))
+            })?
+            .join()
+            .map_err(|_| anyhow::anyhow!("the store's thread panicked"))?
+    };
+    let memory = run(Arc::new(
+        atoll_apiserver::storage::memory::MemoryBackend::new(),
+    ))?;
+    let sqlite_backend = atoll_apiserver::storage::sqlite::SqliteBackend::open(&dir.join("db"))?;
+    let sqlite = run(Arc::new(sqlite_backend))?;
+    Ok(WORK_STEPS
+        .iter()
+        .zip(memory.iter().zip(&sqlite))
+        .map(
+            |(&(step, ..), (&(memory, _), &(sqlite, writer)))| StoreRow {
+                step,
+                memory,
+                sqlite,
+                writer,
+            },
+        )
+        .collect())
+}
+
+/// Runs [`WORK_STEPS`] on a store over `backend`; per step, the CPU per write of this thread
+/// and of the SQLite writer thread (0 without one), in µs.
+async fn store_steps(
+    backend: Arc<dyn atoll_apiserver::storage::Backend>,
+    works: usize,
+) -> anyhow::Result<Vec<(f64, f64)>> {
+    use atoll_apiserver::registry::store::{PatchType, Store, WriteOptions};
+    use futures::StreamExt as _;
+    let store = Store::new(
+        backend,
+        Arc::new(atoll_apiserver::registry::Registry::new()),
+    );
+    let crd = atoll_api::crd::all()?
+        .into_iter()
+        .find(|crd| crd.metadata.name.as_deref() == Some(WORK_CRD))
+        .with_context(|| format!("atoll-api defines no CRD {WORK_CRD}"))?;
+    let options = WriteOptions {
+        field_manager: "bench-hub".into(),
+        force: true,
+        ..Default::default()
+    };
+    let crds = store.v1_resource("apiextensions.k8s.io", "customresourcedefinitions")?;
+    store
+        .create(&crds, None, serde_json::to_value(&crd)?, &options)
+        .await?;
+    store.reload_crds().await?;
+    let rt = store
+        .registry()
+        .catalog()
+        .lookup("multicluster.x-k8s.io", "v1alpha1", "works")
+        .context("the store does not serve Works after their CRD was stored")?;
+    let namespaces = store.v1_resource("", "namespaces")?;
+    let namespace = "bench-works";
+    let object = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+    store.create(&namespaces, None, object, &options).await?;
+    let namespace = Some(namespace);
+    let mut rows = Vec::new();
+    for (step, _, apply, generation) in WORK_STEPS {
+        // The bodies are made before the CPU is read: what is measured is the store's.
+        let (subresource, patch_type) = if apply {
+            (None, PatchType::Apply)
+        } else {
+            (Some("status"), PatchType::Merge)
+        };
+        let bodies: Vec<(String, String)> = (0..works)
+            .map(|op| {
+                let name = format!("work-{op}");
+                let body = if apply {
+                    work_body(&name, generation)
+                } else {
+                    work_status_body(generation)
+                };
+                (name, body)
+            })
+            .collect();
+        let (thread, writer) = (this_thread_cpu_ns(), writer_thread_cpu_ns());
+        let written = futures::stream::iter(&bodies)
+            .map(|(name, body)| {
+                let (store, rt, options) = (&store, &rt, &options);
+                async move {
+                    store
+                        .patch(
+                            rt,
+                            namespace,
+                            name,
+                            subresource,
+                            patch_type,
+                            body.as_bytes(),
+                            options,
+                        )
+                        .await
+                        .map(drop)
+                        .with_context(|| format!("{step}: {name}"))
+                }
+            })
+            .buffer_unordered(WORK_CLIENTS)
+            .collect::<Vec<_>>()
+            .await;
+        written.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
+        let per_write = |now: u64, then: u64| now.saturating_sub(then) as f64 / 1e3 / works as f64;
+        rows.push((
+            per_write(this_thread_cpu_ns(), thread),
+            per_write(writer_thread_cpu_ns(), writer),
+        ));
+    }
+    Ok(rows)
+}
+
+/// The CPU time this thread has run, in ns (`/proc/thread-self/schedstat`).
+fn this_thread_cpu_ns() -> u64 {
+    schedstat_ns(Path::new("/proc/thread-self/schedstat")).unwrap_or(0)
+}
+
+/// The CPU time of this process's SQLite writer threads, in ns (0 without one).
+fn writer_thread_cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|comm| comm.starts_with("sqlite-writer"))
+        })
+        .filter_map(|task| schedstat_ns(&task.path().join("schedstat")))
+        .sum()
+}
+
+/// The first field of a `schedstat` file: time spent on a CPU, in ns.
+fn schedstat_ns(path: &Path) -> Option<u64> {
+    std::fs::read_to_string(path)
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The store alone against the whole server, step by step.
+fn print_store_writes(plan: &Plan, http: &[WorkRow], store: &[StoreRow]) {
+    if store.is_empty() {
+        return;
+    }
+    println!(
+        "## The same writes to the store alone\n\n\
+         The {} Works' writes made straight to the API server's store on one thread, \
+         {WORK_CLIENTS} under way at once: no HTTP, TLS, authentication, authorization or watch \
+         cache. In memory: the store's own work (decoding, patching, validation, managed fields, \
+         encoding). Over SQLite: that and the storage, with the SQLite writer thread's share \
+         apart. Whole server: the works phase's server CPU per write above; the rest is what the \
+         server adds to the store over SQLite (HTTP, TLS, authentication, the watch cache, and \
+         the store's work on two threads rather than one). CPU per write in µs.\n\n\
+         | step | store in memory | store over SQLite | of which SQLite writer | whole server | rest |\n\
+         |---|---:|---:|---:|---:|---:|",
+        plan.works
+    );
+    for row in store {
+        let whole = http.iter().find(|w| w.step == row.step).map(|w| {
+            let m = &w.measured;
+            m.cpu.server / 100.0 / m.rate().max(1e-9) * 1e6
+        });
+        let cell = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.0}"));
+        println!(
+            "| {} | {:.0} | {:.0} | {:.0} | {} | {} |",
+            row.step,
+            row.memory,
+            row.sqlite + row.writer,
+            row.writer,
+            cell(whole),
+            cell(whole.map(|w| w - row.sqlite - row.writer)),
+        );
+    }
+    println!();
 }
 
 /// What each of the hub's writes costs the API server, one kind at a time.
