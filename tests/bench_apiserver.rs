@@ -1427,6 +1427,11 @@ impl Measured {
     fn rate(&self) -> f64 {
         self.ok as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
+
+    /// Seconds of CPU per successful op, for a side that used `percent` of one core.
+    fn cpu_per_op(&self, percent: f64) -> f64 {
+        percent / 100.0 / self.rate().max(1e-9)
+    }
 }
 
 /// Runs `ops` requests of `workload` over `clients` connections, each client one request at a
@@ -2501,7 +2506,7 @@ fn print_cpu_per_op(table: &mut String, results: &Results) {
             .find(|r| r.backend == backend && r.operation == operation && r.clients == clients)
             .filter(|r| r.measured.ok > 0)
             .map(|r| {
-                let micros = |percent: f64| percent / 100.0 / r.measured.rate() * 1e6;
+                let micros = |percent: f64| r.measured.cpu_per_op(percent) * 1e6;
                 format!(
                     "{:.0} / {:.0}",
                     micros(r.measured.cpu.server),
@@ -2924,10 +2929,10 @@ fn print_store_writes(plan: &Plan, http: &[WorkRow], store: &[StoreRow]) {
         plan.works
     );
     for row in store {
-        let whole = http.iter().find(|w| w.step == row.step).map(|w| {
-            let m = &w.measured;
-            m.cpu.server / 100.0 / m.rate().max(1e-9) * 1e6
-        });
+        let whole = http
+            .iter()
+            .find(|w| w.step == row.step)
+            .map(|w| w.measured.cpu_per_op(w.measured.cpu.server) * 1e6);
         let cell = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.0}"));
         println!(
             "| {} | {:.0} | {:.0} | {:.0} | {} | {} |",
@@ -2970,7 +2975,7 @@ fn print_work_writes(plan: &Plan, rows: &[WorkRow]) {
             ms(0.99),
             m.cpu.server,
             m.cpu.writer,
-            m.cpu.server / 100.0 / m.rate().max(1e-9) * 1e3,
+            m.cpu_per_op(m.cpu.server) * 1e3,
             m.cpu.client,
             m.cpu.other,
         );
