@@ -397,9 +397,13 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let mut store_rows = Vec::new();
+    let mut parts = Vec::new();
     if options.runs(Phase::Works) {
         match store_writes(&plan, &data_root.path().join("works-store")) {
-            Ok(rows) => store_rows = rows,
+            Ok((rows, stored)) => {
+                store_rows = rows;
+                parts = stored_work_parts(&plan, &stored);
+            }
             Err(err) => report.fail(format!("works, store alone: {err:#}")),
         }
     }
@@ -411,6 +415,7 @@ fn main() -> anyhow::Result<()> {
     print_authorization(&results, &rbac);
     print_work_writes(&plan, &works);
     print_store_writes(&plan, &works, &store_rows);
+    print_stored_work_parts(&plan, &parts);
     println!("Total time: {:.1} s.", started.elapsed().as_secs_f64());
     report.finish()
 }
@@ -2758,13 +2763,13 @@ struct StoreRow {
 /// decoding, patching, validation, managed fields, encoding) and once over SQLite (that and the
 /// storage), each on one thread with [`WORK_CLIENTS`] writes under way at once. The difference
 /// from the works phase is what the request path costs.
-fn store_writes(plan: &Plan, dir: &Path) -> anyhow::Result<Vec<StoreRow>> {
+fn store_writes(plan: &Plan, dir: &Path) -> anyhow::Result<(Vec<StoreRow>, Vec<u8>)> {
     std::fs::create_dir_all(dir)?;
     let run = |backend: Arc<dyn atoll_apiserver::storage::Backend>| {
         let works = plan.works;
         std::thread::Builder::new()
             .name("bench-store".into())
-            .spawn(move || -> anyhow::Result<Vec<(f64, f64)>> {
+            .spawn(move || -> anyhow::Result<StoreSteps> {
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()?;
@@ -2773,12 +2778,12 @@ fn store_writes(plan: &Plan, dir: &Path) -> anyhow::Result<Vec<StoreRow>> {
             .join()
             .map_err(|_| anyhow::anyhow!("the store's thread panicked"))?
     };
-    let memory = run(Arc::new(
+    let (memory, stored) = run(Arc::new(
         atoll_apiserver::storage::memory::MemoryBackend::new(),
     ))?;
     let sqlite_backend = atoll_apiserver::storage::sqlite::SqliteBackend::open(&dir.join("db"))?;
-    let sqlite = run(Arc::new(sqlite_backend))?;
-    Ok(WORK_STEPS
+    let (sqlite, _) = run(Arc::new(sqlite_backend))?;
+    let rows = WORK_STEPS
         .iter()
         .zip(memory.iter().zip(&sqlite))
         .map(
@@ -2789,19 +2794,25 @@ fn store_writes(plan: &Plan, dir: &Path) -> anyhow::Result<Vec<StoreRow>> {
                 writer,
             },
         )
-        .collect())
+        .collect();
+    Ok((rows, stored))
 }
 
+/// Per step, the CPU per write of the store's thread and of the SQLite writer thread, in µs; and
+/// the first Work as stored at the end.
+type StoreSteps = (Vec<(f64, f64)>, Vec<u8>);
+
 /// Runs [`WORK_STEPS`] on a store over `backend`; per step, the CPU per write of this thread
-/// and of the SQLite writer thread (0 without one), in µs.
+/// and of the SQLite writer thread (0 without one), in µs; and the first Work as stored at the
+/// end.
 async fn store_steps(
     backend: Arc<dyn atoll_apiserver::storage::Backend>,
     works: usize,
-) -> anyhow::Result<Vec<(f64, f64)>> {
+) -> anyhow::Result<StoreSteps> {
     use atoll_apiserver::registry::store::{PatchType, Store, WriteOptions};
     use futures::StreamExt as _;
     let store = Store::new(
-        backend,
+        backend.clone(),
         Arc::new(atoll_apiserver::registry::Registry::new()),
     );
     let crd = atoll_api::crd::all()?
@@ -2877,7 +2888,133 @@ async fn store_steps(
             per_write(writer_thread_cpu_ns(), writer),
         ));
     }
-    Ok(rows)
+    let stored = backend
+        .get(&rt.key(namespace, "work-0"))
+        .await?
+        .context("work-0 is not stored after the steps")?;
+    Ok((rows, stored.value.to_vec()))
+}
+
+/// One part of a stored Work and what its JSON costs as a tree.
+struct PartRow {
+    part: &'static str,
+    json_bytes: usize,
+    /// The decoded tree's values, and the heap blocks it holds at least (one per non-empty
+    /// string, key, array and object).
+    values: usize,
+    blocks: usize,
+    /// CPU per operation on this thread, in µs.
+    decode: f64,
+    copy: f64,
+    encode: f64,
+}
+
+/// The parts of a Work the table shows, by JSON pointer.
+const WORK_PARTS: [(&str, &str); 5] = [
+    ("whole object", ""),
+    ("metadata", "/metadata"),
+    ("of which managedFields", "/metadata/managedFields"),
+    ("spec", "/spec"),
+    ("status", "/status"),
+];
+
+/// How many times each part of the stored Work is decoded, copied and encoded.
+fn part_repeats(plan: &Plan) -> usize {
+    plan.works.max(1) * 5
+}
+
+/// Decodes, copies and encodes each part of `stored` (a Work's stored JSON) as a tree of
+/// `serde_json::Value`, [`part_repeats`] times each on this thread; empty when it does not decode.
+fn stored_work_parts(plan: &Plan, stored: &[u8]) -> Vec<PartRow> {
+    let Ok(object) = serde_json::from_slice::<serde_json::Value>(stored) else {
+        return Vec::new();
+    };
+    let times = part_repeats(plan);
+    // Wall-clock time of a loop on one thread: the thread's CPU clock moves a tick at a time.
+    let per_op = |f: &mut dyn FnMut()| {
+        let started = Instant::now();
+        for _ in 0..times {
+            f();
+        }
+        started.elapsed().as_secs_f64() * 1e6 / times as f64
+    };
+    WORK_PARTS
+        .iter()
+        .filter_map(|&(part, pointer)| {
+            let value = object.pointer(pointer)?;
+            let json = serde_json::to_vec(value).ok()?;
+            let tree: serde_json::Value = serde_json::from_slice(&json).ok()?;
+            let (values, blocks) = tree_size(&tree);
+            Some(PartRow {
+                part,
+                json_bytes: json.len(),
+                values,
+                blocks,
+                decode: per_op(&mut || {
+                    let decoded: serde_json::Value =
+                        serde_json::from_slice(&json).unwrap_or_default();
+                    drop(std::hint::black_box(decoded));
+                }),
+                copy: per_op(&mut || drop(std::hint::black_box(tree.clone()))),
+                encode: per_op(&mut || {
+                    drop(std::hint::black_box(serde_json::to_vec(&tree)));
+                }),
+            })
+        })
+        .collect()
+}
+
+/// The values in `tree`, and the heap blocks it holds at least: one per non-empty string, key,
+/// array and object (an object of more than eleven keys holds more).
+fn tree_size(tree: &serde_json::Value) -> (usize, usize) {
+    use serde_json::Value;
+    let (mut values, mut blocks) = (1, 0);
+    let mut add = |(v, b): (usize, usize)| {
+        values += v;
+        blocks += b;
+    };
+    match tree {
+        Value::String(text) => add((0, usize::from(!text.is_empty()))),
+        Value::Array(items) => {
+            add((0, usize::from(!items.is_empty())));
+            items.iter().for_each(|item| add(tree_size(item)));
+        }
+        Value::Object(fields) => {
+            add((0, usize::from(!fields.is_empty())));
+            for (key, value) in fields {
+                add((0, usize::from(!key.is_empty())));
+                add(tree_size(value));
+            }
+        }
+        _ => {}
+    }
+    (values, blocks)
+}
+
+fn print_stored_work_parts(plan: &Plan, parts: &[PartRow]) {
+    if parts.is_empty() {
+        return;
+    }
+    println!(
+        "## What a stored Work costs as a tree, by part\n\n\
+         The first Work as the store holds it after the five steps (its spec, the agent's whole \
+         status, and the managed fields of both writers), each part decoded from its JSON into a \
+         tree of JSON values and dropped, copied and dropped, and encoded, {} times each in a loop \
+         on one thread: what a write pays for every part of the stored object it decodes, copies, \
+         drops and encodes. Values: the decoded tree's JSON values; heap blocks: what it allocates \
+         at least (each non-empty string, key, array and object). Time per operation in µs, with \
+         the caches warm (in the server they are not).\n\n\
+         | part | JSON bytes | values | heap blocks | decode and drop | copy and drop | encode |\n\
+         |---|---:|---:|---:|---:|---:|---:|",
+        part_repeats(plan)
+    );
+    for row in parts {
+        println!(
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.1} |",
+            row.part, row.json_bytes, row.values, row.blocks, row.decode, row.copy, row.encode,
+        );
+    }
+    println!();
 }
 
 /// The CPU time this thread has run, in ns (`/proc/thread-self/schedstat`).

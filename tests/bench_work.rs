@@ -127,6 +127,8 @@ const MANIFEST_NAMESPACE: &str = "default";
 
 /// The fan-out targets: fleet size and seconds until every cluster is applied.
 const TARGET_APPLIED: [(usize, f64); 3] = [(1_000, 2.0), (5_000, 3.0), (10_000, 8.0)];
+/// The join target: fleet size and seconds from the first join to the last Join answered.
+const TARGET_JOINED: (usize, f64) = (5_000, 5.0);
 /// Growth of hub memory over a placement, KiB per member cluster.
 const TARGET_KIB_PER_CLUSTER: f64 = 40.0;
 /// Hub CPU time per cluster for an update, in ms.
@@ -298,6 +300,9 @@ struct Joins {
     failed: usize,
     /// From the first join to the last Join returned.
     elapsed: Duration,
+    /// What the hub's API server stored from the first join to the last Join returned: how far
+    /// its revision moved.
+    writes: u64,
 }
 
 struct AgentCounts {
@@ -559,6 +564,7 @@ async fn drive(
 
     // Join, and wait for a quiet, ready fleet.
     eprintln!("{n} clusters: joining");
+    let before_join = revision(&profiles).await?;
     let epoch = Instant::now();
     let (agents, joins) = join_all(plan, &shared, n, epoch).await;
     if joins.failed > 0 {
@@ -573,6 +579,7 @@ async fn drive(
         accepted: joins.accepted,
         failed: joins.failed,
         elapsed: joins.elapsed,
+        writes: revision(&profiles).await?.saturating_sub(before_join),
     });
     let want = agents.len();
     eprintln!("{n} clusters: waiting for every profile to show joined and healthy");
@@ -972,6 +979,18 @@ async fn write_rate(kube: kube::Client) -> anyhow::Result<f64> {
         bail!("the write-rate probe's create failed: {err}");
     }
     Ok(PROBE_WRITES as f64 / elapsed.as_secs_f64())
+}
+
+/// The hub API server's revision: how many writes it has stored (a list's `resourceVersion`).
+async fn revision(profiles: &Api<ClusterProfile>) -> anyhow::Result<u64> {
+    let list = profiles
+        .list_metadata(&kube::api::ListParams::default().limit(1))
+        .await
+        .context("listing profiles for the hub's revision")?;
+    let version = list.metadata.resource_version.unwrap_or_default();
+    version
+        .parse()
+        .with_context(|| format!("the hub's revision {version:?} is not a number"))
 }
 
 /// The name of the third rollout.
@@ -1549,14 +1568,20 @@ fn print_fleet(results: &[Scale]) {
          open (profiles listed every {} s). Failures over the whole run of the fleet size (all \
          must be 0). Deletions reported: Works the hub deleted (the members the third rollout lets \
          go) whose cleanup the agent reported, as the real agent does, so that the hub lets them \
-         go.\n\n\
-         | clusters | joined | joins failed | join s | ready s | heartbeats | heartbeats failed | syncs refused | streams ended | reports failed | deletions reported |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        READY_POLL.as_secs()
+         go. Target: {} joined within {:.0} s.\n\n\
+         | clusters | joined | joins failed | join s | ready s | heartbeats | heartbeats failed | syncs refused | streams ended | reports failed | deletions reported | target |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        READY_POLL.as_secs(),
+        TARGET_JOINED.0,
+        TARGET_JOINED.1,
     );
     for result in results {
         let Some(joins) = &result.joins else {
-            let _ = writeln!(table, "| {} | not run | | | | | | | | | |", result.clusters);
+            let _ = writeln!(
+                table,
+                "| {} | not run | | | | | | | | | | |",
+                result.clusters
+            );
             continue;
         };
         let counts = |f: fn(&AgentCounts) -> u64| {
@@ -1567,7 +1592,7 @@ fn print_fleet(results: &[Scale]) {
         };
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} |",
             result.clusters,
             joins.accepted,
             joins.failed,
@@ -1579,6 +1604,11 @@ fn print_fleet(results: &[Scale]) {
             counts(|a| a.streams_ended),
             counts(|a| a.reports_failed),
             counts(|a| a.deletions_reported),
+            if result.clusters == TARGET_JOINED.0 {
+                verdict(joins.failed == 0 && joins.elapsed.as_secs_f64() <= TARGET_JOINED.1)
+            } else {
+                "–"
+            },
         );
     }
     println!("{table}");
@@ -1705,9 +1735,9 @@ fn print_load(results: &[Scale]) {
     println!("{table}");
 }
 
-/// How far each rollout is from the API server's write rate: two durable writes per chosen
-/// cluster (the Work stamped, its status written) and, for the third rollout, one delete per
-/// cluster let go.
+/// How far the join and each rollout are from the API server's write rate: for the join, the
+/// writes measured; for a rollout, two durable writes per chosen cluster (the Work stamped, its
+/// status written) and, for the third rollout, one delete per cluster let go.
 fn print_write_floor(results: &[Scale]) {
     let mut table = String::new();
     let _ = writeln!(
@@ -1715,32 +1745,50 @@ fn print_write_floor(results: &[Scale]) {
         "## Against the API server's write rate\n\n\
          Write rate: {PROBE_WRITES} creates of ConfigMaps holding the placement's manifests (a \
          Work's size), {PROBE_CONCURRENCY} at once, on the hub's API server before the fleet \
-         joined. Writes: what the rollout needs stored (two per chosen cluster: the Work stamped \
-         and its status; plus a delete per cluster let go). Floor: writes ÷ write rate, the time \
-         no rollout beats on this server; the ratios say how far above it each run is.\n\n\
-         | clusters | rollout | write rate /s | writes | floor s | all reported ÷ floor | shown ÷ floor |\n\
-         |---:|---|---:|---:|---:|---:|---:|"
+         joined. Writes: for a rollout, what it needs stored (two per chosen cluster: the Work \
+         stamped and its status; plus a delete per cluster let go); for the join, what the hub's \
+         API server stored from the first join to the last Join answered (how far its revision \
+         moved: per cluster its namespace, that namespace's ServiceAccount and CA ConfigMap, the \
+         cluster's record, its profile and the profile's status). Floor: writes ÷ write rate, the \
+         time nothing beats on this server; the ratios say how far above it each run is (for the \
+         join: joined ÷ floor and ready ÷ floor). Per cluster: writes ÷ the clusters joined or \
+         chosen.\n\n\
+         | clusters | step | write rate /s | writes | per cluster | floor s | all reported ÷ floor | shown ÷ floor |\n\
+         |---:|---|---:|---:|---:|---:|---:|---:|"
     );
     for result in results {
         let Some(rate) = result.write_rate else {
             continue;
         };
-        for rollout in &result.rollouts {
-            let writes = 2 * rollout.want + (result.clusters - rollout.want);
+        let mut row = |step: &str, writes: usize, clusters: usize, done: [Option<Duration>; 2]| {
             let floor = writes as f64 / rate;
-            let ratio = |d: Option<Duration>| {
+            let [first, second] = done.map(|d| {
                 d.map_or_else(
                     || "–".to_owned(),
                     |d| format!("{:.2}×", d.as_secs_f64() / floor),
                 )
-            };
+            });
             let _ = writeln!(
                 table,
-                "| {} | {} | {rate:.0} | {writes} | {floor:.2} | {} | {} |",
+                "| {} | {step} | {rate:.0} | {writes} | {:.1} | {floor:.2} | {first} | {second} |",
                 result.clusters,
+                writes as f64 / clusters.max(1) as f64,
+            );
+        };
+        if let Some(joins) = &result.joins {
+            row(
+                "join",
+                joins.writes as usize,
+                joins.accepted,
+                [Some(joins.elapsed), result.ready],
+            );
+        }
+        for rollout in &result.rollouts {
+            row(
                 rollout.what,
-                ratio(rollout.all_reported()),
-                ratio(rollout.shown),
+                2 * rollout.want + (result.clusters - rollout.want),
+                rollout.want,
+                [rollout.all_reported(), rollout.shown],
             );
         }
     }
@@ -1796,7 +1844,8 @@ fn print_repeats(results: &[Scale]) {
     let mut table = String::from(
         "## Over the repeated runs\n\n\
          Per fleet size and rollout: the median of each run's figure, with the least and the most \
-         in brackets, and in how many runs the target was met (reported / shown).\n\n\
+         in brackets, and in how many runs the target was met (reported / shown). The join's row \
+         gives joined s and ready s in those two columns.\n\n\
          | clusters | rollout | runs | all reported s | shown s | hub CPU ms per cluster | net ms per cluster | target met (reported / shown) |\n\
          |---:|---|---:|---:|---:|---:|---:|---|\n",
     );
@@ -1812,18 +1861,28 @@ fn print_repeats(results: &[Scale]) {
     };
     for clusters in sizes {
         let runs: Vec<&Scale> = results.iter().filter(|r| r.clusters == clusters).collect();
+        let joined = secs(runs.iter().map(|r| r.joins.as_ref().map(|j| j.elapsed)));
+        let ready = secs(runs.iter().map(|r| r.ready));
+        let met = if clusters == TARGET_JOINED.0 {
+            format!(
+                "{} of {} (joined)",
+                joined.iter().filter(|&&s| s <= TARGET_JOINED.1).count(),
+                runs.len()
+            )
+        } else {
+            format!("(for {})", TARGET_JOINED.0)
+        };
+        let _ = writeln!(
+            table,
+            "| {clusters} | join (joined / ready) | {} | {} | {} | – | – | {met} |",
+            runs.len(),
+            spread(joined, 2),
+            spread(ready, 2),
+        );
         for (k, what) in ["create", "update", PICK_HALF].into_iter().enumerate() {
             let rollouts: Vec<&Rollout> = runs.iter().filter_map(|r| r.rollouts.get(k)).collect();
-            let reported: Vec<f64> = rollouts
-                .iter()
-                .filter_map(|r| r.all_reported())
-                .map(|d| d.as_secs_f64())
-                .collect();
-            let shown: Vec<f64> = rollouts
-                .iter()
-                .filter_map(|r| r.shown)
-                .map(|d| d.as_secs_f64())
-                .collect();
+            let reported = secs(rollouts.iter().map(|r| r.all_reported()));
+            let shown = secs(rollouts.iter().map(|r| r.shown));
             let cpu: Vec<f64> = rollouts
                 .iter()
                 .filter_map(|r| r.hub_cpu_ms_per_cluster())
@@ -1853,6 +1912,11 @@ fn print_repeats(results: &[Scale]) {
         }
     }
     println!("{table}");
+}
+
+/// The durations present, in seconds.
+fn secs(durations: impl Iterator<Item = Option<Duration>>) -> Vec<f64> {
+    durations.flatten().map(|d| d.as_secs_f64()).collect()
 }
 
 fn print_memory(results: &[Scale]) {

@@ -37,10 +37,10 @@ impl Representation {
     }
 
     /// One object in this representation.
-    pub fn object(&self, rt: &ResourceType, object: Value) -> Value {
+    pub fn object(&self, rt: &ResourceType, mut object: Value) -> Value {
         match self {
             Representation::Object => object,
-            Representation::PartialMetadata => partial(&object),
+            Representation::PartialMetadata => partial(object["metadata"].take()),
             Representation::Table(version, include) => {
                 let metadata = json!({"resourceVersion": object["metadata"]["resourceVersion"]});
                 table::table_in(
@@ -78,7 +78,12 @@ impl Representation {
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": "meta.k8s.io/v1",
                 "metadata": metadata,
-                "items": Value::Array(page.items.iter().map(partial).collect()),
+                "items": Value::Array(
+                    page.items
+                        .into_iter()
+                        .map(|mut o| partial(o["metadata"].take()))
+                        .collect()
+                ),
             }),
             Representation::Table(version, include) => table::table_in(
                 *version,
@@ -120,11 +125,12 @@ impl Representation {
     }
 }
 
-/// The `PartialObjectMetadata` of an object.
-pub fn partial(object: &Value) -> Value {
-    json!({
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": object["metadata"],
-    })
+/// The `PartialObjectMetadata` of an object, given the object's `metadata` (moved, not copied:
+/// a write answered with metadata only is the hub's most frequent request).
+pub fn partial(metadata: Value) -> Value {
+    let mut partial = serde_json::Map::with_capacity(3);
+    partial.insert("kind".into(), "PartialObjectMetadata".into());
+    partial.insert("apiVersion".into(), "meta.k8s.io/v1".into());
+    partial.insert("metadata".into(), metadata);
+    Value::Object(partial)
 }

@@ -300,13 +300,17 @@ impl Watcher {
     }
 
     async fn send_event(&self, kind: &str, object: &Value, _: Option<()>) -> Result<(), Closed> {
-        let mut object = object.clone();
-        convert(&mut object, &self.rt);
+        let converted = || {
+            let mut object = object.clone();
+            convert(&mut object, &self.rt);
+            object
+        };
         let object = match self.representation {
-            Representation::Object => object,
-            Representation::PartialMetadata => partial(&object),
+            Representation::Object => converted(),
+            // Conversion changes no metadata: only that is copied.
+            Representation::PartialMetadata => partial(object["metadata"].clone()),
             Representation::Table(..) => {
-                let mut table = self.representation.object(&self.rt, object);
+                let mut table = self.representation.object(&self.rt, converted());
                 if self
                     .sent_columns
                     .swap(true, std::sync::atomic::Ordering::Relaxed)
