@@ -300,17 +300,14 @@ impl Watcher {
     }
 
     async fn send_event(&self, kind: &str, object: &Value, _: Option<()>) -> Result<(), Closed> {
-        let converted = || {
-            let mut object = object.clone();
-            convert(&mut object, &self.rt);
-            object
-        };
+        let mut object = object.clone();
+        // Converting may change the metadata too (a v1 HorizontalPodAutoscaler's annotations).
+        convert(&mut object, &self.rt);
         let object = match self.representation {
-            Representation::Object => converted(),
-            // Conversion changes no metadata: only that is copied.
-            Representation::PartialMetadata => partial(object["metadata"].clone()),
+            Representation::Object => object,
+            Representation::PartialMetadata => partial(object["metadata"].take()),
             Representation::Table(..) => {
-                let mut table = self.representation.object(&self.rt, converted());
+                let mut table = self.representation.object(&self.rt, object);
                 if self
                     .sent_columns
                     .swap(true, std::sync::atomic::Ordering::Relaxed)

@@ -202,3 +202,69 @@ async fn every_form_of_list_from_the_cache_is_what_storage_gives() {
     })
     .await;
 }
+
+/// A metadata-only answer is the metadata of the object at the version asked for, which
+/// converting can change: an `autoscaling/v1` HorizontalPodAutoscaler carries its v2 fields as
+/// annotations, in a metadata-only GET, list and watch as in the whole object.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_answers_carry_what_converting_puts_in_the_metadata() {
+    use http_body_util::BodyExt as _;
+    within(async {
+        let server = TestServer::start(StorageKind::Memory, |_| {}).await;
+        server.create_config_maps("team-a", &["a"]).await;
+        let v1 = "/apis/autoscaling/v1/namespaces/team-a/horizontalpodautoscalers";
+        let metadata = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+        let watch = Request::builder()
+            .uri(format!("{v1}?watch=true"))
+            .header(header::AUTHORIZATION, format!("Bearer {}", server.token()))
+            .header(header::ACCEPT, metadata)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let mut events = tower::ServiceExt::oneshot(server.router(), watch)
+            .await
+            .unwrap()
+            .into_body();
+        let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "web"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                     "maxReplicas": 3,
+                     "metrics": [{"type": "Resource", "resource": {"name": "memory", "target": {"type": "Utilization", "averageUtilization": 60}}}]}});
+        let made = server
+            .send(
+                Method::POST,
+                "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers",
+                Some(hpa),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+        let metrics = |metadata: &Value| {
+            metadata["annotations"]["autoscaling.alpha.kubernetes.io/metrics"]
+                .as_str()
+                .is_some_and(|m| m.contains("memory"))
+        };
+
+        let event = loop {
+            let frame = events.frame().await.unwrap().unwrap().into_data().unwrap();
+            let event: Value = serde_json::from_slice(&frame).unwrap();
+            if event["type"] == "ADDED" {
+                break event;
+            }
+        };
+        assert_eq!(event["object"]["kind"], "PartialObjectMetadata");
+        assert_eq!(event["object"]["metadata"]["name"], "web");
+        assert!(metrics(&event["object"]["metadata"]), "watch: {event}");
+
+        let one = get(&server, &format!("{v1}/web"), metadata).await;
+        assert_eq!(one.status, StatusCode::OK, "{}", one.text());
+        assert_eq!(one.json()["kind"], "PartialObjectMetadata");
+        assert!(metrics(&one.json()["metadata"]), "get: {}", one.text());
+
+        let list = check(&server, v1, "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1").await;
+        assert_eq!(list["kind"], "PartialObjectMetadataList");
+        assert!(metrics(&list["items"][0]["metadata"]), "list: {list}");
+        // The v2 object has no such annotations.
+        let v2 = get(&server, "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers/web", metadata).await;
+        assert!(v2.json()["metadata"].get("annotations").is_none(), "v2: {}", v2.text());
+    })
+    .await;
+}
