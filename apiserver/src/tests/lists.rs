@@ -40,6 +40,24 @@ async fn both(server: &TestServer, path: &str, accept: &str) -> (Answer, Answer)
     (cached, stored)
 }
 
+/// Creates HorizontalPodAutoscaler `web` in `team-a` through `autoscaling/v2`, with one metric:
+/// 50% use of `resource` (`autoscaling/v1` shows it as an annotation).
+async fn create_web_autoscaler(server: &TestServer, resource: &str) {
+    let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "maxReplicas": 3,
+                 "metrics": [{"type": "Resource", "resource": {"name": resource, "target": {"type": "Utilization", "averageUtilization": 50}}}]}});
+    let made = server
+        .send(
+            Method::POST,
+            "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers",
+            Some(hpa),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+}
+
 /// The list at `path` from the cache, checked against storage's (the same bytes in JSON).
 async fn check(server: &TestServer, path: &str, accept: &str) -> Value {
     let (cached, stored) = both(server, path, accept).await;
@@ -123,70 +141,117 @@ async fn a_list_right_after_a_write_sees_it() {
 async fn every_form_of_list_from_the_cache_is_what_storage_gives() {
     within(async {
         let dir = tempfile::tempdir().unwrap();
-        let config = |dir: &std::path::Path| {
-            super::config(dir, StorageKind::Sqlite, |_| {})
-        };
+        let config = |dir: &std::path::Path| super::config(dir, StorageKind::Sqlite, |_| {});
         let server = TestServer {
             server: crate::Server::start(config(dir.path())).await.unwrap(),
             dir: tempfile::tempdir().unwrap(),
         };
-        server.create_config_maps("team-a", &["a", "b", "c", "d", "e"]).await;
+        server
+            .create_config_maps("team-a", &["a", "b", "c", "d", "e"])
+            .await;
         server.create_config_maps("team-b", &["f"]).await;
         let labelled = json!({"metadata": {"labels": {"tier": "web"}}});
         for name in ["b", "d"] {
             let patched = server
-                .send(Method::PATCH, &format!("{CONFIG_MAPS}/{name}"), Some(labelled.clone()))
+                .send(
+                    Method::PATCH,
+                    &format!("{CONFIG_MAPS}/{name}"),
+                    Some(labelled.clone()),
+                )
                 .await;
             assert_eq!(patched.status, StatusCode::OK);
         }
-        let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": "web"},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-                     "maxReplicas": 3,
-                     "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}});
-        let made = server
-            .send(
-                Method::POST,
-                "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers",
-                Some(hpa),
-            )
-            .await;
-        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+        create_web_autoscaler(&server, "cpu").await;
 
         let json = "application/json";
         let table = "application/json;as=Table;v=v1;g=meta.k8s.io";
         let metadata = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io";
         let all = check(&server, CONFIG_MAPS, json).await;
-        assert_eq!(all["items"].as_array().unwrap().len(), 6, "five and the CA's");
+        assert_eq!(
+            all["items"].as_array().unwrap().len(),
+            6,
+            "five and the CA's"
+        );
         check(&server, "/api/v1/configmaps", json).await;
-        let web = check(&server, "/api/v1/namespaces/team-a/configmaps?labelSelector=tier%3Dweb", json).await;
+        let web = check(
+            &server,
+            "/api/v1/namespaces/team-a/configmaps?labelSelector=tier%3Dweb",
+            json,
+        )
+        .await;
         assert_eq!(web["items"].as_array().unwrap().len(), 2);
-        check(&server, "/api/v1/configmaps?fieldSelector=metadata.namespace%3Dteam-b", json).await;
+        check(
+            &server,
+            "/api/v1/configmaps?fieldSelector=metadata.namespace%3Dteam-b",
+            json,
+        )
+        .await;
         check(&server, CONFIG_MAPS, table).await;
         check(&server, CONFIG_MAPS, metadata).await;
-        check(&server, "/apis/autoscaling/v1/namespaces/team-a/horizontalpodautoscalers", json).await;
-        check(&server, "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers", json).await;
+        check(
+            &server,
+            "/apis/autoscaling/v1/namespaces/team-a/horizontalpodautoscalers",
+            json,
+        )
+        .await;
+        check(
+            &server,
+            "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers",
+            json,
+        )
+        .await;
 
         // Pages: the first from the cache, the rest from storage at its revision, together the
         // whole list.
-        let first = check(&server, "/api/v1/namespaces/team-a/configmaps?limit=2", json).await;
+        let first = check(
+            &server,
+            "/api/v1/namespaces/team-a/configmaps?limit=2",
+            json,
+        )
+        .await;
         assert_eq!(first["metadata"]["remainingItemCount"], 4);
-        let mut names: Vec<Value> = first["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].clone()).collect();
+        let mut names: Vec<Value> = first["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].clone())
+            .collect();
         let mut token = first["metadata"]["continue"].as_str().unwrap().to_owned();
         // A write meanwhile is not in the pages that follow.
         let later = server
-            .send(Method::POST, CONFIG_MAPS, Some(config_map("later", json!({}))))
+            .send(
+                Method::POST,
+                CONFIG_MAPS,
+                Some(config_map("later", json!({}))),
+            )
             .await;
         assert_eq!(later.status, StatusCode::CREATED);
         loop {
-            let page = get(&server, &format!("{CONFIG_MAPS}?limit=2&continue={token}"), json).await.json();
-            names.extend(page["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].clone()));
+            let page = get(
+                &server,
+                &format!("{CONFIG_MAPS}?limit=2&continue={token}"),
+                json,
+            )
+            .await
+            .json();
+            names.extend(
+                page["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| i["metadata"]["name"].clone()),
+            );
             match page["metadata"]["continue"].as_str() {
                 Some(next) => token = next.to_owned(),
                 None => break,
             }
         }
-        let whole: Vec<Value> = all["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].clone()).collect();
+        let whole: Vec<Value> = all["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].clone())
+            .collect();
         assert_eq!(names, whole);
 
         // After a restart the cache starts from what storage holds.
@@ -196,8 +261,17 @@ async fn every_form_of_list_from_the_cache_is_what_storage_gives() {
             dir: tempfile::tempdir().unwrap(),
         };
         let again = check(&server, CONFIG_MAPS, json).await;
-        assert_eq!(again["items"].as_array().unwrap().len(), 7, "the six and the later one");
-        check(&server, "/apis/autoscaling/v1/namespaces/team-a/horizontalpodautoscalers", table).await;
+        assert_eq!(
+            again["items"].as_array().unwrap().len(),
+            7,
+            "the six and the later one"
+        );
+        check(
+            &server,
+            "/apis/autoscaling/v1/namespaces/team-a/horizontalpodautoscalers",
+            table,
+        )
+        .await;
         server.server.shutdown().await;
     })
     .await;
@@ -224,19 +298,7 @@ async fn metadata_answers_carry_what_converting_puts_in_the_metadata() {
             .await
             .unwrap()
             .into_body();
-        let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": "web"},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-                     "maxReplicas": 3,
-                     "metrics": [{"type": "Resource", "resource": {"name": "memory", "target": {"type": "Utilization", "averageUtilization": 60}}}]}});
-        let made = server
-            .send(
-                Method::POST,
-                "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers",
-                Some(hpa),
-            )
-            .await;
-        assert_eq!(made.status, StatusCode::CREATED, "{}", made.text());
+        create_web_autoscaler(&server, "memory").await;
         let metrics = |metadata: &Value| {
             metadata["annotations"]["autoscaling.alpha.kubernetes.io/metrics"]
                 .as_str()
@@ -259,12 +321,26 @@ async fn metadata_answers_carry_what_converting_puts_in_the_metadata() {
         assert_eq!(one.json()["kind"], "PartialObjectMetadata");
         assert!(metrics(&one.json()["metadata"]), "get: {}", one.text());
 
-        let list = check(&server, v1, "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1").await;
+        let list = check(
+            &server,
+            v1,
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+        )
+        .await;
         assert_eq!(list["kind"], "PartialObjectMetadataList");
         assert!(metrics(&list["items"][0]["metadata"]), "list: {list}");
         // The v2 object has no such annotations.
-        let v2 = get(&server, "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers/web", metadata).await;
-        assert!(v2.json()["metadata"].get("annotations").is_none(), "v2: {}", v2.text());
+        let v2 = get(
+            &server,
+            "/apis/autoscaling/v2/namespaces/team-a/horizontalpodautoscalers/web",
+            metadata,
+        )
+        .await;
+        assert!(
+            v2.json()["metadata"].get("annotations").is_none(),
+            "v2: {}",
+            v2.text()
+        );
     })
     .await;
 }
