@@ -148,7 +148,8 @@ pub fn apply(
     // at the end replace them.
     let empty = Value::Object(Map::new());
     let live_object = live.unwrap_or(&empty);
-    let mut entries = live.map(read_entries).unwrap_or_default();
+    let read = live.map(entries_of).unwrap_or_default();
+    let mut entries = read_entries(read);
     if entries.is_empty() && live.is_some() {
         // Upstream gives the fields of an object nobody tracked yet to a stand-in manager.
         let before = Manager {
@@ -195,11 +196,11 @@ pub fn apply(
         return Err(conflicts(&entries, &mut clashes));
     }
     for (i, clash) in &clashes {
-        entries[*i].set.subtract(clash);
+        entries[*i].subtract(clash);
     }
     for (i, entry) in entries.iter_mut().enumerate() {
         if Some(i) != own {
-            entry.set.subtract(&comparison.removed);
+            entry.subtract(&comparison.removed);
         }
     }
 
@@ -207,15 +208,18 @@ pub fn apply(
     match own {
         Some(i) => {
             let entry = &mut entries[i];
-            entry.set = applied;
-            entry.api_version = manager.api_version.to_string();
+            if entry.set != applied || entry.api_version != manager.api_version {
+                entry.set = applied;
+                entry.api_version = manager.api_version.to_string();
+                entry.read_at = None;
+            }
             if object_changed || entry.time.is_none() {
-                entry.time = Some(manager.time.to_string());
+                entry.stamp(manager);
             }
         }
         None => entries.push(Entry::new(manager, Operation::Apply, applied)),
     }
-    write_entries(&mut merged, entries);
+    write_entries(&mut merged, entries, read);
     Ok(merged)
 }
 
@@ -275,23 +279,27 @@ pub fn record_update(
         keep_entries(old, new);
         return;
     }
-    let supplied = if manager.subresource.is_none() {
-        Some(read_entries(new)).filter(|e| !e.is_empty())
-    } else {
-        None
+    // Entries a main-resource write brings are taken out of it, and written back as they came
+    // where nothing changes them.
+    let supplied: Vec<Value> = match new.pointer_mut(ENTRIES) {
+        Some(Value::Array(items)) if manager.subresource.is_none() => std::mem::take(items),
+        _ => Vec::new(),
     };
-    let mut entries = supplied
-        .or_else(|| old.map(read_entries))
-        .unwrap_or_default();
+    let (mut entries, read) = match read_entries(&supplied) {
+        entries if !entries.is_empty() => (entries, &supplied[..]),
+        _ => {
+            let read = old.map(entries_of).unwrap_or_default();
+            (read_entries(read), read)
+        }
+    };
     let empty = Value::Object(Map::new());
     record(&mut entries, old.unwrap_or(&empty), new, manager, lists);
-    write_entries(new, entries);
+    write_entries(new, entries, read);
 }
 
 /// Whether a write of `new` over `old` leaves the managed fields as `old` has them: it changes
 /// no tracked field and brings no entries of its own (a main-resource write may rewrite them).
 fn changes_nothing(old: &Value, new: &Value, manager: &Manager<'_>) -> bool {
-    const ENTRIES: &str = "/metadata/managedFields";
     let own_entries = manager.subresource.is_none()
         && match new.pointer(ENTRIES) {
             None => false,
@@ -329,9 +337,12 @@ pub(crate) fn same_object_fields(a: &Value, b: &Value, skip: &[&str]) -> bool {
     }
 }
 
+/// Where an object keeps its managed fields.
+const ENTRIES: &str = "/metadata/managedFields";
+
 /// Gives `new` the managed fields `old` has (or none, as `old`).
 fn keep_entries(old: &Value, new: &mut Value) {
-    let kept = old.pointer("/metadata/managedFields").cloned();
+    let kept = old.pointer(ENTRIES).cloned();
     let Some(metadata) = new
         .as_object_mut()
         .and_then(|o| o.get_mut("metadata"))
@@ -360,14 +371,14 @@ fn record(
     let comparison = comparison(old, new, lists);
     let changed = comparison.changed();
     for entry in entries.iter_mut() {
-        entry.set.subtract(&changed);
-        entry.set.subtract(&comparison.removed);
+        entry.subtract(&changed);
+        entry.subtract(&comparison.removed);
     }
     if !changed.is_empty() {
         match entries.iter_mut().find(|e| e.is_update_of(manager)) {
             Some(entry) => {
                 entry.set.extend(&changed);
-                entry.time = Some(manager.time.to_string());
+                entry.stamp(manager);
             }
             None => entries.push(Entry::new(manager, Operation::Update, changed)),
         }
@@ -478,16 +489,9 @@ struct Entry {
     subresource: String,
     time: Option<String>,
     set: FieldSet,
-    /// The entry as read, returned verbatim when nothing in it changed.
-    original: Option<(Value, EntryState)>,
-}
-
-/// The parts of an entry that decide whether it changed.
-#[derive(Debug, Clone, PartialEq)]
-struct EntryState {
-    api_version: String,
-    time: Option<String>,
-    set: FieldSet,
+    /// The entry's place in the list it was read from, while nothing in it has changed: it is
+    /// then written back as it was read, not encoded again.
+    read_at: Option<usize>,
 }
 
 impl Entry {
@@ -499,11 +503,12 @@ impl Entry {
             subresource: manager.subresource.unwrap_or_default().to_string(),
             time: Some(manager.time.to_string()),
             set,
-            original: None,
+            read_at: None,
         }
     }
 
-    fn read(value: &Value) -> Result<Self, String> {
+    /// The entry at `index` of a managed fields list.
+    fn read(index: usize, value: &Value) -> Result<Self, String> {
         let text = |key: &str| -> Result<Option<String>, String> {
             match value.get(key) {
                 None | Some(Value::Null) => Ok(None),
@@ -525,27 +530,28 @@ impl Entry {
             None | Some(Value::Null) => FieldSet::new(),
             Some(fields) => FieldSet::from_fields_v1(fields)?,
         };
-        let entry = Entry {
+        Ok(Entry {
             manager: text("manager")?.unwrap_or_default(),
             operation,
             api_version: text("apiVersion")?.unwrap_or_default(),
             subresource: text("subresource")?.unwrap_or_default(),
             time: text("time")?,
             set,
-            original: None,
-        };
-        Ok(Entry {
-            original: Some((value.clone(), entry.state())),
-            ..entry
+            read_at: Some(index),
         })
     }
 
-    fn state(&self) -> EntryState {
-        EntryState {
-            api_version: self.api_version.clone(),
-            time: self.time.clone(),
-            set: self.set.clone(),
+    /// Drops `fields` from the entry's set.
+    fn subtract(&mut self, fields: &FieldSet) {
+        if self.set.subtract(fields) {
+            self.read_at = None;
         }
+    }
+
+    /// Records that `manager` wrote the entry's fields now.
+    fn stamp(&mut self, manager: &Manager<'_>) {
+        self.time = Some(manager.time.to_string());
+        self.read_at = None;
     }
 
     fn same_writer(&self, manager: &Manager<'_>) -> bool {
@@ -596,10 +602,9 @@ impl Entry {
         out
     }
 
-    fn to_value(&self) -> Value {
-        if let Some((value, state)) = &self.original
-            && *state == self.state()
-        {
+    /// The entry as JSON: as it was read from `read` when nothing in it changed.
+    fn to_value(&self, read: &[Value]) -> Value {
+        if let Some(value) = self.read_at.and_then(|i| read.get(i)) {
             return value.clone();
         }
         let mut out = Map::new();
@@ -624,21 +629,28 @@ impl Entry {
     }
 }
 
-/// Reads an object's managed fields; an unreadable list counts as none, as upstream resets it.
-fn read_entries(object: &Value) -> Vec<Entry> {
-    let Some(Value::Array(items)) = object.pointer("/metadata/managedFields") else {
-        return Vec::new();
-    };
+/// An object's managed fields list (empty when it has none, or not a list).
+fn entries_of(object: &Value) -> &[Value] {
+    match object.pointer(ENTRIES) {
+        Some(Value::Array(items)) => items,
+        _ => &[],
+    }
+}
+
+/// Reads a managed fields list; an unreadable list counts as none, as upstream resets it.
+fn read_entries(items: &[Value]) -> Vec<Entry> {
     items
         .iter()
-        .map(Entry::read)
+        .enumerate()
+        .map(|(i, item)| Entry::read(i, item))
         .collect::<Result<Vec<_>, _>>()
         .unwrap_or_default()
 }
 
 /// Stores `entries` in `object`, without empty ones, in upstream's order: `Apply` before
-/// `Update`, then by time (to the second), manager, API version and subresource.
-fn write_entries(object: &mut Value, mut entries: Vec<Entry>) {
+/// `Update`, then by time (to the second), manager, API version and subresource. `read` is the
+/// list the entries were read from.
+fn write_entries(object: &mut Value, mut entries: Vec<Entry>, read: &[Value]) {
     entries.retain(|e| !e.set.is_empty());
     entries.sort_by(|a, b| {
         let seconds = |e: &Entry| {
@@ -673,7 +685,7 @@ fn write_entries(object: &mut Value, mut entries: Vec<Entry>) {
     if let Value::Object(metadata) = metadata {
         metadata.insert(
             "managedFields".to_string(),
-            Value::Array(entries.iter().map(Entry::to_value).collect()),
+            Value::Array(entries.iter().map(|e| e.to_value(read)).collect()),
         );
     }
 }
@@ -1118,6 +1130,70 @@ mod tests {
         let mut same = updated.clone();
         record_update(Some(&updated), &mut same, &updater("editor", T3), &PodLists);
         assert_eq!(same, updated);
+    }
+
+    #[test]
+    fn entries_a_write_leaves_alone_are_written_back_as_they_were_read() {
+        // An entry as another server may have written it: a time to the microsecond and a
+        // field this server does not write.
+        let stored_entry = json!({
+            "manager": "a", "operation": "Update", "apiVersion": "v1",
+            "time": "2026-01-01T00:00:00.123456Z", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:color": {}, "f:size": {}}}, "extra": "kept"
+        });
+        let created = json!({
+            "apiVersion": "v1", "kind": "Widget",
+            "metadata": {"name": "w", "managedFields": [stored_entry.clone()]},
+            "spec": {"size": 1, "color": "red"}, "status": {"ready": false}
+        });
+        // A status write touches none of its fields: the entry stays as read.
+        let mut status_written = created.clone();
+        status_written["status"]["ready"] = json!(true);
+        let status_writer = Manager {
+            subresource: Some("status"),
+            ..updater("agent", T2)
+        };
+        record_update(
+            Some(&created),
+            &mut status_written,
+            &status_writer,
+            &PodLists,
+        );
+        assert_eq!(entry(&status_written, "a"), &stored_entry);
+        assert_eq!(
+            entry(&status_written, "agent")["fieldsV1"],
+            json!({"f:status": {"f:ready": {}}})
+        );
+        // A write that takes one of its fields narrows it, encoded again.
+        let mut resized = status_written.clone();
+        resized["spec"]["size"] = json!(2);
+        record_update(
+            Some(&status_written),
+            &mut resized,
+            &updater("editor", T3),
+            &PodLists,
+        );
+        assert_eq!(
+            entry(&resized, "a")["fieldsV1"],
+            json!({"f:spec": {"f:color": {}}})
+        );
+        assert_eq!(entry(&resized, "a").get("extra"), None);
+        assert_eq!(entry(&resized, "agent"), entry(&status_written, "agent"));
+        // Entries a main-resource write brings are the ones kept, as they came.
+        let mut brought = resized.clone();
+        brought["metadata"]["managedFields"] = json!([stored_entry.clone()]);
+        brought["spec"]["color"] = json!("blue");
+        record_update(
+            Some(&resized),
+            &mut brought,
+            &updater("editor", T3),
+            &PodLists,
+        );
+        assert_eq!(
+            entry(&brought, "a")["fieldsV1"],
+            json!({"f:spec": {"f:size": {}}})
+        );
+        assert_eq!(entries(&brought).len(), 2, "{brought}");
     }
 
     #[test]

@@ -194,6 +194,31 @@ pub fn merge_patch(target: &mut Value, patch: Value) {
     }
 }
 
+/// `target` with an RFC 7386 merge patch applied, as [`merge_patch`] makes it, built apart from
+/// `target`: only what the patch leaves of it is copied (a status patch brings the whole status,
+/// so the stored status it replaces is never copied).
+pub fn merged(target: &Value, patch: Value) -> Value {
+    let Value::Object(patch_fields) = patch else {
+        return patch;
+    };
+    let target_fields = target.as_object();
+    let mut out: Map<String, Value> = target_fields
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| !patch_fields.contains_key(key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    for (key, value) in patch_fields {
+        if value.is_null() {
+            continue;
+        }
+        let kept = target_fields.and_then(|fields| fields.get(&key));
+        let value = merged(kept.unwrap_or(&Value::Null), value);
+        out.insert(key, value);
+    }
+    Value::Object(out)
+}
+
 /// Applies an RFC 6902 JSON patch. `ops` must be a JSON array of operation objects.
 ///
 /// The patch is atomic: when any operation fails, `target` is left unchanged.
@@ -637,6 +662,31 @@ mod tests {
                 "spec": {"ports": [3], "replicas": 1},
                 "status": {"ready": true}
             })
+        );
+    }
+
+    #[test]
+    fn a_merged_copy_is_what_merging_in_place_makes() {
+        let target = json!({
+            "metadata": {"labels": {"app": "web", "tier": "front"}, "name": "a"},
+            "spec": {"ports": [1, 2], "replicas": 1},
+            "status": {"conditions": [{"type": "Ready"}], "phase": "Running"}
+        });
+        for patch in [
+            json!({"status": {"conditions": [], "observed": 2}}),
+            json!({"metadata": {"labels": {"tier": null}}, "spec": null}),
+            json!({"spec": "text", "status": {"phase": {"deep": null, "x": 1}}}),
+            json!({}),
+            json!(["x"]),
+            json!(null),
+        ] {
+            let mut in_place = target.clone();
+            merge_patch(&mut in_place, patch.clone());
+            assert_eq!(merged(&target, patch.clone()), in_place, "patch {patch}");
+        }
+        assert_eq!(
+            merged(&json!("text"), json!({"a": {"b": null}})),
+            json!({"a": {}})
         );
     }
 

@@ -330,21 +330,26 @@ impl FieldSet {
     /// Drops every path of `other` from this set, in place: a write's managed fields are
     /// narrowed on every request, and copying each entry's set to narrow it cost more than
     /// the narrowing.
-    pub(crate) fn subtract(&mut self, other: &FieldSet) {
+    /// Whether that dropped anything.
+    pub(crate) fn subtract(&mut self, other: &FieldSet) -> bool {
+        let mut dropped = false;
         if !other.members.is_empty() {
+            let before = self.members.len();
             self.members
                 .retain(|member| !other.members.contains(member));
+            dropped |= self.members.len() != before;
         }
         if !other.children.is_empty() {
             self.children
                 .retain(|element, child| match other.children.get(element) {
                     Some(theirs) => {
-                        child.subtract(theirs);
+                        dropped |= child.subtract(theirs);
                         !child.is_empty()
                     }
                     None => true,
                 });
         }
+        dropped
     }
 
     /// The paths in both sets.

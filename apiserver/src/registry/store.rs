@@ -1688,31 +1688,36 @@ fn patched(
     patch_type: PatchType,
     patch_doc: Value,
 ) -> Result<Value> {
-    let mut patched = Value::clone(current);
-    match patch_type {
-        PatchType::Merge => patch::merge_patch(&mut patched, patch_doc),
+    let patched = match patch_type {
+        // Built apart from `current`, copying only what the patch leaves of it.
+        PatchType::Merge => patch::merged(current, patch_doc),
         PatchType::Strategic => {
+            let mut patched = Value::clone(current);
             let meta =
                 patch::strategic::BuiltinPatchMeta::for_kind(&rt.group, &rt.version, &rt.kind);
             patch::strategic::apply(&mut patched, &patch_doc, &meta)
-                .map_err(|err| patch_failed(rt, name, err.is_bad_request(), &err))?
+                .map_err(|err| patch_failed(rt, name, err.is_bad_request(), &err))?;
+            patched
         }
-        PatchType::Json => match patch::json_patch(&mut patched, &patch_doc) {
-            Ok(()) => {}
-            Err(patch::PatchError::TooManyOperations(n)) => {
-                return Err(Error::EntityTooLarge(format!(
-                    "The allowed maximum operations in a JSON patch is {}, got {n}",
-                    patch::MAX_OPERATIONS
-                )));
+        PatchType::Json => {
+            let mut patched = Value::clone(current);
+            match patch::json_patch(&mut patched, &patch_doc) {
+                Ok(()) => patched,
+                Err(patch::PatchError::TooManyOperations(n)) => {
+                    return Err(Error::EntityTooLarge(format!(
+                        "The allowed maximum operations in a JSON patch is {}, got {n}",
+                        patch::MAX_OPERATIONS
+                    )));
+                }
+                Err(err) => return Err(patch_failed(rt, name, err.is_malformed(), &err)),
             }
-            Err(err) => return Err(patch_failed(rt, name, err.is_malformed(), &err)),
-        },
+        }
         PatchType::Apply => {
             return Err(Error::BadRequest(
                 "an apply patch is not applied as a patch".into(),
             ));
         }
-    }
+    };
     if !patched.is_object() {
         return Err(Error::BadRequest(
             "the patch did not produce an object".into(),

@@ -247,6 +247,8 @@ proptest! {
         // What RFC 7386 makes (the reference implementation).
         let mut reference = target.clone();
         json_patch::merge(&mut reference, &patch_doc);
+        // Built apart from the target, as a merge patch of a stored object is.
+        prop_assert_eq!(&patch::merged(&target, patch_doc.clone()), &reference);
         let mut patched = target;
         patch::merge_patch(&mut patched, patch_doc.clone());
         prop_assert_eq!(&patched, &reference);
