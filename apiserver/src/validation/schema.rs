@@ -114,6 +114,12 @@ pub struct Schema {
     embedded: bool,
     /// `default`, unless it is null.
     default: Option<Value>,
+    /// Whether a schema below this one (through `properties`, `additionalProperties` or
+    /// `items`) has a default: defaulting goes no further down where none has.
+    defaults_below: bool,
+    /// Whether this schema or one below it is a list of type `set` or `map`: the checks of
+    /// such lists go no further down where none is.
+    keyed_lists: bool,
 }
 
 /// What `additionalProperties` says of the properties `properties` does not name.
@@ -154,7 +160,7 @@ impl Schema {
                         .collect()
                 })
         };
-        Schema {
+        let schema = Schema {
             object: true,
             types: schema_types(s).into_iter().map(str::to_owned).collect(),
             nullable: flag("nullable"),
@@ -209,7 +215,34 @@ impl Schema {
             preserve_unknown: flag("x-kubernetes-preserve-unknown-fields"),
             embedded: flag("x-kubernetes-embedded-resource"),
             default: s.get("default").filter(|v| !v.is_null()).cloned(),
-        }
+            defaults_below: false,
+            keyed_lists: false,
+        };
+        schema.with_summaries()
+    }
+
+    /// The schema with what lies below it summed up ([`Schema::defaults_below`] and
+    /// [`Schema::keyed_lists`]), from its sub-schemas' own summaries.
+    fn with_summaries(mut self) -> Schema {
+        let below: Vec<&Schema> = self
+            .properties
+            .values()
+            .chain(self.additional_schema())
+            .chain(self.items.as_deref())
+            .collect();
+        let defaults_below = below
+            .iter()
+            .any(|sub| sub.default.is_some() || sub.defaults_below);
+        let keyed_lists = matches!(self.list_type.as_deref(), Some("set" | "map"))
+            || below.iter().any(|sub| sub.keyed_lists);
+        self.defaults_below = defaults_below;
+        self.keyed_lists = keyed_lists;
+        self
+    }
+
+    /// Whether a schema below this one has a default (see [`Schema::defaults_below`]).
+    pub(crate) fn has_defaults_below(&self) -> bool {
+        self.defaults_below
     }
 
     /// Validates `obj` (and ratchets against `old`) as [`validate`] does.
@@ -1014,7 +1047,7 @@ fn list_sets_and_maps(
     s: &Schema,
     path: &Path<'_>,
 ) -> Vec<FieldError> {
-    let Some(map) = data.as_object().filter(|_| s.object) else {
+    let Some(map) = data.as_object().filter(|_| s.object && s.keyed_lists) else {
         return Vec::new();
     };
     let mut errs = Vec::new();
@@ -1048,6 +1081,9 @@ fn list_sets_and_maps(
 }
 
 fn list_value(data: &Value, old: Option<&Value>, s: &Schema, path: &Path<'_>) -> Vec<FieldError> {
+    if !s.keyed_lists {
+        return Vec::new();
+    }
     match data {
         Value::Array(items) => list_array(items, s, path),
         Value::Object(_) => list_sets_and_maps(data, old, s, path),
@@ -1491,6 +1527,23 @@ mod tests {
             ]
         );
         assert!(errs.iter().all(|e| e.reason() == "FieldValueDuplicate"));
+    }
+
+    #[test]
+    fn keyed_lists_deep_below_nodes_without_them_are_checked() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "name": {"type": "string"},
+            "groups": {"type": "object", "additionalProperties": {"type": "array", "items": {
+                "type": "object", "properties": {"ports": {
+                    "type": "array", "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "properties": {"name": {"type": "string"}}}}}}}}
+        }}}});
+        let obj = json!({"spec": {"name": "n", "groups": {"g": [{"ports": [{"name": "a"}, {"name": "a"}]}]}}});
+        assert_eq!(
+            messages(&validate(&obj, None, &schema)),
+            [r#"spec.groups[g][0].ports[1]: Duplicate value: {"name":"a"}"#]
+        );
     }
 
     #[test]

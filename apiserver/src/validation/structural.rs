@@ -245,6 +245,11 @@ fn field_schema<'a>(schema: Option<&'a Schema>, key: &str) -> Option<&'a Schema>
 }
 
 fn prune_nulls_without_defaults(x: &mut Value, schema: Option<&Schema>) {
+    // Below a value no schema describes, every schema is missing too, and only a schema makes
+    // a null one to drop.
+    if schema.is_none() {
+        return;
+    }
     match x {
         Value::Object(map) => {
             map.retain(|key, v| {
@@ -266,6 +271,9 @@ fn prune_nulls_without_defaults(x: &mut Value, schema: Option<&Schema>) {
 }
 
 fn default_node(x: &mut Value, schema: &Schema) {
+    if !schema.has_defaults_below() {
+        return;
+    }
     match x {
         Value::Object(map) => {
             for (key, prop) in schema.properties() {
@@ -485,6 +493,26 @@ mod tests {
         let mut obj = json!({"spec": {"size": null}});
         apply_defaults(&mut obj, &Schema::compile(&schema()), &[]);
         assert_eq!(obj["spec"]["size"], json!("m"));
+    }
+
+    #[test]
+    fn defaults_and_nulls_deep_below_nodes_without_either_are_reached() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "plain": {"type": "object", "properties": {"a": {"type": "string"}}},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "deep": {"type": "object", "additionalProperties": {"type": "array", "items": {
+                "type": "object",
+                "properties": {"x": {"type": "integer", "default": 3}, "y": {"type": "string"}}}}}
+        }}}});
+        let mut obj = json!({"spec": {
+            "plain": {"a": null}, "free": {"k": null}, "deep": {"m": [{"y": null}, {"x": 1}]}
+        }});
+        apply_defaults(&mut obj, &Schema::compile(&schema), &[]);
+        // A null no schema describes stays, as upstream leaves it.
+        assert_eq!(
+            obj,
+            json!({"spec": {"plain": {}, "free": {"k": null}, "deep": {"m": [{"x": 3}, {"x": 1}]}}})
+        );
     }
 
     #[test]
