@@ -172,31 +172,14 @@ pub fn decode_apply(body: &[u8]) -> Result<Value, String> {
 }
 
 /// Applies an RFC 7386 JSON merge patch: objects merge recursively, `null` deletes a key, and
-/// anything else (arrays included) replaces the target wholesale.
+/// anything else (arrays included) replaces the target wholesale. See [`merged`].
 pub fn merge_patch(target: &mut Value, patch: Value) {
-    let Value::Object(patch_fields) = patch else {
-        *target = patch;
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Map::new());
-    }
-    let Value::Object(target_fields) = target else {
-        return;
-    };
-    // The patch's values move into the target: a status patch brings the whole status.
-    for (key, value) in patch_fields {
-        if value.is_null() {
-            target_fields.remove(&key);
-        } else {
-            merge_patch(target_fields.entry(key).or_insert(Value::Null), value);
-        }
-    }
+    *target = merged(target, patch);
 }
 
-/// `target` with an RFC 7386 merge patch applied, as [`merge_patch`] makes it, built apart from
-/// `target`: only what the patch leaves of it is copied (a status patch brings the whole status,
-/// so the stored status it replaces is never copied).
+/// `target` with an RFC 7386 merge patch applied, built apart from `target`: only what the
+/// patch leaves of it is copied, and the patch's values move in (a status patch brings the whole
+/// status, so the stored status it replaces is never copied).
 pub fn merged(target: &Value, patch: Value) -> Value {
     let Value::Object(patch_fields) = patch else {
         return patch;
@@ -666,7 +649,7 @@ mod tests {
     }
 
     #[test]
-    fn a_merged_copy_is_what_merging_in_place_makes() {
+    fn a_merged_copy_is_what_rfc_7386_makes() {
         let target = json!({
             "metadata": {"labels": {"app": "web", "tier": "front"}, "name": "a"},
             "spec": {"ports": [1, 2], "replicas": 1},
@@ -680,9 +663,10 @@ mod tests {
             json!(["x"]),
             json!(null),
         ] {
-            let mut in_place = target.clone();
-            merge_patch(&mut in_place, patch.clone());
-            assert_eq!(merged(&target, patch.clone()), in_place, "patch {patch}");
+            // The `json-patch` crate's merge, as a reference.
+            let mut reference = target.clone();
+            json_patch::merge(&mut reference, &patch);
+            assert_eq!(merged(&target, patch.clone()), reference, "patch {patch}");
         }
         assert_eq!(
             merged(&json!("text"), json!({"a": {"b": null}})),
