@@ -317,3 +317,319 @@ async fn crds_serve_their_kinds() {
     )
     .await;
 }
+
+/// A Work as the hub writes it and an agent reports on it: the server reads the field a write
+/// cannot change (the status through the main resource, the spec through `/status`) as stored
+/// bytes, and every answer and read still shows the whole object.
+#[tokio::test]
+async fn writes_that_leave_the_spec_or_the_status_keep_it_and_answer_it_whole() {
+    tokio::time::timeout(TIMEOUT * 2, spec_and_status_writes())
+        .await
+        .expect("the test finished in time");
+}
+
+async fn spec_and_status_writes() {
+    use kube::api::{DeleteParams, DynamicObject};
+    let server = TestServer::start(StorageKind::Sqlite).await.unwrap();
+    let client = server.client().await.unwrap();
+    install_crds(&client).await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let namespace = Namespace {
+        metadata: meta(NAMESPACE),
+        ..Default::default()
+    };
+    namespaces
+        .create(&PostParams::default(), &namespace)
+        .await
+        .unwrap();
+    let works: Api<Work> = Api::namespaced(client.clone(), NAMESPACE);
+    let raw: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NAMESPACE,
+        &kube::api::ApiResource::erase::<Work>(&()),
+    );
+    let configmap = |value: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "settings", "namespace": "shop"}, "data": {"mode": value}})
+    };
+    let work = |value: &str| {
+        json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+               "metadata": {"name": "app", "namespace": NAMESPACE},
+               "spec": {"workload": {"manifests": [configmap(value)]}}})
+    };
+    let applied = |generation: i64| {
+        json!({"status": {
+            "conditions": [{"type": "Applied", "status": "True", "reason": "AppliedManifestWorkComplete",
+                            "message": "applied", "observedGeneration": generation,
+                            "lastTransitionTime": "2026-12-05T00:00:00Z"}],
+            "manifestConditions": [{
+                "identifier": {"ordinal": 0, "group": "", "version": "v1", "kind": "ConfigMap",
+                               "resource": "configmaps", "name": "settings", "namespace": "shop"},
+                "conditions": [{"type": "Applied", "status": "True", "reason": "Applied",
+                                "message": "applied", "observedGeneration": generation,
+                                "lastTransitionTime": "2026-12-05T00:00:00Z"}]}]}})
+    };
+    let hub = PatchParams::apply("hub").force();
+    let agent = PatchParams::apply("agent");
+    let as_json = |o: &DynamicObject| serde_json::to_value(o).unwrap();
+
+    let created = raw
+        .patch("app", &hub, &Patch::Apply(work("one")))
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.generation, Some(1));
+
+    // The agent's status, by merge patch: the answer has the spec it left alone.
+    let reported = as_json(
+        &raw.patch_status("app", &agent, &Patch::Merge(applied(1)))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(reported["spec"], work("one")["spec"], "{reported}");
+    assert_eq!(reported["status"], applied(1)["status"], "{reported}");
+    assert_eq!(reported["metadata"]["generation"], 1);
+
+    // The hub's update of the spec, by server-side apply: the status stays, in the answer too.
+    let updated = as_json(
+        &raw.patch("app", &hub, &Patch::Apply(work("two")))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(updated["spec"], work("two")["spec"], "{updated}");
+    assert_eq!(updated["status"], applied(1)["status"], "{updated}");
+    assert_eq!(updated["metadata"]["generation"], 2);
+
+    // The same two writes answered with metadata only, as the hub asks for them.
+    let meta_only = raw
+        .patch_metadata("app", &hub, &Patch::Apply(work("three")))
+        .await
+        .unwrap();
+    assert_eq!(meta_only.metadata.generation, Some(3));
+    let mut request = kube::core::Request::new(format!(
+        "/apis/multicluster.x-k8s.io/v1alpha1/namespaces/{NAMESPACE}/works"
+    ))
+    .patch_subresource(
+        "status",
+        "app",
+        &PatchParams::default(),
+        &Patch::Merge(applied(3)),
+    )
+    .unwrap();
+    request.headers_mut().insert(
+        http::header::ACCEPT,
+        http::HeaderValue::from_static(
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+        ),
+    );
+    let answer: serde_json::Value =
+        serde_json::from_str(&client.request_text(request).await.unwrap()).unwrap();
+    assert_eq!(answer["kind"], "PartialObjectMetadata", "{answer}");
+    assert!(answer.get("spec").is_none() && answer.get("status").is_none());
+
+    let read = as_json(&raw.get("app").await.unwrap());
+    assert_eq!(read["spec"], work("three")["spec"], "{read}");
+    assert_eq!(read["status"], applied(3)["status"], "{read}");
+    assert_eq!(read["metadata"]["generation"], 3);
+    let managers: Vec<(String, String)> = read["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap().to_owned(),
+                e["subresource"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        managers.contains(&("hub".into(), String::new()))
+            && managers.contains(&("agent".into(), "status".into())),
+        "both writers keep their fields: {managers:?}"
+    );
+
+    // A merge patch of the main resource cannot change the status, and one of the status cannot
+    // change the spec.
+    let patched = as_json(
+        &raw.patch(
+            "app",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {"team": "shop"}}, "status": {"conditions": []}}),
+            ),
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(patched["status"], applied(3)["status"], "{patched}");
+    assert_eq!(patched["metadata"]["labels"]["team"], "shop");
+    let patched = as_json(
+        &raw.patch_status(
+            "app",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"spec": {"workload": {"manifests": []}}, "status": {"conditions": []}}),
+            ),
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(patched["spec"], work("three")["spec"], "{patched}");
+    assert_eq!(patched["status"]["conditions"], json!([]), "{patched}");
+    assert_eq!(patched["metadata"]["generation"], 3);
+
+    // Nor can a replace: of the main resource, the status; of the status, the spec.
+    let mut whole = raw.get("app").await.unwrap();
+    whole.data["status"] = json!({"conditions": [{"type": "Applied", "status": "False",
+        "reason": "Replaced", "message": "m", "lastTransitionTime": "2026-12-05T00:00:00Z"}]});
+    whole.metadata.labels = Some([("team".to_owned(), "web".to_owned())].into());
+    let replaced = as_json(
+        &raw.replace("app", &PostParams::default(), &whole)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(replaced["status"]["conditions"], json!([]), "{replaced}");
+    assert_eq!(replaced["metadata"]["labels"]["team"], "web");
+    whole.metadata.resource_version = replaced["metadata"]["resourceVersion"]
+        .as_str()
+        .map(str::to_owned);
+    whole.data["spec"] = json!({"workload": {"manifests": []}});
+    let replaced = as_json(
+        &raw.replace_status("app", &PostParams::default(), &whole)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(replaced["spec"], work("three")["spec"], "{replaced}");
+    assert_eq!(replaced["status"]["conditions"][0]["reason"], "Replaced");
+    assert_eq!(replaced["metadata"]["generation"], 3);
+
+    // The typed client reads what was stored.
+    let typed = works.get("app").await.unwrap();
+    assert_eq!(typed.spec.workload.manifests.len(), 1);
+    assert_eq!(typed.status.unwrap().conditions[0].reason, "Replaced");
+
+    // The write that ends a deleted Work (its last finalizer removed) answers it whole.
+    raw.patch(
+        "app",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/hold"]}})),
+    )
+    .await
+    .unwrap();
+    raw.delete("app", &DeleteParams::default()).await.unwrap();
+    let last = as_json(
+        &raw.patch(
+            "app",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(last["spec"], work("three")["spec"], "{last}");
+    assert_eq!(
+        last["status"]["conditions"][0]["reason"], "Replaced",
+        "{last}"
+    );
+    assert!(raw.get_opt("app").await.unwrap().is_none());
+}
+
+/// Where a write must read the whole object (a CEL rule at the schema's root weighs the spec
+/// against the status), it does: a spec write checks the stored status, a status write the
+/// stored spec.
+#[tokio::test]
+async fn a_root_rule_sees_the_field_a_write_leaves() {
+    tokio::time::timeout(TIMEOUT * 2, root_rule_sees_both())
+        .await
+        .expect("the test finished in time");
+}
+
+async fn root_rule_sees_both() {
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    let server = TestServer::start(StorageKind::Sqlite).await.unwrap();
+    let client = server.client().await.unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "quotas.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "quotas", "singular": "quota", "kind": "Quota"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-validations": [{
+                        "rule": "!has(self.status) || !has(self.spec) || self.status.used <= self.spec.limit",
+                        "message": "used is over the limit"}],
+                    "properties": {
+                        "spec": {"type": "object", "properties": {"limit": {"type": "integer"}}},
+                        "status": {"type": "object", "properties": {"used": {"type": "integer"}}}}}}}]}}))
+    .unwrap();
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let established = await_condition(
+        crds.clone(),
+        "quotas.example.com",
+        conditions::is_crd_established(),
+    );
+    tokio::time::timeout(TIMEOUT, established)
+        .await
+        .unwrap()
+        .unwrap();
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Quota"),
+        "quotas",
+    );
+    let quotas: Api<DynamicObject> = Api::default_namespaced_with(client.clone(), &resource);
+    let quota = |limit: i64| {
+        json!({"apiVersion": "example.com/v1", "kind": "Quota",
+               "metadata": {"name": "q"}, "spec": {"limit": limit}})
+    };
+    let owner = PatchParams::apply("owner").force();
+    quotas
+        .patch("q", &owner, &Patch::Apply(quota(10)))
+        .await
+        .unwrap();
+    quotas
+        .patch_status(
+            "q",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"used": 8}})),
+        )
+        .await
+        .unwrap();
+
+    let over = quotas
+        .patch_status(
+            "q",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"used": 12}})),
+        )
+        .await
+        .expect_err("a status over the stored spec's limit is refused");
+    assert!(
+        over.to_string().contains("used is over the limit"),
+        "{over}"
+    );
+    let under = quotas
+        .patch("q", &owner, &Patch::Apply(quota(5)))
+        .await
+        .expect_err("a limit under the stored status is refused");
+    assert!(
+        under.to_string().contains("used is over the limit"),
+        "{under}"
+    );
+    let merged = quotas
+        .patch(
+            "q",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"limit": 4}})),
+        )
+        .await
+        .expect_err("so is one by merge patch");
+    assert!(
+        merged.to_string().contains("used is over the limit"),
+        "{merged}"
+    );
+
+    let read = quotas.get("q").await.unwrap();
+    assert_eq!(read.data["spec"]["limit"], 10);
+    assert_eq!(read.data["status"]["used"], 8);
+}

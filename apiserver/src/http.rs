@@ -717,7 +717,8 @@ async fn patch(
         request.at.subresource.as_deref(),
     );
     let patch_type = patch_type(request.headers)?;
-    let options = writing(state, request)?;
+    let mut options = writing(state, request)?;
+    options.metadata_only = matches!(representation, Representation::PartialMetadata);
     may_write(state, request, patch_type == PatchType::Apply).await?;
     if sub == Some("scale") {
         let (scale, warnings) =
@@ -1127,6 +1128,7 @@ fn write_options(headers: &HeaderMap, query: &Query) -> Result<WriteOptions> {
         admission: None,
         warnings: Default::default(),
         actor: None,
+        metadata_only: false,
     })
 }
 

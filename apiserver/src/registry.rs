@@ -21,6 +21,7 @@ pub mod garbage;
 pub mod kubernetes_service;
 pub mod namespace;
 pub mod namespace_contents;
+mod parked;
 pub mod selector;
 pub mod service_ip;
 pub mod service_ip_repair;

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 
 use super::actor::{ActingWrite, Actor, Asked, Outcome};
+use super::parked::{self, Parked};
 use super::selector::{FieldSelector, LabelSelector};
 use super::{Registry, ResourceType, crd};
 use crate::apply::{self, ListType, ListTypes, same_except, same_object_fields};
@@ -66,6 +67,10 @@ pub struct WriteOptions {
     /// The server's own controller making the write: it passes the admission policies and is
     /// audited as that controller's user, as an HTTP write passes them as its caller.
     pub actor: Option<Actor>,
+    /// The client asked for the written object's metadata only (`as=PartialObjectMetadata`, as
+    /// controllers that learn the object from a watch do): the write's answer need not hold the
+    /// field it left as stored ([`parked`]).
+    pub metadata_only: bool,
 }
 
 /// The warnings of one request, as kube-apiserver records them on the request rather than on
@@ -409,6 +414,20 @@ impl Store {
         ns: Option<&str>,
         name: &str,
     ) -> Result<(Arc<Value>, KeyValue)> {
+        let (object, kv, _) = self.read_parking(rt, ns, name, None).await?;
+        Ok((object, kv))
+    }
+
+    /// Reads an object for a write that leaves its top-level field `park` as stored: decoded
+    /// but for that field, which comes back as its stored bytes when [`parks`] allows it (and
+    /// the object needs no conversion); otherwise the whole object, as [`Store::read`].
+    async fn read_parking(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        park: Option<&'static str>,
+    ) -> Result<(Arc<Value>, KeyValue, Option<Parked>)> {
         let kv = self
             .backend
             .get(&rt.key(ns, name))
@@ -418,14 +437,29 @@ impl Store {
             .cache
             .get()
             .and_then(|cache| cache.object(&kv.key, kv.mod_revision));
-        let mut object = match cached {
-            Some(object) => object,
-            None => Arc::new(decode(&kv)?),
+        let (mut object, parked) = match (cached, park) {
+            (Some(object), _) => (object, None),
+            (None, Some(key)) => {
+                let (mut object, parked) = parked::decode(&kv.value, key).map_err(|e| {
+                    Error::Internal(format!("stored object {} is corrupt: {e}", kv.key))
+                })?;
+                set_resource_version(&mut object, kv.mod_revision);
+                (Arc::new(object), parked)
+            }
+            (None, None) => (Arc::new(decode(&kv)?), None),
+        };
+        let parked = match parked {
+            Some(p) if !is_converted(&object, rt) => {
+                // Converting reads the whole object: the field goes back in first.
+                unpark(Arc::make_mut(&mut object), &p)?;
+                None
+            }
+            other => other,
         };
         if !is_converted(&object, rt) {
             convert(Arc::make_mut(&mut object), rt);
         }
-        Ok((object, kv))
+        Ok((object, kv, parked))
     }
 
     /// A page of objects matching the selectors.
@@ -680,7 +714,7 @@ impl Store {
         }
         if options.dry_run {
             if admit == Admit::WithinLimits {
-                let size = to_storage(&mut object, rt)?.len();
+                let size = to_storage(&mut object, rt, None)?.len();
                 within_object_limit(rt, name, size)?;
                 self.admit(rt, name, None, size)?;
             }
@@ -767,8 +801,9 @@ impl Store {
                 }],
             ));
         }
+        let park = parks(rt, subresource, options);
         for _ in 0..MAX_RETRIES {
-            let (current, kv) = self.read(rt, ns, name).await?;
+            let (current, kv, parked) = self.read_parking(rt, ns, name, park).await?;
             if let Some(rv) = precondition
                 && rv != kv.mod_revision
             {
@@ -780,8 +815,7 @@ impl Store {
                     ns,
                     name,
                     subresource,
-                    &current,
-                    &kv,
+                    Read::of(&current, &kv, parked.as_ref()),
                     object.clone(),
                     options,
                     false,
@@ -875,12 +909,18 @@ impl Store {
         }
         // A merge patch moves the document's values into the object; a retry decodes it again.
         let mut first = Some(patch_doc);
+        // A merge patch cannot read the field it leaves (a JSON patch's `test`, `copy` and
+        // `move` can).
+        let park = match patch_type {
+            PatchType::Merge => parks(rt, subresource, options),
+            _ => None,
+        };
         for _ in 0..MAX_RETRIES {
             let patch_doc = match first.take() {
                 Some(doc) => doc,
                 None => decode_patch()?,
             };
-            let (current, kv) = self.read(rt, ns, name).await?;
+            let (current, kv, parked) = self.read_parking(rt, ns, name, park).await?;
             let mut patched = patched(rt, name, &current, patch_type, patch_doc)?;
             let precondition = precondition(&patched)?;
             if let Some(rv) = precondition
@@ -895,8 +935,7 @@ impl Store {
                     ns,
                     name,
                     subresource,
-                    &current,
-                    &kv,
+                    Read::of(&current, &kv, parked.as_ref()),
                     patched,
                     options,
                     false,
@@ -946,16 +985,17 @@ impl Store {
             super::defaults::apply_key_defaults(&rt.group, &rt.kind, &mut config);
         }
         let lists = lists(rt);
+        let park = parks(rt, subresource, options);
         for _ in 0..MAX_RETRIES {
             let now = now();
             let api_version = rt.api_version();
             let manager = manager(&api_version, options, subresource, &now);
-            let current = match self.read(rt, ns, name).await {
+            let current = match self.read_parking(rt, ns, name, park).await {
                 Ok(found) => Some(found),
                 Err(Error::NotFound(_)) if subresource.is_none() => None,
                 Err(err) => return Err(err),
             };
-            let Some((current, kv)) = current else {
+            let Some((current, kv, parked)) = current else {
                 if precondition.is_some() {
                     return Err(Error::NotFound(rt.target(name)));
                 }
@@ -982,8 +1022,7 @@ impl Store {
                     ns,
                     name,
                     subresource,
-                    &current,
-                    &kv,
+                    Read::of(&current, &kv, parked.as_ref()),
                     merged,
                     options,
                     true,
@@ -997,7 +1036,7 @@ impl Store {
         Err(conflict(rt, name))
     }
 
-    /// Writes `new` over `current` (read at `kv`), with every rule of an update.
+    /// Writes `new` over the object `read`, with every rule of an update.
     #[allow(clippy::too_many_arguments)]
     async fn commit_update(
         &self,
@@ -1005,12 +1044,42 @@ impl Store {
         ns: Option<&str>,
         name: &str,
         subresource: Option<&str>,
-        current: &Value,
-        kv: &KeyValue,
+        read: Read<'_>,
+        new: Value,
+        options: &WriteOptions,
+        applied: bool,
+    ) -> Result<Written> {
+        let mut written = self
+            .commit_update_parked(rt, ns, name, subresource, &read, new, options, applied)
+            .await?;
+        // The answer shows the whole object unless the client asked for its metadata only.
+        if let Some(parked) = read.parked
+            && !options.metadata_only
+        {
+            unpark(&mut written.object, parked)?;
+        }
+        Ok(written)
+    }
+
+    /// [`Store::commit_update`] but for putting the field `read` left parked back into the
+    /// answer (the stored bytes always have it).
+    #[allow(clippy::too_many_arguments)]
+    async fn commit_update_parked(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        read: &Read<'_>,
         mut new: Value,
         options: &WriteOptions,
         applied: bool,
     ) -> Result<Written> {
+        let Read {
+            object: current,
+            kv,
+            parked,
+        } = *read;
         let now = now();
         let mut warnings = Collected::new(options);
         check_type_meta(&mut new, rt)?;
@@ -1043,6 +1112,10 @@ impl Store {
         if terminating && finalizers(&new).next().is_none() && !self.is_waiting_namespace(rt, &new)
         {
             let warnings = warnings.finish();
+            // What is deleted is answered, and told to the collectors, whole.
+            if let Some(parked) = parked {
+                unpark(&mut new, parked)?;
+            }
             return self
                 .delete_finalized(rt, ns, name, kv, new, options.dry_run, warnings)
                 .await;
@@ -1055,7 +1128,7 @@ impl Store {
         };
         if options.dry_run {
             if admit == Admit::WithinLimits {
-                let size = to_storage(&mut new, rt)?.len();
+                let size = to_storage(&mut new, rt, parked)?.len();
                 within_object_limit(rt, name, size)?;
                 self.admit(rt, name, Some(kv.value.len()), size)?;
             }
@@ -1067,7 +1140,7 @@ impl Store {
                 warnings: warnings.finish(),
             });
         }
-        let stored = to_storage(&mut new, rt)?;
+        let stored = to_storage(&mut new, rt, parked)?;
         if admit == Admit::WithinLimits {
             // The server's own writes (marking a deletion, say) always go through.
             within_object_limit(rt, name, stored.len())?;
@@ -1194,7 +1267,7 @@ impl Store {
                 if options.dry_run {
                     return Ok(Deleted::Pending(marked));
                 }
-                let stored = to_storage(&mut marked, rt)?;
+                let stored = to_storage(&mut marked, rt, None)?;
                 match self
                     .backend
                     .update(&rt.key(ns, name), stored, kv.mod_revision)
@@ -1382,7 +1455,7 @@ impl Store {
         object: &mut Value,
         admit: Admit,
     ) -> Result<Revision> {
-        let stored = to_storage(object, rt)?;
+        let stored = to_storage(object, rt, None)?;
         within_object_limit(rt, name, stored.len())?;
         let _room = match admit {
             Admit::WithinLimits => self.admit(rt, name, None, stored.len())?,
@@ -1611,6 +1684,79 @@ impl Drop for Reservation<'_> {
         reserved.objects = reserved.objects.saturating_sub(self.usage.objects);
         reserved.bytes = reserved.bytes.saturating_sub(self.usage.bytes);
     }
+}
+
+/// The stored object an update writes over: decoded (perhaps but for one field, `parked`) and
+/// the key-value it was read from.
+#[derive(Clone, Copy)]
+struct Read<'a> {
+    object: &'a Value,
+    kv: &'a KeyValue,
+    parked: Option<&'a Parked>,
+}
+
+impl<'a> Read<'a> {
+    fn of(object: &'a Value, kv: &'a KeyValue, parked: Option<&'a Parked>) -> Self {
+        Read { object, kv, parked }
+    }
+}
+
+/// The top-level field a write of `subresource` cannot change and so may leave as stored
+/// ([`parked`]): the status, through the main resource of a kind with a status subresource;
+/// the spec, through the status subresource.
+///
+/// Only where nothing in the write reads that field: a custom resource stored at the version
+/// written, with no admission check of the write (RBAC's or a policy's), and a schema with no
+/// CEL rules, nothing at its root that weighs the object whole (`required` naming the field,
+/// property counts, combinators) and no default for the field. Everything else in an update
+/// already leaves an unchanged top-level field alone: it was pruned, defaulted and validated
+/// when it was written (validation ratchets).
+fn parks(
+    rt: &ResourceType,
+    subresource: Option<&str>,
+    options: &WriteOptions,
+) -> Option<&'static str> {
+    if rt.builtin || !rt.status || rt.version != rt.storage_version || options.admission.is_some() {
+        return None;
+    }
+    let key = match subresource {
+        None => "status",
+        Some("status") => "spec",
+        Some(_) => return None,
+    };
+    let schema = schema_of(rt)?;
+    let root = schema.as_object()?;
+    const WHOLE: [&str; 7] = [
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "minProperties",
+        "maxProperties",
+        "x-kubernetes-validations",
+    ];
+    let weighs_whole = WHOLE.iter().any(|k| root.contains_key(*k))
+        || root
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|required| required.iter().any(|r| r == key))
+        || schema["properties"][key].get("default").is_some();
+    if weighs_whole
+        || validation::cel::validator_for(&rt.qualified_resource(), &rt.version, &schema).is_some()
+    {
+        return None;
+    }
+    Some(key)
+}
+
+/// Puts a parked field back into `object`, unless it has one already (a deleted object's
+/// answer got it before).
+fn unpark(object: &mut Value, parked: &Parked) -> Result<()> {
+    if object.get(parked.key).is_some() {
+        return Ok(());
+    }
+    parked::restore(object, parked)
+        .map_err(|e| Error::Internal(format!("stored {} is corrupt: {e}", parked.key)))
 }
 
 /// Whether `new` holds fewer finalizers than `current` (`metadata.finalizers`, or for a
@@ -2036,7 +2182,9 @@ fn within_object_limit(rt: &ResourceType, name: &str, stored: usize) -> Result<(
     )))
 }
 
-fn to_storage(object: &mut Value, rt: &ResourceType) -> Result<Bytes> {
+/// `parked`, when the write read the object without one of its fields, is that field as it was
+/// stored, put back into the bytes.
+fn to_storage(object: &mut Value, rt: &ResourceType, parked: Option<&Parked>) -> Result<Bytes> {
     if rt.builtin && rt.version != rt.storage_version {
         // Versions of a built-in differ in shape: store a converted copy.
         let mut stored = object.clone();
@@ -2051,7 +2199,7 @@ fn to_storage(object: &mut Value, rt: &ResourceType) -> Result<Bytes> {
             version: rt.storage_version.clone(),
             ..rt.clone()
         };
-        return to_storage(&mut stored, &storage_rt);
+        return to_storage(&mut stored, &storage_rt, parked);
     }
     let resource_version = object["metadata"]
         .as_object_mut()
@@ -2060,7 +2208,7 @@ fn to_storage(object: &mut Value, rt: &ResourceType) -> Result<Bytes> {
     let served = object
         .as_object_mut()
         .and_then(|o| o.insert("apiVersion".into(), json!(storage_version)));
-    let bytes = serde_json::to_vec(&*object);
+    let bytes = parked::encode(object, parked);
     if let Some(o) = object.as_object_mut() {
         match served {
             Some(v) => o.insert("apiVersion".into(), v),
