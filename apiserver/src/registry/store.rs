@@ -1071,7 +1071,7 @@ impl Store {
         name: &str,
         subresource: Option<&str>,
         read: &Read<'_>,
-        mut new: Value,
+        new: Value,
         options: &WriteOptions,
         applied: bool,
     ) -> Result<Written> {
@@ -1080,27 +1080,17 @@ impl Store {
             kv,
             parked,
         } = *read;
-        let now = now();
         let mut warnings = Collected::new(options);
-        check_type_meta(&mut new, rt)?;
-        let mut new = subresource_view(rt, name, subresource, current, new, applied)?;
-        keep_server_metadata(current, &mut new);
-        check_no_new_finalizers(rt, name, current, &new)?;
-        self.validate(rt, &mut new, Some(current), options, &mut warnings.list)?;
-        self.prepare_kind(rt, &mut new, Some(current), &now)?;
-        if rt.tracks_generation() && spec_changed(current, &new, rt.status) {
-            let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
-            new["metadata"]["generation"] = json!(generation);
-        }
-        if !applied {
-            let api_version = rt.api_version();
-            apply::record_update(
-                Some(current),
-                &mut new,
-                &manager(&api_version, options, subresource, &now),
-                &lists(rt),
-            );
-        }
+        let mut new = self.updated(
+            rt,
+            name,
+            subresource,
+            current,
+            new,
+            options,
+            applied,
+            &mut warnings.list,
+        )?;
         if same_except(current, &new, &[], &["resourceVersion"]) {
             return Ok(Written {
                 object: current.clone(),
@@ -1168,6 +1158,43 @@ impl Store {
             Err(storage::Error::NotFound(_)) => Err(Error::NotFound(rt.target(name))),
             Err(err) => Err(err.into()),
         }
+    }
+
+    /// `new` as an update over `current` would store it: what the subresource may change of it,
+    /// the server's metadata kept, validated and defaulted, its generation and managed fields.
+    #[allow(clippy::too_many_arguments)]
+    fn updated(
+        &self,
+        rt: &ResourceType,
+        name: &str,
+        subresource: Option<&str>,
+        current: &Value,
+        mut new: Value,
+        options: &WriteOptions,
+        applied: bool,
+        warnings: &mut Vec<String>,
+    ) -> Result<Value> {
+        let now = now();
+        check_type_meta(&mut new, rt)?;
+        let mut new = subresource_view(rt, name, subresource, current, new, applied)?;
+        keep_server_metadata(current, &mut new);
+        check_no_new_finalizers(rt, name, current, &new)?;
+        self.validate(rt, &mut new, Some(current), options, warnings)?;
+        self.prepare_kind(rt, &mut new, Some(current), &now)?;
+        if rt.tracks_generation() && spec_changed(current, &new, rt.status) {
+            let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
+            new["metadata"]["generation"] = json!(generation);
+        }
+        if !applied {
+            let api_version = rt.api_version();
+            apply::record_update(
+                Some(current),
+                &mut new,
+                &manager(&api_version, options, subresource, &now),
+                &lists(rt),
+            );
+        }
+        Ok(new)
     }
 
     /// Deletes an object being deleted whose last finalizer an update removed.
