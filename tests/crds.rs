@@ -544,40 +544,21 @@ async fn a_root_rule_sees_the_field_a_write_leaves() {
 }
 
 async fn root_rule_sees_both() {
-    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
     let server = TestServer::start(StorageKind::Sqlite).await.unwrap();
     let client = server.client().await.unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd: CustomResourceDefinition = serde_json::from_value(json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "quotas.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "quotas", "singular": "quota", "kind": "Quota"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object",
-                    "x-kubernetes-validations": [{
-                        "rule": "!has(self.status) || !has(self.spec) || self.status.used <= self.spec.limit",
-                        "message": "used is over the limit"}],
-                    "properties": {
-                        "spec": {"type": "object", "properties": {"limit": {"type": "integer"}}},
-                        "status": {"type": "object", "properties": {"used": {"type": "integer"}}}}}}}]}}))
-    .unwrap();
-    crds.create(&PostParams::default(), &crd).await.unwrap();
-    let established = await_condition(
-        crds.clone(),
-        "quotas.example.com",
-        conditions::is_crd_established(),
-    );
-    tokio::time::timeout(TIMEOUT, established)
-        .await
-        .unwrap()
-        .unwrap();
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("example.com", "v1", "Quota"),
+    let quotas = example_resource(
+        &client,
+        "Quota",
         "quotas",
-    );
-    let quotas: Api<DynamicObject> = Api::default_namespaced_with(client.clone(), &resource);
+        json!({"type": "object",
+            "x-kubernetes-validations": [{
+                "rule": "!has(self.status) || !has(self.spec) || self.status.used <= self.spec.limit",
+                "message": "used is over the limit"}],
+            "properties": {
+                "spec": {"type": "object", "properties": {"limit": {"type": "integer"}}},
+                "status": {"type": "object", "properties": {"used": {"type": "integer"}}}}}),
+    )
+    .await;
     let quota = |limit: i64| {
         json!({"apiVersion": "example.com/v1", "kind": "Quota",
                "metadata": {"name": "q"}, "spec": {"limit": limit}})
@@ -632,4 +613,123 @@ async fn root_rule_sees_both() {
     let read = quotas.get("q").await.unwrap();
     assert_eq!(read.data["spec"]["limit"], 10);
     assert_eq!(read.data["status"]["used"], 8);
+}
+
+/// Creates (or replaces the schema of) the namespaced `example.com/v1` kind `kind`, with a
+/// status subresource, and waits for it to be served.
+async fn example_resource(
+    client: &Client,
+    kind: &str,
+    plural: &str,
+    schema: serde_json::Value,
+) -> Api<kube::api::DynamicObject> {
+    use kube::api::{ApiResource, GroupVersionKind};
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = format!("{plural}.example.com");
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": name},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": schema}}]}});
+    crds.patch(
+        &name,
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(crd),
+    )
+    .await
+    .unwrap();
+    let established = await_condition(crds, &name, conditions::is_crd_established());
+    tokio::time::timeout(TIMEOUT, established)
+        .await
+        .unwrap()
+        .unwrap();
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", kind),
+        plural,
+    );
+    Api::default_namespaced_with(client.clone(), &resource)
+}
+
+#[tokio::test]
+async fn a_root_required_field_a_status_write_leaves_is_found_as_stored() {
+    tokio::time::timeout(TIMEOUT * 2, required_field_found_as_stored())
+        .await
+        .expect("the test finished in time");
+}
+
+async fn required_field_found_as_stored() {
+    let server = TestServer::start(StorageKind::Sqlite).await.unwrap();
+    let client = server.client().await.unwrap();
+    let schema = |required: serde_json::Value| {
+        json!({"type": "object", "required": required, "properties": {
+            "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+            "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}}})
+    };
+    let gates = example_resource(&client, "Gate", "gates", schema(json!([]))).await;
+    let gate = |name: &str, spec: Option<i64>| {
+        let mut gate =
+            json!({"apiVersion": "example.com/v1", "kind": "Gate", "metadata": {"name": name}});
+        if let Some(size) = spec {
+            gate["spec"] = json!({"size": size});
+        }
+        serde_json::from_value::<kube::api::DynamicObject>(gate).unwrap()
+    };
+    let post = PostParams::default();
+    gates.create(&post, &gate("full", Some(3))).await.unwrap();
+    gates.create(&post, &gate("bare", None)).await.unwrap();
+    // The kind now requires a spec: "bare", stored before, has none.
+    example_resource(&client, "Gate", "gates", schema(json!(["spec"]))).await;
+    let mut refused = None;
+    for _ in 0..100 {
+        match gates.create(&post, &gate("probe", None)).await {
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+            Ok(_) => {
+                gates.delete("probe", &Default::default()).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+    let refused = refused.expect("a Gate without a spec is refused once the schema requires it");
+    assert!(
+        refused.to_string().contains("spec: Required value"),
+        "{refused}"
+    );
+
+    let ready = json!({"status": {"ready": true}});
+    let written = gates
+        .patch_status("full", &PatchParams::default(), &Patch::Merge(&ready))
+        .await
+        .expect("a status write over a stored spec meets the required spec");
+    assert_eq!(written.data["spec"]["size"], 3);
+    assert_eq!(written.data["status"]["ready"], true);
+    let applied = json!({"apiVersion": "example.com/v1", "kind": "Gate",
+                         "metadata": {"name": "full"}, "status": {"ready": false}});
+    gates
+        .patch_status(
+            "full",
+            &PatchParams::apply("agent").force(),
+            &Patch::Apply(&applied),
+        )
+        .await
+        .expect("so does a status apply");
+    let read = gates.get("full").await.unwrap();
+    assert_eq!(read.data["spec"]["size"], 3);
+    assert_eq!(read.data["status"]["ready"], false);
+
+    let missing = gates
+        .patch_status("bare", &PatchParams::default(), &Patch::Merge(&ready))
+        .await
+        .expect_err("a status write over an object with no spec still misses it");
+    assert!(
+        missing.to_string().contains("spec: Required value"),
+        "{missing}"
+    );
+    let bare = gates.get("bare").await.unwrap();
+    assert!(bare.data.get("status").is_none(), "{:?}", bare.data);
 }

@@ -692,7 +692,7 @@ impl Store {
         if rt.tracks_generation() {
             meta.insert("generation".into(), json!(1));
         }
-        self.validate(rt, &mut object, None, options, &mut warnings.list)?;
+        self.validate(rt, &mut object, None, None, options, &mut warnings.list)?;
         self.prepare_kind(rt, &mut object, None, &now)?;
         if let Some(ns) = ns.filter(|_| rt.namespaced) {
             self.check_namespace_accepts(ns).await?;
@@ -1085,7 +1085,7 @@ impl Store {
             rt,
             name,
             subresource,
-            current,
+            (current, parked),
             new,
             options,
             applied,
@@ -1162,13 +1162,14 @@ impl Store {
 
     /// `new` as an update over `current` would store it: what the subresource may change of it,
     /// the server's metadata kept, validated and defaulted, its generation and managed fields.
+    /// `parked` is the field `current` was read without, if the stored object has it.
     #[allow(clippy::too_many_arguments)]
     fn updated(
         &self,
         rt: &ResourceType,
         name: &str,
         subresource: Option<&str>,
-        current: &Value,
+        (current, parked): (&Value, Option<&Parked>),
         mut new: Value,
         options: &WriteOptions,
         applied: bool,
@@ -1179,7 +1180,8 @@ impl Store {
         let mut new = subresource_view(rt, name, subresource, current, new, applied)?;
         keep_server_metadata(current, &mut new);
         check_no_new_finalizers(rt, name, current, &new)?;
-        self.validate(rt, &mut new, Some(current), options, warnings)?;
+        let parked = parked.map(|p| p.key);
+        self.validate(rt, &mut new, Some(current), parked, options, warnings)?;
         self.prepare_kind(rt, &mut new, Some(current), &now)?;
         if rt.tracks_generation() && spec_changed(current, &new, rt.status) {
             let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
@@ -1529,11 +1531,17 @@ impl Store {
     }
 
     /// Metadata validation, and for custom resources pruning, defaulting and schema validation.
+    ///
+    /// `parked` names a top-level field the write left as stored ([`parked`]) that the stored
+    /// object has: neither `object` nor `old` holds it, yet it is there, unchanged, so the
+    /// schema's `required` does not miss it (an unchanged field is not validated again).
+    #[allow(clippy::too_many_arguments)]
     fn validate(
         &self,
         rt: &ResourceType,
         object: &mut Value,
         old: Option<&Value>,
+        parked: Option<&str>,
         options: &WriteOptions,
         warnings: &mut Vec<String>,
     ) -> Result<()> {
@@ -1578,7 +1586,10 @@ impl Store {
             } else {
                 validation::apply_defaults(object, &compiled, &unchanged);
                 // Custom resources ratchet: unchanged fields are not validated again.
-                errors.extend(compiled.validate(object, old));
+                errors.extend(compiled.validate(object, old).into_iter().filter(|e| {
+                    !(e.cause == validation::CauseType::Required
+                        && Some(e.field.as_str()) == parked)
+                }));
                 if let Some(rules) =
                     validation::cel::validator_for(&rt.qualified_resource(), &rt.version, schema)
                 {
@@ -1734,10 +1745,10 @@ impl<'a> Read<'a> {
 ///
 /// Only where nothing in the write reads that field: a custom resource stored at the version
 /// written, with no admission check of the write (RBAC's or a policy's), and a schema with no
-/// CEL rules, nothing at its root that weighs the object whole (`required` naming the field,
-/// property counts, combinators) and no default for the field. Everything else in an update
-/// already leaves an unchanged top-level field alone: it was pruned, defaulted and validated
-/// when it was written (validation ratchets).
+/// CEL rules, nothing at its root that weighs the object whole (property counts, combinators)
+/// and no default for the field. Everything else in an update already leaves an unchanged
+/// top-level field alone: it was pruned, defaulted and validated when it was written
+/// (validation ratchets).
 fn parks(
     rt: &ResourceType,
     subresource: Option<&str>,
@@ -1762,11 +1773,8 @@ fn parks(
         "maxProperties",
         "x-kubernetes-validations",
     ];
+    // A root `required` naming the field is met by the stored field ([`Store::validate`]).
     let weighs_whole = WHOLE.iter().any(|k| root.contains_key(*k))
-        || root
-            .get("required")
-            .and_then(Value::as_array)
-            .is_some_and(|required| required.iter().any(|r| r == key))
         || schema["properties"][key].get("default").is_some();
     if weighs_whole
         || validation::cel::validator_for(&rt.qualified_resource(), &rt.version, &schema).is_some()
@@ -2556,6 +2564,47 @@ mod tests {
             "{rv}"
         );
         assert!(check(&options(None, Some("x"))).is_err());
+    }
+
+    #[test]
+    fn a_write_leaves_the_field_nothing_in_it_reads() {
+        let resource = |root: Value| {
+            let mut schema = json!({"type": "object", "required": ["spec"], "properties": {
+                "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+                "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}}});
+            schema
+                .as_object_mut()
+                .unwrap()
+                .extend(root.as_object().unwrap().clone());
+            let crd = json!({"metadata": {"name": "gates.example.com"},
+                "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"plural": "gates", "singular": "gate", "kind": "Gate"},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                        "subresources": {"status": {}},
+                        "schema": {"openAPIV3Schema": schema}}]},
+                "status": {"conditions": [{"type": "Established", "status": "True"}]}});
+            super::super::crd::resource_types(&crd).remove(0)
+        };
+        let options = WriteOptions::default();
+        // A root `required` naming the field is met by the stored field: both writes park.
+        let plain = resource(json!({}));
+        assert_eq!(parks(&plain, Some("status"), &options), Some("spec"));
+        assert_eq!(parks(&plain, None, &options), Some("status"));
+        assert_eq!(parks(&plain, Some("scale"), &options), None);
+        // Whatever weighs the whole object reads the field too.
+        let rule = json!({"x-kubernetes-validations": [{"rule": "has(self.spec)"}]});
+        for root in [
+            rule,
+            json!({"maxProperties": 4}),
+            json!({"anyOf": [{"required": ["spec"]}]}),
+        ] {
+            let rt = resource(root.clone());
+            assert_eq!(parks(&rt, Some("status"), &options), None, "{root}");
+            assert_eq!(parks(&rt, None, &options), None, "{root}");
+        }
+        let catalog = crate::registry::Registry::new().catalog();
+        let deployments = catalog.lookup("apps", "v1", "deployments").unwrap();
+        assert_eq!(parks(&deployments, Some("status"), &options), None);
     }
 
     #[test]
