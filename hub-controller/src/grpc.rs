@@ -168,8 +168,9 @@ impl HubService {
     /// Writes a member's record (the Secret exists) and applies it to the fleet view.
     async fn store_record(&self, record: &Record) -> Result<(), Status> {
         let secrets: Api<Secret> = Api::namespaced(self.client.clone(), SYSTEM_NAMESPACE);
+        // Only the record's new version is read back, not its data.
         let stored = secrets
-            .patch(
+            .patch_metadata(
                 &record::secret_name(&record.name),
                 &PatchParams::default(),
                 &Patch::Merge(&record.data_patch()),

@@ -70,15 +70,30 @@ pub async fn ensure_profile(
     name: &str,
     cluster_set: Option<&str>,
 ) -> kube::Result<()> {
-    let api: Api<ClusterProfile> = Api::namespaced(client, INVENTORY_NAMESPACE);
-    match api
-        .create(&PostParams::default(), &new_profile(name, cluster_set))
-        .await
-    {
-        Ok(_) => Ok(()),
+    let profile = new_profile(name, cluster_set);
+    match create_unread(&client, &profile, Some(INVENTORY_NAMESPACE)).await {
+        Ok(()) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 409 => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// Creates `object` without reading it back: a join creates a cluster's namespace and profile
+/// and needs neither answer, so the API server answers with metadata and nothing is decoded.
+async fn create_unread<K>(
+    client: &kube::Client,
+    object: &K,
+    namespace: Option<&str>,
+) -> kube::Result<()>
+where
+    K: kube::Resource<DynamicType = ()> + serde::Serialize,
+{
+    let url = K::url_path(&(), namespace);
+    let body = serde_json::to_vec(object).map_err(kube::Error::SerdeError)?;
+    let request = kube::core::Request::new(url)
+        .create(&PostParams::default(), body)
+        .map_err(kube::Error::BuildRequest)?;
+    crate::work::send_write(client, request).await
 }
 
 /// Creates a member cluster's namespace on the hub (labelled as the member's), or finds it made
@@ -88,7 +103,7 @@ pub async fn ensure_namespace(
     client: kube::Client,
     name: &str,
 ) -> kube::Result<Result<(), String>> {
-    let namespaces: Api<Namespace> = Api::all(client);
+    let namespaces: Api<Namespace> = Api::all(client.clone());
     let namespace = Namespace {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
@@ -97,8 +112,8 @@ pub async fn ensure_namespace(
         },
         ..Namespace::default()
     };
-    let existing = match namespaces.create(&PostParams::default(), &namespace).await {
-        Ok(_) => return Ok(Ok(())),
+    let existing = match create_unread(&client, &namespace, None).await {
+        Ok(()) => return Ok(Ok(())),
         Err(kube::Error::Api(e)) if e.code == 409 => namespaces.get(name).await?,
         Err(e) => return Err(e),
     };
