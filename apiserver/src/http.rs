@@ -438,60 +438,8 @@ async fn serve(
     let catalog = state.store.registry().catalog();
     let api_path = api_path.ok_or(Error::UnknownPath)?;
     let resource = match api_path {
-        ApiPath::Version => return Ok(json_response(StatusCode::OK, &discovery::version())),
-        ApiPath::OpenApiIndex => {
-            return Ok(json_response(
-                StatusCode::OK,
-                &crate::openapi::index(&catalog),
-            ));
-        }
-        ApiPath::OpenApiV2 => {
-            return openapi::serve_v2(catalog, &parts.method, &parts.headers).await;
-        }
-        ApiPath::OpenApiDocument(gv) => {
-            let doc = crate::openapi::document(&catalog, &gv).ok_or(Error::UnknownPath)?;
-            return Ok(json_response(StatusCode::OK, &doc));
-        }
-        ApiPath::Health => {
-            return Ok(
-                (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], "ok").into_response(),
-            );
-        }
-        ApiPath::CoreRoot | ApiPath::GroupsRoot => {
-            let core = matches!(api_path, ApiPath::CoreRoot);
-            if wants_aggregated(&accept) {
-                let body =
-                    serde_json::to_vec(&discovery::aggregated(&catalog, core)).unwrap_or_default();
-                return Ok((
-                    StatusCode::OK,
-                    [
-                        (header::CONTENT_TYPE, AGGREGATED_DISCOVERY),
-                        (header::VARY, "Accept"),
-                    ],
-                    body,
-                )
-                    .into_response());
-            }
-            let doc = if core {
-                discovery::core_versions(&state.server_address)
-            } else {
-                discovery::group_list(&catalog)
-            };
-            return Ok(json_response(StatusCode::OK, &doc));
-        }
-        ApiPath::Group(group) => {
-            let doc = discovery::group(&catalog, &group).ok_or(Error::UnknownPath)?;
-            return Ok(json_response(StatusCode::OK, &doc));
-        }
-        ApiPath::GroupVersion(group, version) => {
-            let doc =
-                discovery::resource_list(&catalog, &group, &version).ok_or(Error::UnknownPath)?;
-            return Ok(json_response(StatusCode::OK, &doc));
-        }
-        ApiPath::Backup | ApiPath::Restore => {
-            return backup::serve(state, &api_path, &parts.method, &user);
-        }
         ApiPath::Resource(resource) => resource,
+        other => return serve_other(state, catalog, other, &parts, &accept, &user).await,
     };
     let rt = catalog
         .lookup(&resource.group, &resource.version, &resource.resource)
@@ -538,6 +486,66 @@ async fn serve(
         state.cache.caught_up(now, ADMISSION_CATCH_UP).await;
     }
     Ok(slot.hold(response))
+}
+
+/// A path that names no resource: version, OpenAPI, health, discovery, backup and restore.
+async fn serve_other(
+    state: &ApiState,
+    catalog: Arc<crate::registry::Catalog>,
+    api_path: ApiPath,
+    parts: &http::request::Parts,
+    accept: &str,
+    user: &User,
+) -> Result<Response> {
+    let found = |doc: Option<Value>| -> Result<Response> {
+        Ok(json_response(
+            StatusCode::OK,
+            &doc.ok_or(Error::UnknownPath)?,
+        ))
+    };
+    match api_path {
+        ApiPath::Version => Ok(json_response(StatusCode::OK, &discovery::version())),
+        ApiPath::OpenApiIndex => Ok(json_response(
+            StatusCode::OK,
+            &crate::openapi::index(&catalog),
+        )),
+        ApiPath::OpenApiV2 => openapi::serve_v2(catalog, &parts.method, &parts.headers).await,
+        ApiPath::OpenApiDocument(gv) => {
+            let doc = crate::openapi::document(&catalog, &gv).ok_or(Error::UnknownPath)?;
+            Ok(json_response(StatusCode::OK, &doc))
+        }
+        ApiPath::Health => {
+            Ok((StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], "ok").into_response())
+        }
+        ApiPath::CoreRoot | ApiPath::GroupsRoot => {
+            let core = matches!(api_path, ApiPath::CoreRoot);
+            if wants_aggregated(accept) {
+                let body =
+                    serde_json::to_vec(&discovery::aggregated(&catalog, core)).unwrap_or_default();
+                return Ok((
+                    StatusCode::OK,
+                    [
+                        (header::CONTENT_TYPE, AGGREGATED_DISCOVERY),
+                        (header::VARY, "Accept"),
+                    ],
+                    body,
+                )
+                    .into_response());
+            }
+            let doc = if core {
+                discovery::core_versions(&state.server_address)
+            } else {
+                discovery::group_list(&catalog)
+            };
+            Ok(json_response(StatusCode::OK, &doc))
+        }
+        ApiPath::Group(group) => found(discovery::group(&catalog, &group)),
+        ApiPath::GroupVersion(group, version) => {
+            found(discovery::resource_list(&catalog, &group, &version))
+        }
+        ApiPath::Backup | ApiPath::Restore => backup::serve(state, &api_path, &parts.method, user),
+        ApiPath::Resource(_) => Err(Error::UnknownPath),
+    }
 }
 
 /// How long a write of a policy or binding waits for the policies to take it in.
@@ -828,15 +836,7 @@ async fn serve_resource(
     if let (Some(sub), Some(name), Some(ns)) = (sub, at.name.as_deref(), ns)
         && pods::serves(rt, sub)
     {
-        let answer = match (sub, method) {
-            ("binding", &Method::POST) => {
-                pods::bind(store, rt, ns, Some(name), &decode_object(headers, &body)?).await?
-            }
-            ("eviction", &Method::POST) => pods::evict(store, rt, ns, name).await?,
-            ("binding" | "eviction", _) => return Err(Error::MethodNotAllowed),
-            _ => pods::kubelet(store, rt, ns, name, sub).await?,
-        };
-        return Ok(json_response(StatusCode::CREATED, &answer));
+        return pod_subresource(state, request, (ns, name, sub), &body).await;
     }
     if rt.virtual_only {
         return serve_virtual(state, request, body).await;
@@ -857,26 +857,7 @@ async fn serve_resource(
         return Ok(json_response(StatusCode::CREATED, &token));
     }
     match (method, at.name.as_deref()) {
-        (&Method::GET, None) => {
-            let list = list_options(rt, query)?;
-            if query.flag("watch") {
-                return watch_stream::serve(state, rt.clone(), ns, query, list, representation)
-                    .await;
-            }
-            if query.flag("sendInitialEvents") {
-                return Err(Error::invalid(
-                    "ListOptions.meta.k8s.io",
-                    Default::default(),
-                    vec![crate::validation::FieldError {
-                        cause: crate::validation::CauseType::Forbidden,
-                        field: "sendInitialEvents".into(),
-                        message: "sendInitialEvents is forbidden for list".into(),
-                        value: None,
-                    }],
-                ));
-            }
-            list::serve(state, rt, ns, &list, representation).await
-        }
+        (&Method::GET, None) => list_or_watch(state, request, representation).await,
         (&Method::GET, Some(name)) => {
             let object = store.get(rt, ns, name).await?;
             if sub == Some("scale") {
@@ -899,34 +880,7 @@ async fn serve_resource(
         }
         (&Method::PUT, Some(name)) => replace(state, request, representation, name, body).await,
         (&Method::PATCH, Some(name)) => patch(state, request, representation, name, body).await,
-        (&Method::DELETE, Some(name)) => {
-            let (options, policies) = deleting(state, request, &body)?;
-            let deleted = store.delete(rt, ns, name, &options).await;
-            let deleted = refused_with_warnings(deleted, request, policies.as_deref())?;
-            let mut response = match deleted {
-                Deleted::Pending(object) => {
-                    representation.response(StatusCode::OK, &representation.object(rt, object))
-                }
-                Deleted::Gone(object) if rt.delete_returns_object => {
-                    representation.response(StatusCode::OK, &representation.object(rt, object))
-                }
-                Deleted::Gone(object) => {
-                    let mut details =
-                        json!({"name": name, "kind": rt.plural, "uid": object["metadata"]["uid"]});
-                    if !rt.group.is_empty() {
-                        details["group"] = json!(rt.group);
-                    }
-                    json_response(
-                        StatusCode::OK,
-                        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
-                    )
-                }
-            };
-            if let Some(policies) = policies {
-                add_warnings(&mut response, &policies.take_delete_warnings());
-            }
-            Ok(response)
-        }
+        (&Method::DELETE, Some(name)) => delete(state, request, representation, name, body).await,
         (&Method::DELETE, None) => {
             let list = list_options(rt, query)?;
             let (options, policies) = deleting(state, request, &body)?;
@@ -941,6 +895,96 @@ async fn serve_resource(
         }
         _ => Err(Error::MethodNotAllowed),
     }
+}
+
+/// A GET of a collection: a list, or a watch (`watch=1`).
+async fn list_or_watch(
+    state: &ApiState,
+    request: &ResourceRequest<'_>,
+    representation: Representation,
+) -> Result<Response> {
+    let (rt, query, ns) = (request.rt, request.query, request.at.namespace.as_deref());
+    let list = list_options(rt, query)?;
+    if query.flag("watch") {
+        return watch_stream::serve(state, rt.clone(), ns, query, list, representation).await;
+    }
+    if query.flag("sendInitialEvents") {
+        return Err(Error::invalid(
+            "ListOptions.meta.k8s.io",
+            Default::default(),
+            vec![crate::validation::FieldError {
+                cause: crate::validation::CauseType::Forbidden,
+                field: "sendInitialEvents".into(),
+                message: "sendInitialEvents is forbidden for list".into(),
+                value: None,
+            }],
+        ));
+    }
+    list::serve(state, rt, ns, &list, representation).await
+}
+
+/// A pod's subresources: `binding` and `eviction` (POST), and what a kubelet would answer.
+async fn pod_subresource(
+    state: &ApiState,
+    request: &ResourceRequest<'_>,
+    (ns, name, sub): (&str, &str, &str),
+    body: &Bytes,
+) -> Result<Response> {
+    let (store, rt, method) = (&state.store, request.rt, request.method);
+    let answer = match (sub, method) {
+        ("binding", &Method::POST) => {
+            pods::bind(
+                store,
+                rt,
+                ns,
+                Some(name),
+                &decode_object(request.headers, body)?,
+            )
+            .await?
+        }
+        ("eviction", &Method::POST) => pods::evict(store, rt, ns, name).await?,
+        ("binding" | "eviction", _) => return Err(Error::MethodNotAllowed),
+        _ => pods::kubelet(store, rt, ns, name, sub).await?,
+    };
+    Ok(json_response(StatusCode::CREATED, &answer))
+}
+
+/// Deletes one object: answered with the object while finalizers hold it (or when the kind
+/// answers a delete with it), else with a `Status`.
+async fn delete(
+    state: &ApiState,
+    request: &ResourceRequest<'_>,
+    representation: Representation,
+    name: &str,
+    body: Bytes,
+) -> Result<Response> {
+    let (store, rt, ns) = (&state.store, request.rt, request.at.namespace.as_deref());
+    let (options, policies) = deleting(state, request, &body)?;
+    let deleted = store.delete(rt, ns, name, &options).await;
+    let deleted = refused_with_warnings(deleted, request, policies.as_deref())?;
+    let mut response = match deleted {
+        Deleted::Pending(object) => {
+            representation.response(StatusCode::OK, &representation.object(rt, object))
+        }
+        Deleted::Gone(object) if rt.delete_returns_object => {
+            representation.response(StatusCode::OK, &representation.object(rt, object))
+        }
+        Deleted::Gone(object) => {
+            let mut details =
+                json!({"name": name, "kind": rt.plural, "uid": object["metadata"]["uid"]});
+            if !rt.group.is_empty() {
+                details["group"] = json!(rt.group);
+            }
+            json_response(
+                StatusCode::OK,
+                &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
+            )
+        }
+    };
+    if let Some(policies) = policies {
+        add_warnings(&mut response, &policies.take_delete_warnings());
+    }
+    Ok(response)
 }
 
 /// A resource nothing is stored for: reviews and bindings (created and answered), component
