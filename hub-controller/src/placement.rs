@@ -1133,14 +1133,17 @@ fn degraded_verdict(failed: usize, degraded: usize) -> Verdict {
 async fn apply(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kube::Error> {
     let key = key(placement);
     let generation = placement.metadata.generation.unwrap_or(0);
+    let settled = ctx.index.take_settled(&key);
     let (mut timings, mut written) = {
         let mut memory = ctx.memory();
         // While its Works report (a fan-out to thousands of clusters, each report and each
         // status write a trigger), a placement is planned at most once per interval; a change
-        // of its spec is planned at once.
+        // of its spec is planned at once, and so is the report that settles its last Work, so
+        // that a rollout (or a step of one) shows done as soon as it is.
         let now = Instant::now();
         if let Some((at, seen)) = memory.planned.get(&key)
             && *seen == generation
+            && !settled
             && now.duration_since(*at) < PLAN_INTERVAL
         {
             return Ok(Action::requeue(PLAN_INTERVAL - now.duration_since(*at)));
@@ -1353,6 +1356,8 @@ async fn write_status(
     Ok(())
 }
 
+/// Where one cluster stands, from its Work's report; a cluster neither succeeded nor failed
+/// here keeps its Work unsettled in the index ([`Entry::settled`] reads a report the same way).
 fn cluster_progress(
     entry: &Entry,
     timing: &mut Timing,

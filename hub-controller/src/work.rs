@@ -238,6 +238,28 @@ fn placement_of(metadata: &ObjectMeta) -> Option<(String, i64)> {
 }
 
 impl Entry {
+    /// Whether its cluster has reported on its generation all that a rollout waits for: applied,
+    /// available and done progressing, or failed (not applied, or degraded). A placement's plan
+    /// reads each cluster's progress the same way.
+    pub fn settled(&self) -> bool {
+        let reported = &self.reported;
+        reported.generation == Some(self.generation)
+            && (reported.applied == Some(false)
+                || reported.degraded == Some(true)
+                || (reported.applied == Some(true)
+                    && reported.available == Some(true)
+                    && reported.progressing != Some(true)))
+    }
+
+    /// The placement this Work keeps from being settled: its key, while the Work is stamped, not
+    /// being deleted, and not [`settled`](Self::settled).
+    fn unsettling(&self) -> Option<&String> {
+        self.placement
+            .as_ref()
+            .filter(|_| !self.deleting && !self.settled())
+            .map(|(key, _)| key)
+    }
+
     /// The Work as its agent receives it: no status, no managedFields, the spec as stored.
     pub fn body(&self) -> Vec<u8> {
         let api_version = <Work as kube::Resource>::api_version(&());
@@ -340,6 +362,10 @@ struct Works {
     by_placement: HashMap<String, HashSet<(String, String)>>,
     /// Every spec the Works hold, and how many hold it.
     specs: HashMap<Arc<str>, usize>,
+    /// By placement key: how many of its Works are not [settled](Entry::settled).
+    unsettled: HashMap<String, usize>,
+    /// Placements whose last unsettled Work settled since the placement controller last asked.
+    settled: HashSet<String>,
 }
 
 impl Works {
@@ -354,15 +380,38 @@ impl Works {
     /// Puts a Work in, in place of the one before under its name.
     fn insert(&mut self, cluster: &str, name: &str, entry: Entry) {
         let (placement, spec) = (entry.placement.clone(), Arc::clone(&entry.spec));
+        let unsettling = entry.unsettling().cloned();
         let before = self
             .by_cluster
             .entry(cluster.to_owned())
             .or_default()
             .insert(name.to_owned(), entry);
+        let was = before.as_ref().and_then(|b| b.unsettling().cloned());
+        self.recount(was, unsettling);
         if let Some(before) = before {
             self.unlink(cluster, name, before.placement.as_ref(), Some(&before.spec));
         }
         self.link(cluster, name, placement.as_ref(), Some(&spec));
+    }
+
+    /// Moves a Work's count of unsettled from the placement it kept unsettled (`was`) to the one
+    /// it keeps unsettled now; a placement whose count falls to none is noted as settled.
+    fn recount(&mut self, was: Option<String>, now: Option<String>) {
+        if was == now {
+            return;
+        }
+        if let Some(key) = was
+            && let Some(count) = self.unsettled.get_mut(&key)
+        {
+            *count -= 1;
+            if *count == 0 {
+                self.unsettled.remove(&key);
+                self.settled.insert(key);
+            }
+        }
+        if let Some(key) = now {
+            *self.unsettled.entry(key).or_default() += 1;
+        }
     }
 
     /// Takes a Work out.
@@ -372,6 +421,7 @@ impl Works {
         if works.is_empty() {
             self.by_cluster.remove(cluster);
         }
+        self.recount(removed.unsettling().cloned(), None);
         self.unlink(
             cluster,
             name,
@@ -415,6 +465,7 @@ impl Works {
             works.remove(&(cluster.to_owned(), name.to_owned()));
             if works.is_empty() {
                 self.by_placement.remove(key);
+                self.settled.remove(key);
             }
         }
         if let Some(spec) = spec
@@ -450,6 +501,7 @@ impl WorkIndex {
             && old.deleting == deleting
             && old.force_delete == force_delete(&work.metadata)
         {
+            let was = old.unsettling().cloned();
             // A placement that changed but stamps the same manifests (a new rollout strategy
             // or policy) bumps only the Work's annotations: the placement must see that the Work
             // carries its generation, or it would stamp it again and wait forever.
@@ -469,6 +521,8 @@ impl WorkIndex {
                 old.needs_finalizer = needs_finalizer;
                 self.touch_lifecycle(&cluster, &name, old);
             }
+            let unsettling = old.unsettling().cloned();
+            index.recount(was, unsettling);
             if let Some(before) = moved {
                 index.unlink(&cluster, &name, before.as_ref(), None);
                 index.link(&cluster, &name, placement.as_ref(), None);
@@ -523,6 +577,12 @@ impl WorkIndex {
     /// did (cluster, name).
     pub async fn next_lifecycle(&self) -> Vec<(String, String)> {
         self.lifecycle.take().await
+    }
+
+    /// Whether the placement `key` saw its last unsettled Work settle since it was last asked:
+    /// its rollout may have just finished, or a step of it.
+    pub fn take_settled(&self, key: &str) -> bool {
+        self.lock().settled.remove(key)
     }
 
     /// Waits until a placement's Work changed, then takes the placements (by key) that did.
@@ -1068,6 +1128,103 @@ mod tests {
             Some(("default.p".to_owned(), 2))
         );
         assert_eq!(index.next_touched().await, ["default.p"]);
+    }
+
+    /// A Work of placement `default.p` on `cluster`, at `generation`, with the conditions its
+    /// cluster reported on `observed` (none: not reported yet).
+    fn reported_work(
+        cluster: &str,
+        generation: i64,
+        observed: i64,
+        conditions: &[(&str, &str)],
+    ) -> WatchedWork {
+        let conditions: Vec<serde_json::Value> = conditions
+            .iter()
+            .map(|(t, s)| {
+                serde_json::json!({"type": t, "status": s, "reason": "Reported", "message": "",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": observed})
+            })
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "Work",
+            "metadata": {"name": "default.p", "namespace": cluster, "uid": format!("uid-{cluster}"),
+                "generation": generation, "labels": {LABEL_PLACEMENT: "default.p"},
+                "annotations": {ANNOTATION_PLACEMENT_GENERATION: generation.to_string()},
+                "finalizers": [FINALIZER_WORK_CLEANUP]},
+            "spec": {"workload": {"manifests": [{"generation": generation}]}},
+            "status": {"conditions": conditions}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_placement_is_told_when_the_report_that_settles_its_last_work_comes() {
+        const DONE: &[(&str, &str)] = &[
+            ("Applied", "True"),
+            ("Available", "True"),
+            ("Progressing", "False"),
+        ];
+        let index = WorkIndex::default();
+        for cluster in ["east", "west", "north"] {
+            index.upsert(&reported_work(cluster, 1, 0, &[]));
+        }
+        assert!(!index.take_settled("default.p"), "nothing reported yet");
+        index.upsert(&reported_work("east", 1, 1, DONE));
+        // Applied but still progressing, or a report on the generation before, settle nothing.
+        index.upsert(&reported_work(
+            "west",
+            1,
+            1,
+            &[
+                ("Applied", "True"),
+                ("Available", "True"),
+                ("Progressing", "True"),
+            ],
+        ));
+        index.upsert(&reported_work("north", 1, 0, DONE));
+        assert!(
+            !index.take_settled("default.p"),
+            "two Works are not settled"
+        );
+        index.upsert(&reported_work("west", 1, 1, DONE));
+        assert!(
+            !index.take_settled("default.p"),
+            "north reported generation 0"
+        );
+        index.upsert(&reported_work("north", 1, 1, DONE));
+        assert!(index.take_settled("default.p"), "the last Work settled");
+        assert!(!index.take_settled("default.p"), "told once");
+        assert!(!index.take_settled("default.other"));
+
+        // The next generation unsettles every Work again; a failure settles one as a success does.
+        for cluster in ["east", "west", "north"] {
+            index.upsert(&reported_work(cluster, 2, 1, DONE));
+        }
+        index.upsert(&reported_work("east", 2, 2, DONE));
+        index.upsert(&reported_work("west", 2, 2, &[("Applied", "False")]));
+        assert!(!index.take_settled("default.p"));
+        index.upsert(&reported_work(
+            "north",
+            2,
+            2,
+            &[("Applied", "True"), ("Degraded", "True")],
+        ));
+        assert!(index.take_settled("default.p"));
+
+        // A Work let go before it settled leaves the others settled: that tells too.
+        index.upsert(&reported_work("east", 3, 2, DONE));
+        assert!(!index.take_settled("default.p"));
+        index.remove("east", "default.p");
+        assert!(
+            index.take_settled("default.p"),
+            "the unsettled Work is gone"
+        );
+        // A placement whose Works are all gone is not told.
+        index.upsert(&reported_work("west", 3, 2, DONE));
+        index.remove("north", "default.p");
+        index.remove("west", "default.p");
+        assert!(!index.take_settled("default.p"), "its Works are gone");
+        assert!(index.lock().unsettled.is_empty());
+        assert!(index.lock().settled.is_empty());
     }
 
     #[test]
