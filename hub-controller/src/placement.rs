@@ -154,11 +154,41 @@ struct Memory {
     failures: HashMap<String, u32>,
     /// When each placement was last planned, and at which generation.
     planned: HashMap<String, (Instant, i64)>,
+    /// The deletions of Works each placement let go, while they run.
+    letting_go: HashMap<String, LettingGo>,
+}
+
+/// A task deleting Works a placement let go; stopped when the controller stops.
+struct LettingGo(tokio::task::JoinHandle<()>);
+
+impl Drop for LettingGo {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Context {
     fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
         self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Deletes the Works `works` that the placement `key` let go, beside its plans rather than in
+    /// one: a placement that lets thousands of clusters go shows its chosen clusters done while
+    /// those deletions run. While one runs, the placement's next deletion waits; returns whether
+    /// this one had to (the placement is then planned again soon, to delete what is left).
+    fn let_go(&self, key: &str, works: Vec<(String, String)>) -> bool {
+        if works.is_empty() {
+            return false;
+        }
+        let mut memory = self.memory();
+        memory.letting_go.retain(|_, task| !task.0.is_finished());
+        if memory.letting_go.contains_key(key) {
+            return true;
+        }
+        let client = self.client.clone();
+        let task = tokio::spawn(async move { delete_works(&client, works.into_iter()).await });
+        memory.letting_go.insert(key.to_owned(), LettingGo(task));
+        false
     }
 }
 
@@ -344,6 +374,7 @@ async fn cleanup(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kub
     memory.timings.remove(&key);
     memory.written.remove(&key);
     memory.planned.remove(&key);
+    memory.letting_go.remove(&key);
     tracing::info!(placement = %key, "WorkPlacement deleted; its Works go");
     Ok(Action::await_change())
 }
@@ -1164,8 +1195,9 @@ async fn apply(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kube:
     Ok(Action::requeue(wake.map_or(RESYNC, |w| w.min(RESYNC))))
 }
 
-/// Stamps the Works a placement's plan says, deletes those of clusters it no longer selects,
-/// and writes its status; returns when its plan changes with time. A Work that cannot be
+/// Stamps the Works a placement's plan says, has those of clusters it no longer selects deleted
+/// (beside it: [`Context::let_go`]), and writes its status; returns when its plan changes with
+/// time. A Work that cannot be
 /// stamped does not stop the others, the pruning or the status; the first such error is
 /// returned, for a retry.
 async fn roll_out(
@@ -1224,10 +1256,8 @@ async fn roll_out(
     )
     .await;
     let chosen: std::collections::HashSet<&String> = selected.iter().collect();
-    if plan.invalid.is_none() {
-        let unwanted = unwanted(&stamped, &chosen, &retained);
-        delete_works(client, unwanted.into_iter()).await;
-    }
+    let waiting =
+        plan.invalid.is_none() && ctx.let_go(&key, unwanted(&stamped, &chosen, &retained));
     timings.retain(|cluster, _| chosen.contains(cluster));
     drop(chosen);
 
@@ -1244,10 +1274,10 @@ async fn roll_out(
     status.overridden_clusters = overridden(&renders);
     status.selected_resources = sources.selected_resources;
     status.unused_overrides = unused(placement.spec.overrides.len(), &renders);
-    let wake = match (plan.wake, wake) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+    let wake = [plan.wake, wake, waiting.then_some(PLAN_INTERVAL)]
+        .into_iter()
+        .flatten()
+        .min();
     let done = |result: Option<kube::Error>| result.map_or(Ok(wake), Err);
     ctx.fleet.metrics.placement(&key, &status);
     if written.as_ref() == Some(&status) || placement.status.as_ref() == Some(&status) {
