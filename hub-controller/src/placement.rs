@@ -36,7 +36,7 @@ use crate::conditions::{Verdict, merge};
 use crate::fleet::Fleet;
 use crate::work::{
     ANNOTATION_PLACEMENT_GENERATION, ANNOTATION_PLACEMENT_RENDERED, Entry, LABEL_PLACEMENT,
-    WorkIndex,
+    Outcome, WorkIndex,
 };
 
 mod overrides;
@@ -1386,8 +1386,8 @@ async fn write_status(
     Ok(())
 }
 
-/// Where one cluster stands, from its Work's report; a cluster neither succeeded nor failed
-/// here keeps its Work unsettled in the index ([`Entry::settled`] reads a report the same way).
+/// Where one cluster stands, from its Work's [`outcome`](Entry::outcome) (which the index's
+/// count of unsettled Works reads too).
 fn cluster_progress(
     entry: &Entry,
     timing: &mut Timing,
@@ -1395,18 +1395,11 @@ fn cluster_progress(
     min_success: Duration,
     deadline: Option<Duration>,
 ) -> Progress {
-    let reported = &entry.reported;
-    if reported.generation == Some(entry.generation) {
-        if reported.applied == Some(false) {
-            return Progress::Failed("ApplyFailed", reported.message.clone());
+    match entry.outcome() {
+        Some(Outcome::Failed(reason, message)) => {
+            return Progress::Failed(reason, message.to_owned());
         }
-        if reported.degraded == Some(true) {
-            return Progress::Failed("Degraded", reported.message.clone());
-        }
-        if reported.applied == Some(true)
-            && reported.available == Some(true)
-            && reported.progressing != Some(true)
-        {
+        Some(Outcome::Ready) => {
             let since = *timing.available_since.get_or_insert(now);
             return if now.duration_since(since) >= min_success {
                 Progress::Succeeded
@@ -1414,6 +1407,7 @@ fn cluster_progress(
                 Progress::Soaking
             };
         }
+        None => {}
     }
     timing.available_since = None;
     match deadline {

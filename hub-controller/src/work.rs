@@ -174,6 +174,15 @@ pub struct Entry {
     pub needs_finalizer: bool,
 }
 
+/// What a cluster's report says of its Work's generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome<'a> {
+    /// Not applied (`ApplyFailed`) or degraded (`Degraded`): the reason, and the report's message.
+    Failed(&'static str, &'a str),
+    /// Applied, available and done progressing.
+    Ready,
+}
+
 /// A Work's summary conditions as its cluster reported them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reported {
@@ -238,17 +247,29 @@ fn placement_of(metadata: &ObjectMeta) -> Option<(String, i64)> {
 }
 
 impl Entry {
-    /// Whether its cluster has reported on its generation all that a rollout waits for: applied,
-    /// available and done progressing, or failed (not applied, or degraded). A placement's plan
-    /// reads each cluster's progress the same way.
-    pub fn settled(&self) -> bool {
+    /// What its cluster reported of its generation, as a rollout reads it: `None` while the
+    /// report is of another generation, or neither a failure nor done.
+    pub fn outcome(&self) -> Option<Outcome<'_>> {
         let reported = &self.reported;
-        reported.generation == Some(self.generation)
-            && (reported.applied == Some(false)
-                || reported.degraded == Some(true)
-                || (reported.applied == Some(true)
-                    && reported.available == Some(true)
-                    && reported.progressing != Some(true)))
+        if reported.generation != Some(self.generation) {
+            return None;
+        }
+        if reported.applied == Some(false) {
+            return Some(Outcome::Failed("ApplyFailed", &reported.message));
+        }
+        if reported.degraded == Some(true) {
+            return Some(Outcome::Failed("Degraded", &reported.message));
+        }
+        (reported.applied == Some(true)
+            && reported.available == Some(true)
+            && reported.progressing != Some(true))
+        .then_some(Outcome::Ready)
+    }
+
+    /// Whether its cluster has reported on its generation all that a rollout waits for: an
+    /// [`outcome`](Self::outcome).
+    pub fn settled(&self) -> bool {
+        self.outcome().is_some()
     }
 
     /// The placement this Work keeps from being settled: its key, while the Work is stamped, not
