@@ -2,10 +2,9 @@
 //! on the same data directory serves the same data (and the first kubeconfig still works), and
 //! SIGTERM stops it cleanly.
 
-use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use atoll_tests::crash_writers::{CrashWriters, assert_kept};
 use atoll_tests::{Process, client_from, free_addr};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
@@ -25,77 +24,17 @@ async fn acknowledged_writes_survive_kill_9() {
         let client = client_from(&kubeconfig).await.unwrap();
         let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
 
-        let acknowledged = Arc::new(Mutex::new(BTreeSet::new()));
-        let mut writers = Vec::new();
-        for w in 0..WRITERS {
-            let cms = cms.clone();
-            let acknowledged = acknowledged.clone();
-            writers.push(tokio::spawn(async move {
-                // Bounded: stops at the first failure (the kill) or after 100,000 writes.
-                for i in 0..100_000 {
-                    let name = format!("w{w}-{i}");
-                    let cm: ConfigMap = serde_json::from_value(json!({
-                        "metadata": {"name": name},
-                        "data": {"writer": w.to_string(), "seq": i.to_string()},
-                    }))
-                    .unwrap();
-                    match cms.create(&PostParams::default(), &cm).await {
-                        Ok(created) => {
-                            acknowledged
-                                .lock()
-                                .unwrap()
-                                .insert((created.name_any(), created.resource_version().unwrap()));
-                        }
-                        Err(_) => return,
-                    }
-                }
-            }));
-        }
+        let writers = CrashWriters::start(&cms, WRITERS);
         // Let the writers run, then kill the server under load.
-        let start = Instant::now();
-        while acknowledged.lock().unwrap().len() < 2_000
-            && start.elapsed() < Duration::from_secs(20)
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        writers.run_until(2_000, Duration::from_secs(20)).await;
         process.kill9().unwrap();
-        for writer in writers {
-            writer.await.unwrap();
-        }
-        let acknowledged = acknowledged.lock().unwrap().clone();
-        assert!(
-            acknowledged.len() >= 100,
-            "the writers got going: {}",
-            acknowledged.len()
-        );
+        let acknowledged = writers.stopped().await;
 
         // Same data directory, same address, the kubeconfig written by the first start.
         let _restarted = Process::apiserver(&data, addr).unwrap();
         let client = client_from(&kubeconfig).await.unwrap();
         let cms: Api<ConfigMap> = Api::namespaced(client, "default");
-        let stored = cms.list(&ListParams::default()).await.unwrap();
-        let stored: BTreeSet<(String, String)> = stored
-            .items
-            .iter()
-            .map(|c| (c.name_any(), c.resource_version().unwrap()))
-            .collect();
-        let lost: Vec<_> = acknowledged.difference(&stored).take(10).collect();
-        assert!(
-            lost.is_empty(),
-            "{} acknowledged writes lost, e.g. {lost:?}",
-            acknowledged.difference(&stored).count()
-        );
-
-        // Revisions continue after the restart.
-        let highest = acknowledged
-            .iter()
-            .map(|(_, rv)| rv.parse::<i64>().unwrap())
-            .max()
-            .unwrap();
-        let after: ConfigMap =
-            serde_json::from_value(json!({"metadata": {"name": "after-restart"}})).unwrap();
-        let after = cms.create(&PostParams::default(), &after).await.unwrap();
-        assert!(after.resource_version().unwrap().parse::<i64>().unwrap() > highest);
+        assert_kept(&cms, &acknowledged).await;
     })
     .await
     .unwrap();

@@ -4,16 +4,15 @@
 //! watch on the other), and go on doing so when an etcd member is killed; an API server on
 //! another prefix of the same etcd sees none of it.
 
-use std::collections::BTreeSet;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use atoll_tests::crash_writers::{CrashWriters, assert_kept};
 use atoll_tests::etcd_cluster::EtcdCluster;
 use atoll_tests::{Process, Tool, atoll_binary, client_binary, client_from, free_addr, kubectl_at};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::json;
 
 const WRITERS: usize = 8;
@@ -66,77 +65,17 @@ async fn acknowledged_writes_survive_kill_9_on_etcd() {
         let client = client_from(&kubeconfig).await.unwrap();
         let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
 
-        let acknowledged = Arc::new(Mutex::new(BTreeSet::new()));
-        let mut writers = Vec::new();
-        for w in 0..WRITERS {
-            let cms = cms.clone();
-            let acknowledged = acknowledged.clone();
-            writers.push(tokio::spawn(async move {
-                // Bounded: stops at the first failure (the kill) or after 100,000 writes.
-                for i in 0..100_000 {
-                    let cm: ConfigMap = serde_json::from_value(json!({
-                        "metadata": {"name": format!("w{w}-{i}")},
-                        "data": {"writer": w.to_string(), "seq": i.to_string()},
-                    }))
-                    .unwrap();
-                    match cms.create(&PostParams::default(), &cm).await {
-                        Ok(created) => {
-                            acknowledged
-                                .lock()
-                                .unwrap()
-                                .insert((created.name_any(), created.resource_version().unwrap()));
-                        }
-                        Err(_) => return,
-                    }
-                }
-            }));
-        }
+        let writers = CrashWriters::start(&cms, WRITERS);
         // Let the writers run, then kill the server under load.
-        let start = Instant::now();
-        while acknowledged.lock().unwrap().len() < 500 && start.elapsed() < Duration::from_secs(30)
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        writers.run_until(500, Duration::from_secs(30)).await;
         process.kill9().unwrap();
-        for writer in writers {
-            writer.await.unwrap();
-        }
-        let acknowledged = acknowledged.lock().unwrap().clone();
-        assert!(
-            acknowledged.len() >= 100,
-            "the writers got going: {}",
-            acknowledged.len()
-        );
+        let acknowledged = writers.stopped().await;
 
         // Same data directory and etcd; the kubeconfig written by the first start.
         let _restarted = apiserver(&data, &etcd, "/atoll/crash");
         let client = client_from(&kubeconfig).await.unwrap();
         let cms: Api<ConfigMap> = Api::namespaced(client, "default");
-        let stored: BTreeSet<(String, String)> = cms
-            .list(&ListParams::default())
-            .await
-            .unwrap()
-            .items
-            .iter()
-            .map(|c| (c.name_any(), c.resource_version().unwrap()))
-            .collect();
-        let lost: Vec<_> = acknowledged.difference(&stored).take(10).collect();
-        assert!(
-            lost.is_empty(),
-            "{} acknowledged writes lost, e.g. {lost:?}",
-            acknowledged.difference(&stored).count()
-        );
-
-        // Revisions continue after the restart.
-        let highest = acknowledged
-            .iter()
-            .map(|(_, rv)| rv.parse::<i64>().unwrap())
-            .max()
-            .unwrap();
-        let after: ConfigMap =
-            serde_json::from_value(json!({"metadata": {"name": "after-restart"}})).unwrap();
-        let after = cms.create(&PostParams::default(), &after).await.unwrap();
-        assert!(after.resource_version().unwrap().parse::<i64>().unwrap() > highest);
+        assert_kept(&cms, &acknowledged).await;
     })
     .await
     .unwrap();

@@ -3,6 +3,7 @@
 //! HTTPS with the admin kubeconfig it wrote.
 
 pub mod bench;
+pub mod crash_writers;
 pub mod etcd_cluster;
 pub mod in_process;
 
