@@ -1197,9 +1197,8 @@ async fn apply(placement: &WorkPlacement, ctx: &Context) -> Result<Action, kube:
 
 /// Stamps the Works a placement's plan says, has those of clusters it no longer selects deleted
 /// (beside it: [`Context::let_go`]), and writes its status; returns when its plan changes with
-/// time. A Work that cannot be
-/// stamped does not stop the others, the pruning or the status; the first such error is
-/// returned, for a retry.
+/// time. A Work that cannot be stamped does not stop the others, the pruning or the status; the
+/// first such error is returned, for a retry.
 async fn roll_out(
     placement: &WorkPlacement,
     ctx: &Context,
